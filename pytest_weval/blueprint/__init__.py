@@ -1,0 +1,1 @@
+"""file -> typed Blueprint (pure: no pytest, no network)."""

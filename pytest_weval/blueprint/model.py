@@ -1,0 +1,158 @@
+"""Typed view of a parsed blueprint: what every later layer reads.
+
+The parser keeps the reference's normalized config as plain JSON-shaped dicts (``config``,
+``Prompt.raw``) because ids, content hashes and the Weval JSON are computed from exactly that
+shape, where an absent key and ``null`` differ. The typed fields below are derived from it once,
+at parse time, so later layers never re-interpret raw dicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Location(BaseModel):
+    """Where something sits in a blueprint file (1-based line and column; 0 when unknown)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    line: int = 0
+    column: int = 0
+    field: str | None = None
+
+    def __str__(self) -> str:
+        where = self.path
+        if self.line:
+            where += f":{self.line}"
+            if self.column:
+                where += f":{self.column}"
+        if self.field:
+            where += f" ({self.field})"
+        return where
+
+
+class Finding(BaseModel):
+    """A warning about a blueprint (ignored key, unknown function, duplicate id, ...)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    message: str
+    location: Location
+    code: str = "warning"
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    role: str
+    content: str | None
+
+
+class ModelSpec(BaseModel):
+    """A model entry after placeholder resolution: a plain id, or a custom model object."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    # The custom model object as written (id, url, modelName, inherit, format, headers,
+    # parameters, parameterMapping, promptFormat); None for a plain "provider:model" id.
+    custom: dict[str, Any] | None = None
+
+
+class EvalPoint(BaseModel):
+    """One point in the coverage evaluator's view (weval-semantics §1.10).
+
+    ``should`` points come first, then ``should_not`` points with ``is_inverted``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str | None = None
+    fn: str | None = None
+    fn_args: Any = None
+    has_args: bool = False  # False reproduces JS `undefined` args (e.g. `$is_json`)
+    multiplier: float = 1.0
+    citation: Any = None
+    path_id: str | None = None
+    is_inverted: bool = False
+    display_text: str
+    location: Location | None = None
+    # An authoring mistake found at parse time (unknown function, bad regex, missing $ref):
+    # the point is recorded as an error and the item errors (rulings.md 9).
+    authoring_error: str | None = None
+
+    @property
+    def is_function(self) -> bool:
+        return self.fn is not None
+
+
+class Prompt(BaseModel):
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    id: str
+    index: int  # position in the blueprint's prompt list
+    messages: tuple[Message, ...] = ()
+    ideal: str | None = None
+    description: str | None = None
+    citation: Any = None
+    has_system: bool = False  # the prompt sets `system` (a null value means "no system")
+    system: str | None = None
+    temperature: float | None = None
+    weight: float | None = None
+    no_cache: bool = False
+    threshold: float | None = None  # our extension (rulings.md 8)
+    render_as: str = "markdown"
+    points: tuple[EvalPoint, ...] = ()
+    # validatePrompts failure (weval-semantics §1.8.5): this prompt's items error with it.
+    validation_error: str | None = None
+    location: Location
+    raw: dict[str, Any] = Field(default_factory=dict)  # normalized prompt, reference shape
+
+
+class Blueprint(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: str  # as given to the parser (absolute or relative to rootdir)
+    id: str  # path-derived (weval-semantics §1.8.2)
+    title: str
+    description: str | None = None
+    models: tuple[ModelSpec, ...] = ()
+    # Permutation axes (§4.1): `temperatures` if non-empty else [temperature] (may be [None]);
+    # `systems` if non-empty else [system].
+    temperatures: tuple[float | None, ...] = (None,)
+    systems: tuple[str | None, ...] = (None,)
+    sets_temperature: bool = False  # header sets temperature or temperatures (node ids)
+    tags: tuple[str, ...] = ()  # normalizeTag'd
+    threshold: float | None = None
+    evaluation_config: dict[str, Any] = Field(default_factory=dict)
+    external_services: dict[str, Any] = Field(default_factory=dict)
+    prompts: tuple[Prompt, ...] = ()
+    config: dict[str, Any] = Field(default_factory=dict)  # normalized config, reference shape
+    content_hash: str = ""
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def multi_system(self) -> bool:
+        return len(self.systems) > 1
+
+
+class BlueprintError(Exception):
+    """A blueprint (or one of its parts) that cannot be used, with where and what to do."""
+
+    def __init__(self, message: str, location: Location, hint: str | None = None):
+        self.message = message
+        self.location = location
+        self.hint = hint
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        text = f"{self.location}: {self.message}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+
+RenderAs = Literal["markdown", "html", "plaintext"]

@@ -1,0 +1,81 @@
+"""Typed result records: what running one item produces, whatever file format it came from.
+
+Every reporter (terminal, junit, Weval JSON, HTML) reads only these. They cross process
+boundaries under pytest-xdist as JSON (``ItemResult.model_dump(mode="json")``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Outcome = Literal["passed", "failed", "error"]
+
+
+class JudgeVerdict(BaseModel):
+    judge_model_id: str
+    coverage_extent: float  # raw, before should_not inversion
+    reflection: str = ""
+
+
+class PointAssessment(BaseModel):
+    """One point's assessment; fields mirror Weval's ``pointAssessments[]`` entry."""
+
+    key_point_text: str  # the text, or "Function: name(args)" for a function point
+    coverage_extent: float | None = None  # None when the point errored
+    reflection: str | None = None
+    error: str | None = None
+    multiplier: float = 1.0
+    citation: Any = None
+    is_inverted: bool = False
+    path_id: str | None = None
+    judge_model_id: str | None = None
+    individual_judgements: list[JudgeVerdict] | None = None
+    kind: Literal["function", "judged"] = "function"
+    # True when the error is the blueprint's fault (unknown function, bad regex syntax,
+    # missing $ref): the item errors instead of failing (rulings.md 9).
+    authoring_error: bool = False
+
+
+class Usage(BaseModel):
+    requests: int = 0  # responses obtained (network or cache)
+    cache_hits: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def add(self, other: "Usage") -> None:
+        self.requests += other.requests
+        self.cache_hits += other.cache_hits
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+
+
+class ItemResult(BaseModel):
+    nodeid: str = ""
+    blueprint_id: str
+    blueprint_path: str  # relative to the rootdir, "/" separated
+    blueprint_title: str = ""
+    prompt_id: str
+    prompt_weight: float | None = None
+    model_id: str  # as listed in the blueprint (after placeholder resolution)
+    effective_model_id: str  # Weval's id: model[temp:T][sp_idx:N]
+    temperature: float | None = None
+    system_index: int | None = None
+    system_prompt: str | None = None
+    outcome: Outcome
+    score: float | None = None  # round2'd aggregate, None when it could not be computed
+    threshold: float = 0.5
+    error: str | None = None  # why the item errored (provider, key, replay miss, judges)
+    response: str | None = None  # final assistant text
+    generated_texts: list[str] = Field(default_factory=list)
+    history: list[dict[str, Any]] = Field(default_factory=list)  # full conversation
+    points: list[PointAssessment] = Field(default_factory=list)
+    # Usage per model id that served this item (generation and judges).
+    usage: dict[str, Usage] = Field(default_factory=dict)
+    judge_agreement: dict[str, Any] | None = None
+    duration_s: float = 0.0
+
+    @property
+    def point_errors(self) -> list[PointAssessment]:
+        return [p for p in self.points if p.error and p.coverage_extent is None]
