@@ -1,0 +1,297 @@
+"""Consensus of a judge panel on each text point (weval-semantics §3.1.6, §3.2, rulings 10-11).
+
+``consensus_assessment`` is a pure function of the verdicts (rulings 10: tests feed it data).
+``judge_points`` runs the panel: every primary judge of every text point concurrently, then the
+backup judge of a point once that point's primaries are done. The model call itself is the
+caller's ``ask``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any, Awaitable, Callable, Iterable, Sequence
+
+from pytest_weval.blueprint.model import EvalPoint
+from pytest_weval.results import JudgeVerdict, PointAssessment
+
+from .config import JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, JudgePanel, JudgeSpec
+from .parse import JudgeReplyError, parse_judge_reply
+from .prompts import build_judge_messages, build_transcript
+
+try:  # the scoring layer owns JS toFixed(2); judges may import scoring, never the reverse
+    from pytest_weval.scoring import round2 as _scoring_round2
+except ImportError:  # pragma: no cover - scoring not written yet
+    _scoring_round2 = None
+
+__all__ = [
+    "JudgeOutcome",
+    "Ask",
+    "JudgeOne",
+    "ALL_FAILED",
+    "consensus_assessment",
+    "backup_needed",
+    "judge_points",
+    "judge_points_with",
+]
+
+ALL_FAILED = "All judges failed in consensus mode."
+
+Ask = Callable[[JudgeSpec, list, float, int], Awaitable[str]]
+JudgeOne = Callable[[JudgeSpec, EvalPoint], Awaitable["JudgeOutcome"]]
+
+
+def _to_fixed2(x: float) -> str:
+    """JS ``x.toFixed(2)``: the exact binary value, ties away from zero."""
+    return str(Decimal(x).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+
+
+def _round2(x: float) -> float:
+    if _scoring_round2 is not None:
+        return _scoring_round2(x)
+    return float(_to_fixed2(x))
+
+
+@dataclass(frozen=True)
+class JudgeOutcome:
+    """One judge's answer on one point: a score (raw, before inversion) or an error."""
+
+    judge: JudgeSpec
+    score: float | None = None
+    reflection: str = ""
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.score is not None
+
+
+def backup_needed(panel_uses_defaults: bool, primaries: Sequence[JudgeOutcome], backup: JudgeSpec | None) -> bool:
+    """Whether the backup judge should be asked (ruling 11).
+
+    Only for the default panel, only when fewer than all primaries succeeded, and never when
+    the backup's model already gave a successful verdict (the reference asks it anyway and
+    counts that model twice).
+    """
+    if backup is None or not panel_uses_defaults:
+        return False
+    successes = [o for o in primaries if o.ok]
+    if len(successes) >= len(primaries):
+        return False
+    return all(o.judge.model != backup.model for o in successes)
+
+
+def _failure_lines(outcomes: Iterable[JudgeOutcome]) -> list[str]:
+    return [f"- {o.judge.label}: {o.error}" for o in outcomes if not o.ok]
+
+
+def consensus_assessment(
+    point: EvalPoint,
+    verdicts: Sequence[JudgeOutcome],
+    *,
+    uses_defaults: bool,
+    backup_outcome: JudgeOutcome | None = None,
+) -> PointAssessment:
+    """The point's assessment from its primary judges' outcomes (in completion order).
+
+    ``backup_outcome`` counts only for the default panel, when fewer than all primaries
+    succeeded, and when its model has not already given a successful verdict (ruling 11).
+    """
+    successes = [o for o in verdicts if o.ok]
+    attempted = len(verdicts)
+    considered = list(verdicts)  # for the failure details
+    backup_used = False
+    if (
+        backup_outcome is not None
+        and uses_defaults
+        and len(successes) < attempted
+        and all(o.judge.model != backup_outcome.judge.model for o in successes)
+    ):
+        considered.append(backup_outcome)
+        if backup_outcome.ok:
+            successes.append(backup_outcome)
+            backup_used = True
+
+    common: dict[str, Any] = dict(
+        key_point_text=point.display_text,
+        multiplier=point.multiplier,
+        citation=point.citation,
+        is_inverted=point.is_inverted,
+        path_id=point.path_id,
+        kind="judged",
+    )
+
+    if not successes:
+        details = _failure_lines(considered)
+        reflection = ("Judge failures:\n" + "\n".join(details)) if details else None
+        return PointAssessment(error=ALL_FAILED, reflection=reflection, **common)
+
+    average = sum(o.score for o in successes) / len(successes)  # type: ignore[misc]
+    reflection = (
+        f"Consensus from {len(successes)} judge(s). Average score: {_to_fixed2(average)}. "
+        "See breakdown for individual reflections."
+    )
+    error = None
+    if len(successes) < attempted and not backup_used:
+        failed = attempted - len(successes)
+        error = (
+            f"{failed} of {attempted} judges failed to return a valid assessment. The backup judge "
+            "was not used or also failed. The final score is based on a partial consensus."
+        )
+        reflection += f"\n\nWARNING: {error}"
+        details = _failure_lines(considered)
+        if details:
+            reflection += "\n\nJudge failures:\n" + "\n".join(details)
+    elif backup_used:
+        reflection += "\n\nNOTE: Backup judge was used to supplement failed primary judges."
+
+    score = _round2(average)
+    if point.is_inverted:
+        score = 1.0 - score  # not re-rounded, as the reference
+        reflection = f"[INVERTED] {reflection}"
+
+    return PointAssessment(
+        coverage_extent=score,
+        reflection=reflection,
+        error=error,
+        judge_model_id="consensus(" + ", ".join(o.judge.label for o in successes) + ")",
+        individual_judgements=[
+            JudgeVerdict(judge_model_id=o.judge.label, coverage_extent=o.score, reflection=o.reflection)
+            for o in successes
+        ],
+        **common,
+    )
+
+
+def _errored(point: EvalPoint, message: str, *, authoring: bool = False) -> PointAssessment:
+    return PointAssessment(
+        key_point_text=point.display_text,
+        error=message,
+        multiplier=point.multiplier,
+        citation=point.citation,
+        is_inverted=point.is_inverted,
+        path_id=point.path_id,
+        kind="judged",
+        authoring_error=authoring,
+    )
+
+
+async def judge_points_with(
+    points: Sequence[EvalPoint],
+    *,
+    panel: JudgePanel,
+    judge_one: JudgeOne,
+) -> list[PointAssessment]:
+    """Run ``panel`` over the text ``points`` with ``judge_one(judge, point) -> JudgeOutcome``.
+
+    Every primary judge of every point runs concurrently; a point's backup judge (default panel
+    only) runs after that point's primaries. Results are in the order of ``points``; function
+    points are not judged and not returned. ``judge_one`` must not raise (an exception becomes
+    that judge's failure).
+    """
+    text_points = [p for p in points if not p.is_function]
+
+    async def guarded(judge: JudgeSpec, point: EvalPoint, sink: list[JudgeOutcome]) -> None:
+        try:
+            outcome = await judge_one(judge, point)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a judge's failure is data
+            outcome = JudgeOutcome(judge, error=f"Client/Network error: {exc}")
+        sink.append(outcome)  # completion order (§7.8)
+
+    async def one_point(point: EvalPoint) -> PointAssessment:
+        if point.authoring_error:
+            return _errored(point, point.authoring_error, authoring=True)
+        if not panel.judges:
+            return _errored(point, "No judge is configured for this text point.")
+        primaries: list[JudgeOutcome] = []
+        await asyncio.gather(*(guarded(judge, point, primaries) for judge in panel.judges))
+        backup_outcome = None
+        backup = panel.backup
+        if backup is not None and backup_needed(panel.uses_defaults, primaries, backup):
+            sink: list[JudgeOutcome] = []
+            await guarded(backup, point, sink)
+            backup_outcome = sink[0]
+        return consensus_assessment(
+            point, primaries, uses_defaults=panel.uses_defaults, backup_outcome=backup_outcome
+        )
+
+    return list(await asyncio.gather(*(one_point(p) for p in text_points)))
+
+
+def make_judge_one(
+    *,
+    subject_text: str,
+    transcript: str,
+    description: str | None,
+    scale: str,
+    ask: Ask,
+    retries: int = 0,
+) -> JudgeOne:
+    """The ``judge_one`` that builds the request, calls ``ask`` and parses the reply."""
+
+    async def judge_one(judge: JudgeSpec, point: EvalPoint) -> JudgeOutcome:
+        messages = build_judge_messages(
+            point.text or "",
+            subject_text=subject_text,
+            transcript=transcript,
+            approach=judge.approach,
+            scale=scale,
+            description=description,
+        )
+        attempt = 0
+        while True:
+            try:
+                reply = await ask(judge, messages, JUDGE_TEMPERATURE, JUDGE_MAX_TOKENS)
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - transport failure of this judge
+                if attempt < retries and getattr(exc, "retryable", True):
+                    attempt += 1
+                    continue
+                return JudgeOutcome(judge, error=f"Client/Network error: {exc}")
+        try:
+            score, reflection = parse_judge_reply(reply, scale)
+        except JudgeReplyError as exc:
+            return JudgeOutcome(judge, error=str(exc))
+        return JudgeOutcome(judge, score=score, reflection=reflection)
+
+    return judge_one
+
+
+async def judge_points(
+    points: Sequence[EvalPoint],
+    *,
+    subject_text: str,
+    history: Sequence[Any] | None,
+    generated_indices: Iterable[int] | None,
+    description: str | None,
+    panel: JudgePanel,
+    ask: Ask,
+    initial_messages: Sequence[Any] | None = None,
+    prompt_text: str | None = None,
+    retries: int = 0,
+) -> list[PointAssessment]:
+    """Judge every text point of one (prompt, model) response with ``panel``.
+
+    ``ask(judge, messages, temperature, max_tokens) -> reply text`` performs one model call
+    (``messages`` are ``{role, content}`` dicts, system first) and raises on transport failure;
+    it owns timeouts and transport retries (the reference: 45 s, 1 retry). ``retries`` adds
+    retries here, for an ``ask`` that does not retry itself (an exception with
+    ``retryable = False`` is not retried).
+    """
+    transcript = build_transcript(
+        history, generated_indices, initial_messages=initial_messages, prompt_text=prompt_text
+    )
+    judge_one = make_judge_one(
+        subject_text=subject_text,
+        transcript=transcript,
+        description=description,
+        scale=panel.scale,
+        ask=ask,
+        retries=retries,
+    )
+    return await judge_points_with(points, panel=panel, judge_one=judge_one)
