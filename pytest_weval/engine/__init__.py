@@ -1,1 +1,30 @@
+"""The engine: providers over httpx, retries, limits, the response cache and cross-process
+claims, run on a background event loop (docs/engine.md)."""
 
+from pytest_weval.engine.engine import Engine
+from pytest_weval.engine.errors import (
+    CircuitOpenError,
+    ConfigError,
+    MissingKeyError,
+    ModelCallError,
+    ProviderError,
+    ReplayMissError,
+)
+from pytest_weval.engine.generation import Conversation, generate_conversation
+from pytest_weval.engine.request import ChatMessage, EngineSettings, ModelReply, ModelRequest
+
+__all__ = [
+    "ChatMessage",
+    "CircuitOpenError",
+    "ConfigError",
+    "Conversation",
+    "Engine",
+    "EngineSettings",
+    "MissingKeyError",
+    "ModelCallError",
+    "ModelReply",
+    "ModelRequest",
+    "ProviderError",
+    "ReplayMissError",
+    "generate_conversation",
+]

@@ -1,0 +1,239 @@
+"""Cross-process request claims (rulings.md 18; docs/engine.md explains the design).
+
+Every worker schedules every request; before sending, a worker claims the request's key in the
+shared SQLite file. The claim and the check "has a result already landed?" happen in one
+IMMEDIATE transaction, and a holder records its outcome and drops its claim in one transaction,
+so no interleaving lets two workers send the same request. A worker whose claim fails waits:
+one poller per process looks up every awaited key in one query every ``poll_interval_s``.
+Claims carry a lease the holder renews every lease/3; a claim whose lease ran out, or whose
+holder (on this host) is no longer alive, is taken over.
+
+Outcomes are recorded per run id (``run_results``) and read only within the same run, so
+cache mode ``off`` and ``no_cache`` requests are shared between the workers of one run and
+never across runs. A result that went into the response store is recorded as ``in_store``
+(the waiter reads the store) rather than copied.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import socket
+import sqlite3
+import time
+import uuid
+from typing import Any
+
+from pytest_weval.engine.db import SqliteDB, rows_as_dicts, transaction
+
+log = logging.getLogger("pytest_weval.engine")
+
+RESULT_RETENTION_S = 2 * 24 * 3600  # run results older than this are cleaned up at start
+_BATCH = 400  # keys per IN (...) query
+
+
+@dataclasses.dataclass
+class Landed:
+    """A request's outcome, recorded by whichever process sent it."""
+
+    in_store: bool
+    text: str | None
+    input_tokens: int
+    output_tokens: int
+    error_kind: str | None
+    error_status: int | None
+    error_message: str | None
+
+
+def _landed(row: dict[str, Any]) -> Landed:
+    return Landed(
+        in_store=bool(row["in_store"]), text=row["text"],
+        input_tokens=int(row["input_tokens"] or 0), output_tokens=int(row["output_tokens"] or 0),
+        error_kind=row["error_kind"], error_status=row["error_status"], error_message=row["error_message"],
+    )
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return True
+    return True
+
+
+class Coordinator:
+    def __init__(self, db: SqliteDB, *, run_id: str, worker_id: str, lease_s: float, poll_s: float):
+        self.db = db
+        self.run_id = run_id
+        self.host = socket.gethostname()
+        self.pid = os.getpid()
+        self.owner = f"{self.host}:{self.pid}:{worker_id}:{uuid.uuid4().hex[:8]}"
+        self.lease_s = lease_s
+        self.poll_s = poll_s
+        self.held: set[str] = set()
+        self._waiting: dict[str, list[asyncio.Future[Landed | None]]] = {}
+        self._poller: asyncio.Task | None = None
+        self._heartbeat: asyncio.Task | None = None
+        self.takeovers = 0
+
+    async def start(self) -> None:
+        cutoff = time.time() - RESULT_RETENTION_S
+
+        def cleanup(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM run_results WHERE created < ?", (cutoff,))
+            conn.execute("DELETE FROM claims WHERE expires < ?", (time.time() - 3600,))
+
+        await self.db.run(cleanup)
+        self._heartbeat = asyncio.get_running_loop().create_task(self._renew_forever())
+
+    # -- claiming ----------------------------------------------------------------------
+    async def claim(self, key: str) -> Landed | bool:
+        """A Landed outcome if one is already recorded, True if we now hold the claim, False
+        if another live process holds it."""
+
+        def attempt(conn: sqlite3.Connection) -> Landed | bool:
+            rows = rows_as_dicts(conn.execute(
+                "SELECT * FROM run_results WHERE run_id = ? AND key = ?", (self.run_id, key)))
+            if rows:
+                return _landed(rows[0])
+            now = time.time()
+            taken = conn.execute(
+                "INSERT INTO claims (key, owner, host, pid, expires) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET owner = excluded.owner, host = excluded.host, "
+                "pid = excluded.pid, expires = excluded.expires "
+                "WHERE claims.expires < ? OR claims.owner = excluded.owner RETURNING owner",
+                (key, self.owner, self.host, self.pid, now + self.lease_s, now),
+            ).fetchall()
+            if taken:
+                return True
+            holder = conn.execute("SELECT owner, host, pid FROM claims WHERE key = ?", (key,)).fetchone()
+            if holder and holder[1] == self.host and holder[2] != self.pid and not _pid_alive(holder[2]):
+                conn.execute(
+                    "UPDATE claims SET owner = ?, host = ?, pid = ?, expires = ? WHERE key = ? AND owner = ?",
+                    (self.owner, self.host, self.pid, now + self.lease_s, key, holder[0]),
+                )
+                self.takeovers += 1
+                return True
+            return False
+
+        outcome = await self.db.run(lambda conn: transaction(conn, attempt))
+        if outcome is True:
+            self.held.add(key)
+        return outcome
+
+    async def finish(self, key: str, *, in_store: bool = False, text: str | None = None,
+                     input_tokens: int = 0, output_tokens: int = 0, error_kind: str | None = None,
+                     error_status: int | None = None, error_message: str | None = None) -> None:
+        """Record the outcome for this run and drop the claim, in one transaction."""
+
+        def record(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT OR REPLACE INTO run_results (run_id, key, in_store, text, input_tokens, "
+                "output_tokens, error_kind, error_status, error_message, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (self.run_id, key, int(in_store), None if in_store else text, input_tokens,
+                 output_tokens, error_kind, error_status, error_message, time.time()),
+            )
+            conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, self.owner))
+
+        try:
+            await self.db.run(lambda conn: transaction(conn, record))
+        finally:
+            self.held.discard(key)
+
+    async def abandon(self, key: str) -> None:
+        """Drop a claim without an outcome (cancelled): another process may take it at once."""
+        self.held.discard(key)
+        await self.db.run(lambda conn: conn.execute(
+            "DELETE FROM claims WHERE key = ? AND owner = ?", (key, self.owner)))
+
+    # -- waiting -------------------------------------------------------------------------
+    async def wait(self, key: str) -> Landed | None:
+        """Until the holder records an outcome (Landed) or the claim lapses (None)."""
+        future: asyncio.Future[Landed | None] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(key, []).append(future)
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.get_running_loop().create_task(self._poll_forever())
+        try:
+            return await future
+        finally:
+            waiters = self._waiting.get(key)
+            if waiters is not None:
+                if future in waiters:
+                    waiters.remove(future)
+                if not waiters:
+                    self._waiting.pop(key, None)
+
+    async def _poll_forever(self) -> None:
+        while self._waiting:
+            await asyncio.sleep(self.poll_s)
+            keys = list(self._waiting)
+            try:
+                found = await self.db.run(lambda conn: transaction(conn, lambda c: self._look(c, keys), immediate=False))
+            except sqlite3.Error as exc:  # busy beyond the timeout: try again next round
+                log.warning("weval claims: poll failed: %s", exc)
+                continue
+            for key, outcome in found.items():
+                for future in self._waiting.pop(key, []):
+                    if not future.done():
+                        future.set_result(outcome)
+
+    def _look(self, conn: sqlite3.Connection, keys: list[str]) -> dict[str, Landed | None]:
+        """One snapshot: outcomes for awaited keys, and which claims have lapsed."""
+        found: dict[str, Landed | None] = {}
+        now = time.time()
+        for start in range(0, len(keys), _BATCH):
+            chunk = keys[start:start + _BATCH]
+            marks = ",".join("?" * len(chunk))
+            for row in rows_as_dicts(conn.execute(
+                    f"SELECT * FROM run_results WHERE run_id = ? AND key IN ({marks})", (self.run_id, *chunk))):
+                found[row["key"]] = _landed(row)
+            live = {}
+            for key, host, pid, expires in conn.execute(
+                    f"SELECT key, host, pid, expires FROM claims WHERE key IN ({marks})", chunk):
+                live[key] = expires >= now and not (host == self.host and pid != self.pid and not _pid_alive(pid))
+            for key in chunk:
+                if key not in found and not live.get(key, False):
+                    found[key] = None  # no outcome and no live claim: claim it ourselves
+        return found
+
+    # -- lease renewal --------------------------------------------------------------------
+    async def _renew_forever(self) -> None:
+        interval = max(0.05, self.lease_s / 3)
+        while True:
+            await asyncio.sleep(interval)
+            if not self.held:
+                continue
+            expires = time.time() + self.lease_s
+            try:
+                await self.db.run(lambda conn: conn.execute(
+                    "UPDATE claims SET expires = ? WHERE owner = ?", (expires, self.owner)))
+            except sqlite3.Error as exc:
+                log.warning("weval claims: lease renewal failed: %s", exc)
+
+    async def close(self) -> None:
+        for task in (self._poller, self._heartbeat):
+            if task is not None:
+                task.cancel()
+        for task in (self._poller, self._heartbeat):
+            if task is not None:
+                try:
+                    await task
+                except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                    pass
+        for futures in self._waiting.values():
+            for future in futures:
+                if not future.done():
+                    future.cancel()
+        self._waiting.clear()
+        try:
+            await self.db.run(lambda conn: conn.execute("DELETE FROM claims WHERE owner = ?", (self.owner,)))
+        except sqlite3.Error:
+            pass
+        self.held.clear()

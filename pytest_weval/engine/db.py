@@ -1,0 +1,122 @@
+"""One SQLite file shared by processes: WAL, a busy timeout, short transactions.
+
+All statements for one file run on one dedicated thread (sqlite3 connections are not shared
+across threads), so the engine's event loop never blocks on the disk. A SIGKILL can lose at
+most the transaction being written; WAL keeps the file consistent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+T = TypeVar("T")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    request TEXT NOT NULL,
+    text TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS claims (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    expires REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS claims_owner ON claims(owner);
+CREATE TABLE IF NOT EXISTS run_results (
+    run_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    in_store INTEGER NOT NULL DEFAULT 0,
+    text TEXT,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    error_kind TEXT,
+    error_status INTEGER,
+    error_message TEXT,
+    created REAL NOT NULL,
+    PRIMARY KEY (run_id, key)
+);
+"""
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+class SqliteDB:
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="weval-sqlite")
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+
+    # Runs on the DB thread.
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                check_same_thread=False,
+            )
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+            while True:  # switching to WAL needs a moment alone with the file
+                try:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.execute("PRAGMA synchronous=NORMAL")
+                    conn.executescript(SCHEMA)
+                    break
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
+            self._conn = conn
+        return self._conn
+
+    def run_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return self._executor.submit(lambda: fn(self._connection())).result()
+
+    async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: fn(self._connection()))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+
+        def _close() -> None:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+        try:
+            self._executor.submit(_close).result(timeout=30)
+        finally:
+            self._executor.shutdown(wait=True)
+
+
+def transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T], immediate: bool = True) -> T:
+    """Run ``fn`` in one short transaction (IMMEDIATE takes the write lock up front)."""
+    conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    try:
+        result = fn(conn)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return result
+
+
+def rows_as_dicts(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
+    names = [d[0] for d in cursor.description or ()]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]

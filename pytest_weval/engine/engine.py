@@ -1,0 +1,442 @@
+"""The engine: an asyncio loop on its own thread that sends model requests.
+
+pytest runs items one at a time on the main thread; the plugin schedules every item's
+pipeline on this loop up front (``run_coroutine``) and blocks only on the item being run.
+``complete`` is the one way a request goes out: adapter -> cache key -> in-flight dedup ->
+cache read -> breaker -> (cross-process claim) -> priority slot -> HTTP with retries ->
+cache write. Every error leaving it is a ``ModelCallError`` whose text went through the
+redactor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import json
+import logging
+import random
+import tempfile
+import hashlib
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Coroutine, TypeVar
+
+import httpx
+
+from pytest_weval.blueprint.model import ModelSpec
+from pytest_weval.engine.cache import ResponseCache, cache_key, make_entry, reply_from_entry
+from pytest_weval.engine.claims import Coordinator, Landed
+from pytest_weval.engine.db import SqliteDB
+from pytest_weval.engine.errors import ModelCallError, ProviderError, ReplayMissError, rebuild_error
+from pytest_weval.engine.limits import Limits
+from pytest_weval.engine.providers import Adapter, BodyError, HttpCall, MalformedReply, adapter_for, error_message
+from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
+from pytest_weval.engine.retry import RETRY_STATUSES, Breaker, Failure, parse_retry_after, retry_delay
+from pytest_weval.engine.secrets import Redactor
+from pytest_weval.engine.store_files import FilesStore
+from pytest_weval.engine.store_sqlite import FILENAME as SQLITE_FILENAME, SqliteStore
+
+log = logging.getLogger("pytest_weval.engine")
+T = TypeVar("T")
+_WAIT = object()  # another process holds the claim
+
+
+@dataclasses.dataclass
+class _Usage:
+    http_requests: int = 0  # attempts sent over the network
+    responses: int = 0  # replies obtained (network, cache or another worker)
+    cache_hits: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class Engine:
+    def __init__(self, settings: EngineSettings | None = None):
+        self.settings = settings or EngineSettings()
+        self.redactor = Redactor()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._http: httpx.AsyncClient | None = None
+        self._adapters: dict[str, Adapter] = {}
+        self._flights: dict[tuple[str, bool], asyncio.Task[ModelReply]] = {}
+        self._rng = random.Random()
+        self.limits = Limits(
+            concurrency=self.settings.concurrency,
+            overrides=self.settings.provider_concurrency,
+            workers=self.settings.worker_count,
+            adaptive=self.settings.adaptive,
+        )
+        self.breaker = Breaker(self.settings.breaker_threshold, self.settings.breaker_cooldown_s)
+        self._db: SqliteDB | None = None
+        self._coord_db: SqliteDB | None = None
+        self.cache = ResponseCache(None, self.settings.cache_mode)
+        self.coordinator: Coordinator | None = None
+        self.run_id = self.settings.run_id or f"local-{uuid.uuid4().hex}"
+        self._counts = {"http_requests": 0, "cache_hits": 0, "coalesced": 0, "from_other_workers": 0,
+                        "errors": 0}
+        self._usage: dict[str, _Usage] = {}
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"Engine(settings={self.settings!r}, started={self.loop is not None})"
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def start(self) -> "Engine":
+        with self._lock:
+            if self.loop is not None:
+                return self
+            if self._closed:
+                raise RuntimeError("this engine was closed")
+            loop = asyncio.new_event_loop()
+            ready = threading.Event()
+
+            def run() -> None:
+                asyncio.set_event_loop(loop)
+                loop.call_soon(ready.set)
+                loop.run_forever()
+                try:
+                    loop.run_until_complete(loop.shutdown_asyncgens())
+                finally:
+                    loop.close()
+
+            thread = threading.Thread(target=run, name="weval-engine", daemon=True)
+            thread.start()
+            ready.wait()
+            self.loop, self._thread = loop, thread
+        try:
+            asyncio.run_coroutine_threadsafe(self._open(), loop).result()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    async def _open(self) -> None:
+        settings = self.settings
+        self._http = httpx.AsyncClient(
+            timeout=httpx.Timeout(settings.timeout_s),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+            follow_redirects=False,
+        )
+        cache_dir = Path(settings.cache_dir)
+        if settings.cache_store == "sqlite":
+            needs_db = settings.cache_mode != "off" or settings.coordinating
+            if needs_db:
+                self._db = SqliteDB(cache_dir / SQLITE_FILENAME)
+                await self._db.run(lambda conn: None)  # create the file and schema now
+            if settings.cache_mode != "off":
+                self.cache = ResponseCache(SqliteStore(self._db), settings.cache_mode)
+            self._coord_db = self._db
+        else:
+            if settings.cache_mode != "off":
+                self.cache = ResponseCache(FilesStore(cache_dir), settings.cache_mode)
+            if settings.coordinating:
+                # Claims are run-time state: kept out of a folder of committed recordings.
+                where = Path(settings.coordination_dir) if settings.coordination_dir else Path(tempfile.gettempdir()) / "pytest-weval"
+                digest = hashlib.sha256(str(cache_dir.resolve()).encode()).hexdigest()[:16]
+                self._coord_db = SqliteDB(where / f"claims-{digest}.sqlite")
+                await self._coord_db.run(lambda conn: None)
+        if settings.coordinating:
+            self.coordinator = Coordinator(
+                self._coord_db, run_id=self.run_id, worker_id=settings.worker_id,
+                lease_s=settings.claim_lease_s, poll_s=settings.poll_interval_s,
+            )
+            await self.coordinator.start()
+
+    def close(self) -> None:
+        """Cancel what is still running on the loop, release claims, close connections and
+        stores, stop the thread. Safe to call twice."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            loop, thread = self.loop, self._thread
+        if loop is None or thread is None:
+            return
+        if threading.current_thread() is thread:
+            raise RuntimeError("Engine.close() must not be called from the engine's own thread")
+        try:
+            asyncio.run_coroutine_threadsafe(self._aclose(), loop).result(timeout=60)
+        except Exception as exc:  # noqa: BLE001 - closing must go on
+            log.warning("weval engine: error while closing: %s", self.redactor.redact(str(exc)))
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=30)
+
+    async def _aclose(self) -> None:
+        current = asyncio.current_task()
+        others = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
+        for task in others:
+            task.cancel()
+        if others:
+            await asyncio.wait(others, timeout=10)
+        if self.coordinator is not None:
+            await self.coordinator.close()
+        if self._http is not None:
+            await self._http.aclose()
+        if self.cache.store is not None:
+            self.cache.store.close()
+        for db in {id(d): d for d in (self._db, self._coord_db) if d is not None}.values():
+            db.close()
+
+    def __enter__(self) -> "Engine":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- entry points ----------------------------------------------------------------------
+    def run_coroutine(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule ``coro`` on the engine loop from any thread."""
+        if self.loop is None:
+            self.start()
+        assert self.loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def complete_sync(self, request: ModelRequest, timeout: float | None = None) -> ModelReply:
+        return self.run_coroutine(self.complete(request)).result(timeout)
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        """One reply for ``request``; raises a ``ModelCallError`` subclass."""
+        if self.loop is None:
+            self.start()
+        if asyncio.get_running_loop() is not self.loop:  # called from another loop: hop over
+            return await asyncio.wrap_future(self.run_coroutine(self.complete(request)))
+        try:
+            return await self._complete(request)
+        except ModelCallError as exc:
+            self._counts["errors"] += 1
+            raise exc.scrub(self.redactor.redact) from None
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Counts so far: HTTP requests sent, cache hits, coalesced requests, replies obtained
+        from other workers, and per model usage."""
+        data: dict[str, Any] = dict(self._counts)
+        data["usage"] = {model: dataclasses.asdict(u) for model, u in self._usage.items()}
+        data["limits"] = self.limits.snapshot()
+        return data
+
+    # -- the request path -------------------------------------------------------------------
+    def adapter(self, model: ModelSpec) -> Adapter:
+        ident = model.id if model.custom is None else model.id + "\x00" + json.dumps(model.custom, sort_keys=True, default=str)
+        adapter = self._adapters.get(ident)
+        if adapter is None:
+            adapter = adapter_for(model, self.settings.allowed_env)
+            self._adapters[ident] = adapter
+        return adapter
+
+    def key_for(self, request: ModelRequest) -> str:
+        """The cache key of ``request`` (for tests and tools)."""
+        return cache_key(self.adapter(request.model).identity(), request)[0]
+
+    def _usage_of(self, model_id: str) -> _Usage:
+        usage = self._usage.get(model_id)
+        if usage is None:
+            usage = self._usage[model_id] = _Usage()
+        return usage
+
+    async def _complete(self, request: ModelRequest) -> ModelReply:
+        adapter = self.adapter(request.model)
+        key, summary = cache_key(adapter.identity(), request)
+        flight_key = (key, request.no_cache)
+        task = self._flights.get(flight_key)
+        if task is not None:
+            self._counts["coalesced"] += 1
+        else:
+            task = asyncio.get_running_loop().create_task(self._obtain(adapter, request, key, summary))
+            self._flights[flight_key] = task
+
+            def done(t: asyncio.Task, fk=flight_key) -> None:
+                self._flights.pop(fk, None)
+                if not t.cancelled():
+                    t.exception()  # retrieved: no "never retrieved" warning when all waiters left
+
+            task.add_done_callback(done)
+        reply = await asyncio.shield(task)
+        return dataclasses.replace(reply, tool_calls=list(reply.tool_calls))
+
+    async def _obtain(self, adapter: Adapter, request: ModelRequest, key: str, summary: dict) -> ModelReply:
+        model_id = request.model.id
+        usage = self._usage_of(model_id)
+        if self.cache.readable(request):
+            entry = await self.cache.get(key)
+            if entry is not None:
+                self._counts["cache_hits"] += 1
+                usage.cache_hits += 1
+                usage.responses += 1
+                return reply_from_entry(entry)
+        if self.settings.cache_mode == "ro":
+            why = " (the prompt is marked noCache, so it is never recorded)" if request.no_cache else ""
+            raise ReplayMissError(
+                f"response was never recorded{why} (cache key {key[:16]}…, model {model_id}); "
+                f"re-record with --weval-cache=rw",
+                model_id=model_id,
+            )
+        self.breaker.check(model_id)
+        adapter.connect(self.settings.environ, self.redactor)  # MissingKeyError before any claim
+        if self.coordinator is None:
+            reply = await self._send(adapter, request)
+            await self._store(request, key, summary, reply)
+        else:
+            reply = await self._coordinated(adapter, request, key, summary)
+        usage.responses += 1
+        usage.input_tokens += reply.input_tokens
+        usage.output_tokens += reply.output_tokens
+        return reply
+
+    async def _store(self, request: ModelRequest, key: str, summary: dict, reply: ModelReply) -> bool:
+        # A blank reply is an error for the caller; it is not worth replaying.
+        if not self.cache.writable(request) or not reply.text.strip():
+            return False
+        entry = make_entry(key, request.model.id, summary, reply)
+        return await self.cache.put(entry)
+
+    async def _coordinated(self, adapter: Adapter, request: ModelRequest, key: str, summary: dict) -> ModelReply:
+        coordinator = self.coordinator
+        assert coordinator is not None
+        while True:
+            try:
+                outcome = await self._send(adapter, request, claim_key=key)
+            except ModelCallError as exc:
+                if key in coordinator.held:
+                    await coordinator.finish(
+                        key, error_kind=exc.kind, error_status=getattr(exc, "status", None),
+                        error_message=self.redactor.redact(exc.message),
+                    )
+                raise
+            except BaseException:
+                if key in coordinator.held:
+                    await asyncio.shield(coordinator.abandon(key))
+                raise
+            if isinstance(outcome, ModelReply):
+                try:
+                    in_store = await self._store(request, key, summary, outcome)
+                    await coordinator.finish(
+                        key, in_store=in_store, text=None if in_store else outcome.text,
+                        input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens,
+                    )
+                except BaseException:
+                    if key in coordinator.held:
+                        await asyncio.shield(coordinator.abandon(key))
+                    raise
+                return outcome
+            landed = outcome if isinstance(outcome, Landed) else await coordinator.wait(key)
+            if landed is not None:
+                reply = await self._from_landed(landed, key, request.model.id)
+                if reply is not None:
+                    return reply
+            # The claim lapsed without an outcome: maybe another session cached it; else claim.
+            if self.cache.readable(request):
+                entry = await self.cache.get(key)
+                if entry is not None:
+                    self._counts["cache_hits"] += 1
+                    self._usage_of(request.model.id).cache_hits += 1
+                    return reply_from_entry(entry)
+
+    async def _from_landed(self, landed: Landed, key: str, model_id: str) -> ModelReply | None:
+        if landed.error_kind is not None:
+            raise rebuild_error(landed.error_kind, landed.error_message or "request failed in another worker",
+                                landed.error_status, model_id)
+        if landed.in_store:
+            entry = await self.cache.get(key)
+            if entry is None:
+                return None
+            reply = reply_from_entry(entry, cached=False)
+        else:
+            reply = ModelReply(text=landed.text or "", input_tokens=landed.input_tokens,
+                               output_tokens=landed.output_tokens)
+        self._counts["from_other_workers"] += 1
+        return reply
+
+    async def _send(self, adapter: Adapter, request: ModelRequest, claim_key: str | None = None) -> Any:
+        """Send with retries. With ``claim_key``, the first attempt claims it once a slot is
+        held, and may return a Landed outcome or _WAIT instead of a reply."""
+        settings = self.settings
+        model_id = request.model.id
+        attempts = request.max_attempts or settings.max_attempts
+        timeout = request.timeout_s or settings.timeout_s
+        adapted = False
+        attempt = 0
+        failure: Failure | None = None
+        while attempt < attempts:
+            attempt += 1
+            async with self.limits.slot(adapter.provider, request.priority) as limiter:
+                if claim_key is not None and attempt == 1 and not adapted:
+                    claimed = await self.coordinator.claim(claim_key)  # type: ignore[union-attr]
+                    if claimed is not True:
+                        return claimed if isinstance(claimed, Landed) else _WAIT
+                call = adapter.build(request, settings.environ, self.redactor)
+                outcome = await self._attempt(adapter, call, timeout, model_id)
+            if isinstance(outcome, ModelReply):
+                limiter.on_success()
+                self.breaker.success(model_id)
+                return outcome
+            failure = outcome
+            if failure.rate_limited:
+                limiter.on_rate_limit()
+            else:
+                limiter.on_error()
+            if failure.status == 400 and not adapted and adapter.adapt(400, failure.data):
+                adapted = True
+                attempt -= 1  # the adapted retry is not one of the attempts
+                continue
+            if not failure.retryable or attempt >= attempts:
+                break
+            delay = retry_delay(failure, attempt, base=settings.backoff_base_s, cap=settings.backoff_max_s,
+                                retry_after_cap=settings.retry_after_max_s, rng=self._rng)
+            log.info("weval: %s attempt %d failed (%s); retrying in %.2fs", model_id, attempt,
+                     self.redactor.redact(failure.message), delay)
+            await asyncio.sleep(delay)
+        assert failure is not None
+        if failure.rate_limited:
+            self.breaker.release_probe(model_id)
+        else:
+            self.breaker.failure(model_id, self.redactor.redact(failure.message))
+        tries = f" after {attempt} attempt{'s' if attempt != 1 else ''}" if failure.retryable else ""
+        raise ProviderError(
+            failure.status, f"{model_id}: {failure.message}{tries}",
+            model_id=model_id, rate_limited=failure.rate_limited,
+        )
+
+    async def _attempt(self, adapter: Adapter, call: HttpCall, timeout: float, model_id: str) -> ModelReply | Failure:
+        assert self._http is not None
+        started = time.monotonic()
+        self._counts["http_requests"] += 1
+        self._usage_of(model_id).http_requests += 1
+        try:
+            async with asyncio.timeout(timeout):
+                response = await self._http.post(call.url, headers=dict(call.headers), json=call.body,
+                                                 timeout=timeout)
+        except (TimeoutError, httpx.TimeoutException):
+            return Failure(None, f"no reply within {timeout:g} s (timeout)", retryable=True)
+        except httpx.TransportError as exc:
+            detail = self.redactor.redact(str(exc)) or type(exc).__name__
+            return Failure(None, f"connection failed ({type(exc).__name__}: {detail})", retryable=True)
+        status = response.status_code
+        if status >= 400:
+            text = response.text
+            try:
+                data = response.json()
+            except ValueError:
+                data = None
+            message = self.redactor.redact(error_message(text))
+            return Failure(
+                status, f"HTTP {status}: {message}", retryable=status in RETRY_STATUSES,
+                rate_limited=status == 429, retry_after=parse_retry_after(response.headers), data=data,
+            )
+        try:
+            data = response.json()
+        except ValueError:
+            return Failure(status, "malformed reply (the body is not JSON)", retryable=True)
+        try:
+            reply = adapter.parse(data)
+        except MalformedReply as exc:
+            return Failure(status, f"malformed reply ({exc})", retryable=True)
+        except BodyError as exc:
+            return Failure(exc.status, f"error in reply: {self.redactor.redact(exc.message)}",
+                           retryable=exc.status in RETRY_STATUSES, rate_limited=exc.status == 429)
+        reply.latency_s = time.monotonic() - started
+        return reply

@@ -1,0 +1,80 @@
+"""Errors a model call can end with. Their text never holds a secret (the engine redacts it)."""
+
+from __future__ import annotations
+
+
+class ModelCallError(Exception):
+    """A model request that could not be answered. ``str()`` is the user-facing message."""
+
+    kind = "error"
+    retryable = False
+
+    def __init__(self, message: str, *, model_id: str | None = None):
+        self.message = message
+        self.model_id = model_id
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r})"
+
+    def scrub(self, redact) -> "ModelCallError":
+        self.message = redact(self.message)
+        self.args = (self.message,)
+        return self
+
+
+class ConfigError(ModelCallError):
+    """The model id or custom model definition cannot be used (unknown provider, bad field,
+    a ${VAR} that is not allowed)."""
+
+    kind = "config"
+
+
+class MissingKeyError(ModelCallError):
+    """An API key (or a variable a custom model needs) is not set."""
+
+    kind = "missing_key"
+
+
+class ReplayMissError(ModelCallError):
+    """Replay mode (cache ro) and this response was never recorded. No network call was made."""
+
+    kind = "replay_miss"
+
+
+class ProviderError(ModelCallError):
+    """The provider answered with an error, a malformed body, or not at all (after retries).
+
+    ``status`` is the HTTP status, or None when no response arrived (timeout, connection).
+    """
+
+    kind = "provider"
+
+    def __init__(self, status: int | None, message: str, *, model_id: str | None = None,
+                 rate_limited: bool = False):
+        self.status = status
+        self.rate_limited = rate_limited
+        super().__init__(message, model_id=model_id)
+
+
+class CircuitOpenError(ModelCallError):
+    """The model failed too many times in a row; requests for it fail fast for a while."""
+
+    kind = "circuit_open"
+
+
+ERROR_KINDS: dict[str, type[ModelCallError]] = {
+    cls.kind: cls
+    for cls in (ModelCallError, ConfigError, MissingKeyError, ReplayMissError, ProviderError, CircuitOpenError)
+}
+
+
+def rebuild_error(kind: str, message: str, status: int | None, model_id: str | None) -> ModelCallError:
+    """An error another process recorded for a shared request (claims), as the same class."""
+    cls = ERROR_KINDS.get(kind, ModelCallError)
+    if cls is ProviderError:
+        return ProviderError(status, message, model_id=model_id)
+    return cls(message, model_id=model_id)

@@ -1,0 +1,114 @@
+"""Turn-by-turn generation of one conversation (weval-semantics §4.1-4.2)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Iterable
+
+from pytest_weval.blueprint.model import ModelSpec
+from pytest_weval.engine.errors import ModelCallError
+from pytest_weval.engine.request import ChatMessage, ModelRequest
+from pytest_weval.results import Usage
+
+
+@dataclasses.dataclass
+class Conversation:
+    history: list[dict[str, Any]]  # the working history, system message included
+    generated_indices: list[int]  # indices among the assistant turns that were generated
+    generated_texts: list[str]
+    final_text: str | None  # the last generated turn; None when generation failed
+    error: str | None = None
+    usage: Usage = dataclasses.field(default_factory=Usage)
+
+
+def _role_content(message: Any) -> tuple[str, str | None]:
+    if isinstance(message, dict):
+        return message["role"], message.get("content")
+    return message.role, message.content
+
+
+async def generate_conversation(
+    engine: Any,
+    model: ModelSpec,
+    messages: Iterable[Any],
+    system: str | None,
+    temperature: float,
+    no_cache: bool,
+    priority: int = 0,
+    max_tokens: int | None = None,
+) -> Conversation:
+    """Walk the authored messages, generating at each ``assistant: null`` and once more at the
+    end when the last authored message is a user turn. An empty or blank reply is an error.
+
+    On a ``ModelCallError`` the conversation carries ``error`` (the message), and its history
+    is the reference's: the authored messages with the null turns removed, then the error as
+    an ``<<error>>…<</error>>`` assistant turn.
+    """
+    authored = [_role_content(m) for m in messages]
+    history: list[dict[str, Any]] = []
+    if system:
+        history.append({"role": "system", "content": system})
+    start = list(history)
+    generated_indices: list[int] = []
+    generated_texts: list[str] = []
+    usage = Usage()
+    assistant_index = 0
+
+    async def generate() -> str:
+        request = ModelRequest(
+            model=model,
+            messages=tuple(ChatMessage(m["role"], m["content"]) for m in history),
+            temperature=temperature,
+            max_tokens=max_tokens,
+            no_cache=no_cache,
+            priority=priority,
+            purpose="generate",
+        )
+        reply = await engine.complete(request)
+        usage.add(Usage(requests=1, cache_hits=int(reply.cached),
+                        input_tokens=reply.input_tokens, output_tokens=reply.output_tokens))
+        if not reply.text or not reply.text.strip():
+            raise ModelCallError(f"{model.id} returned an empty reply", model_id=model.id)
+        return reply.text
+
+    try:
+        for role, content in authored:
+            if role == "assistant":
+                if content is None:
+                    content = await generate()
+                    generated_indices.append(assistant_index)
+                    generated_texts.append(content)
+                assistant_index += 1
+            history.append({"role": role, "content": content})
+        if authored and authored[-1][0] == "user":
+            text = await generate()
+            history.append({"role": "assistant", "content": text})
+            generated_indices.append(assistant_index)
+            generated_texts.append(text)
+        elif not generated_texts:
+            # §4.2.4, reachable only past the CLI's validation: the last fixed assistant text,
+            # or else one generation from what there is.
+            fixed = [c for r, c in authored if r == "assistant" and c is not None]
+            if fixed:
+                return Conversation(history=history, generated_indices=[], generated_texts=[],
+                                    final_text=fixed[-1], usage=usage)
+            text = await generate()
+            history.append({"role": "assistant", "content": text})
+            generated_indices.append(assistant_index)
+            generated_texts.append(text)
+    except ModelCallError as exc:
+        failed = start + [
+            {"role": role, "content": content}
+            for role, content in authored
+            if not (role == "assistant" and content is None)
+        ]
+        failed.append({"role": "assistant", "content": f"<<error>>{exc.message}<</error>>"})
+        return Conversation(
+            history=failed, generated_indices=generated_indices, generated_texts=generated_texts,
+            final_text=None, error=exc.message, usage=usage,
+        )
+    final = generated_texts[-1] if generated_texts else None
+    return Conversation(
+        history=history, generated_indices=generated_indices, generated_texts=generated_texts,
+        final_text=final, error=None if final is not None else "nothing was generated", usage=usage,
+    )

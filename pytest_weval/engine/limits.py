@@ -1,0 +1,201 @@
+"""Concurrency: priority-ordered slots per provider, an AIMD limiter, and a global cap (§4.6).
+
+Unlike the reference (whose limiter only logs), the limit here is real: after a 429 new
+requests wait until fewer than the reduced limit are in flight, and the limit grows back by
+one after every 10 consecutive successes, up to the provider's max.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import math
+import time
+from typing import AsyncIterator, Mapping
+
+# provider -> (initial, max, min), weval-semantics §4.6
+PROFILES: dict[str, tuple[int, int, int]] = {
+    "openrouter": (25, 40, 5),
+    "openai": (20, 30, 10),
+    "anthropic": (20, 40, 5),
+    "google": (20, 30, 3),
+    "mistral": (20, 30, 3),
+    "together": (15, 40, 5),
+    "xai": (10, 25, 3),
+}
+DEFAULT_PROFILE = (10, 30, 3)
+
+
+class PrioritySlots:
+    """A semaphore whose waiters are served lowest priority first (FIFO within a priority),
+    and whose limit can change while requests are in flight."""
+
+    def __init__(self, limit: int):
+        self.limit = max(1, int(limit))
+        self.in_use = 0
+        self._heap: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._seq = itertools.count()
+        self.waiting = 0  # live waiters in the heap
+
+    async def acquire(self, priority: int = 0) -> None:
+        if self.in_use < self.limit and not self.waiting:
+            self.in_use += 1
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._heap, (priority, next(self._seq), future))
+        self.waiting += 1
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():  # granted, then cancelled: give it back
+                self.release()
+            else:
+                future.cancel()
+                self.waiting -= 1
+            raise
+
+    def release(self) -> None:
+        self.in_use -= 1
+        self._wake()
+
+    def set_limit(self, limit: int) -> None:
+        self.limit = max(1, int(limit))
+        self._wake()
+
+    def _wake(self) -> None:
+        while self.in_use < self.limit and self._heap:
+            _, _, future = heapq.heappop(self._heap)
+            if future.done():  # cancelled while waiting (already uncounted)
+                continue
+            self.waiting -= 1
+            self.in_use += 1
+            future.set_result(None)
+
+
+class AdaptiveLimiter(PrioritySlots):
+    """AIMD: +1 after ``success_step`` consecutive successes (up to max); on a rate limit,
+    ``max(min(floor(c/2), c-1), min)``, at most once per ``decrease_cooldown_s``; back to the
+    initial value after ``idle_reset_s`` without requests."""
+
+    success_step = 10
+    decrease_cooldown_s = 5.0
+    idle_reset_s = 300.0
+
+    def __init__(self, name: str, initial: int, maximum: int, minimum: int, adaptive: bool = True):
+        self.name = name
+        self.initial = max(1, initial)
+        self.maximum = max(self.initial, maximum)
+        self.minimum = max(1, min(minimum, self.initial))
+        self.adaptive = adaptive
+        self.streak = 0
+        self.decreases = 0
+        self.increases = 0
+        self._last_decrease = -math.inf
+        self._last_used = time.monotonic()
+        super().__init__(self.initial)
+
+    async def acquire(self, priority: int = 0) -> None:
+        now = time.monotonic()
+        if self.in_use == 0 and now - self._last_used > self.idle_reset_s and self.limit != self.initial:
+            self.set_limit(self.initial)
+        self._last_used = now
+        await super().acquire(priority)
+
+    def on_success(self) -> None:
+        if not self.adaptive:
+            return
+        self.streak += 1
+        if self.streak >= self.success_step:
+            self.streak = 0
+            if self.limit < self.maximum:
+                self.increases += 1
+                self.set_limit(self.limit + 1)
+
+    def on_rate_limit(self) -> None:
+        self.streak = 0
+        if not self.adaptive:
+            return
+        now = time.monotonic()
+        if now - self._last_decrease < self.decrease_cooldown_s:
+            return
+        self._last_decrease = now
+        current = self.limit
+        reduced = max(min(current // 2, current - 1), self.minimum)
+        if reduced < current:
+            self.decreases += 1
+            self.set_limit(reduced)
+
+    def on_error(self) -> None:
+        self.streak = 0
+
+    def snapshot(self) -> dict[str, int]:
+        return {
+            "limit": self.limit, "in_use": self.in_use, "waiting": self.waiting,
+            "initial": self.initial, "max": self.maximum, "min": self.minimum,
+            "decreases": self.decreases, "increases": self.increases,
+        }
+
+
+def _share(cap: int, workers: int) -> int:
+    """Each of N workers takes 1/N of a whole-run cap (rulings.md 18), at least 1."""
+    return max(1, int(cap) // max(1, workers))
+
+
+class Limits:
+    """One limiter per provider group, plus the optional global cap."""
+
+    def __init__(
+        self,
+        *,
+        concurrency: int | None,
+        overrides: Mapping[str, int],
+        workers: int = 1,
+        adaptive: bool = True,
+    ):
+        self.workers = max(1, workers)
+        self.adaptive = adaptive
+        self.overrides = {k.lower(): int(v) for k, v in overrides.items()}
+        self.global_slots = PrioritySlots(_share(concurrency, self.workers)) if concurrency else None
+        self._groups: dict[str, AdaptiveLimiter] = {}
+
+    def group(self, name: str) -> AdaptiveLimiter:
+        name = name.lower()
+        limiter = self._groups.get(name)
+        if limiter is None:
+            initial, maximum, minimum = PROFILES.get(name, DEFAULT_PROFILE)
+            if name in self.overrides:
+                # The user's number is the ceiling; 429s still shrink it (down to a quarter).
+                cap = self.overrides[name]
+                initial = maximum = cap
+                minimum = max(1, min(minimum, math.ceil(cap / 4)))
+            limiter = AdaptiveLimiter(
+                name,
+                _share(initial, self.workers),
+                _share(maximum, self.workers),
+                _share(minimum, self.workers),
+                adaptive=self.adaptive,
+            )
+            self._groups[name] = limiter
+        return limiter
+
+    @contextlib.asynccontextmanager
+    async def slot(self, group: str, priority: int) -> AsyncIterator[AdaptiveLimiter]:
+        """Provider slot first, then the global one (a request waiting for its provider does
+        not hold a global slot other providers could use)."""
+        limiter = self.group(group)
+        await limiter.acquire(priority)
+        try:
+            if self.global_slots is not None:
+                await self.global_slots.acquire(priority)
+            try:
+                yield limiter
+            finally:
+                if self.global_slots is not None:
+                    self.global_slots.release()
+        finally:
+            limiter.release()
+
+    def snapshot(self) -> dict[str, dict[str, int]]:
+        return {name: limiter.snapshot() for name, limiter in self._groups.items()}

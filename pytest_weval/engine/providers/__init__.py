@@ -1,0 +1,44 @@
+"""Choosing the adapter for a model id (weval-semantics §4.1, §4.3)."""
+
+from __future__ import annotations
+
+from pytest_weval.blueprint.model import ModelSpec
+from pytest_weval.engine.errors import ConfigError
+from pytest_weval.engine.keys import STANDARD_PROVIDERS
+from pytest_weval.engine.providers.anthropic import Anthropic
+from pytest_weval.engine.providers.base import Adapter, BodyError, HttpCall, MalformedReply, error_message
+from pytest_weval.engine.providers.custom import Custom
+from pytest_weval.engine.providers.google import Google
+from pytest_weval.engine.providers.openai_compat import OpenAICompat
+
+__all__ = ["Adapter", "BodyError", "HttpCall", "MalformedReply", "adapter_for", "error_message"]
+
+
+def adapter_for(model: ModelSpec, allowed_env: frozenset[str]) -> Adapter:
+    """A custom model is found by its id first; otherwise ``provider:name``."""
+    model_id = model.id
+    if model.custom is not None:
+        return Custom(model_id, dict(model.custom), allowed_env)
+    if ":" not in model_id:
+        raise ConfigError(
+            f"Invalid model id '{model_id}': expected provider:model (for example "
+            f"openai:gpt-4o-mini) or the id of a custom model",
+            model_id=model_id,
+        )
+    provider, name = model_id.split(":", 1)
+    provider = provider.strip().lower()
+    name = name.strip()
+    if provider not in STANDARD_PROVIDERS:
+        raise ConfigError(
+            f"Unsupported provider '{provider}' in model id '{model_id}' "
+            f"(supported: {', '.join(STANDARD_PROVIDERS)})",
+            model_id=model_id,
+        )
+    if not name:
+        raise ConfigError(f"Invalid model id '{model_id}': no model name after '{provider}:'",
+                          model_id=model_id)
+    if provider == "anthropic":
+        return Anthropic(model_id, name)
+    if provider == "google":
+        return Google(model_id, name)
+    return OpenAICompat(provider, model_id, name)

@@ -1,0 +1,85 @@
+"""Anthropic messages API (§4.3)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from pytest_weval.engine.keys import api_key, base_url
+from pytest_weval.engine.providers.base import Adapter, BodyError, MalformedReply, as_int, dig, tool_call_line
+from pytest_weval.engine.request import ChatMessage, ModelReply, ModelRequest
+from pytest_weval.engine.secrets import Redactor
+
+ANTHROPIC_VERSION = "2023-06-01"
+
+
+def split_system(messages: tuple[ChatMessage, ...]) -> tuple[str | None, list[dict[str, str]]]:
+    """(the first system message, the user/assistant messages)."""
+    system = next((m.content for m in messages if m.role == "system" and m.content), None)
+    rest = [{"role": m.role, "content": m.content or ""} for m in messages if m.role in ("user", "assistant")]
+    return system, rest
+
+
+def parse_messages_reply(data: Any) -> ModelReply:
+    if isinstance(data, dict) and data.get("type") == "error":
+        error = data.get("error") or {}
+        raise BodyError(502, str(error.get("message") if isinstance(error, dict) else error))
+    content = dig(data, "content")
+    if not isinstance(content, list):
+        raise MalformedReply("reply content is not a list")
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif block.get("type") == "tool_use":
+            calls.append({"name": block.get("name"), "arguments": block.get("input")})
+    lines = [tool_call_line(c["name"], c["arguments"]) for c in calls]
+    joined = "".join(texts).strip()
+    if joined:
+        lines.append(joined)
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    return ModelReply(
+        text="\n".join(lines),
+        input_tokens=as_int(usage.get("input_tokens")),
+        output_tokens=as_int(usage.get("output_tokens")),
+        tool_calls=calls,
+    )
+
+
+class Anthropic(Adapter):
+    provider = "anthropic"
+    endpoint = "messages"
+
+    def __init__(self, model_id: str, model_name: str):
+        super().__init__(model_id)
+        self.model_name = model_name
+
+    def identity(self) -> dict[str, Any]:
+        return {"provider": self.provider, "endpoint": self.endpoint, "model": self.model_name}
+
+    def _connect(self, env: Mapping[str, str], redactor: Redactor) -> tuple[str, dict[str, str]]:
+        key = api_key(self.provider, self.model_id, env, redactor)
+        url = base_url(self.provider, env) + "/v1/messages"
+        return url, {
+            "x-api-key": key,
+            "anthropic-version": ANTHROPIC_VERSION,
+            "Content-Type": "application/json",
+        }
+
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        system, messages = split_system(request.messages)
+        body: dict[str, Any] = {
+            "model": self.model_name,
+            "messages": messages,
+            "max_tokens": self.max_tokens(request),
+            "temperature": self.temperature(request),
+            "stream": False,
+        }
+        if system:
+            body["system"] = system
+        return body
+
+    def parse(self, data: Any) -> ModelReply:
+        return parse_messages_reply(data)

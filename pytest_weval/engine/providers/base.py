@@ -1,0 +1,163 @@
+"""What every provider adapter provides, and the helpers they share.
+
+An adapter turns a ``ModelRequest`` into an ``HttpCall`` and a decoded JSON body into a
+``ModelReply``. It knows nothing about retries, limits or caching. ``identity()`` is what the
+cache key is made of: everything that changes the answer, never a secret.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Mapping
+
+from pytest_weval.engine.request import ChatMessage, ModelReply, ModelRequest
+from pytest_weval.engine.secrets import Redactor, masked_headers
+
+
+@dataclasses.dataclass(frozen=True)
+class HttpCall:
+    url: str
+    headers: Mapping[str, str]
+    body: dict[str, Any]
+
+    def __repr__(self) -> str:  # header values (keys) never shown
+        return f"HttpCall(url={self.url!r}, headers={masked_headers(self.headers)!r}, body=...)"
+
+
+class MalformedReply(Exception):
+    """A 2xx body that is not the shape the provider documents (retried)."""
+
+
+class BodyError(Exception):
+    """A 2xx body that carries an error object instead of a completion."""
+
+    def __init__(self, status: int, message: str):
+        self.status = status
+        self.message = message
+        super().__init__(message)
+
+
+class Adapter:
+    provider: str = ""  # limiter group, stats
+    endpoint: str = "chat"  # endpoint kind, part of the cache key
+    default_temperature: float | None = 0.3
+    default_max_tokens: int | None = 1500
+
+    def __init__(self, model_id: str):
+        self.model_id = model_id
+        self._connection: tuple[str, dict[str, str]] | None = None
+
+    # -- identity (cache key material; no secrets) -------------------------------------
+    def identity(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    # -- credentials (read lazily: replay from the cache needs none) -------------------
+    def connect(self, env: Mapping[str, str], redactor: Redactor) -> tuple[str, dict[str, str]]:
+        """(url, headers) with the key in place. Raises MissingKeyError/ConfigError."""
+        if self._connection is None:
+            self._connection = self._connect(env, redactor)
+        return self._connection
+
+    def _connect(self, env: Mapping[str, str], redactor: Redactor) -> tuple[str, dict[str, str]]:
+        raise NotImplementedError
+
+    # -- request / reply ---------------------------------------------------------------
+    def build(self, request: ModelRequest, env: Mapping[str, str], redactor: Redactor) -> HttpCall:
+        url, headers = self.connect(env, redactor)
+        return HttpCall(url=url, headers=headers, body=self.body(request))
+
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def parse(self, data: Any) -> ModelReply:
+        raise NotImplementedError
+
+    def adapt(self, status: int, data: Any) -> bool:
+        """After an HTTP 400: adjust parameters and return True to retry once at once."""
+        return False
+
+    def temperature(self, request: ModelRequest) -> float | None:
+        return self.default_temperature if request.temperature is None else request.temperature
+
+    def max_tokens(self, request: ModelRequest) -> int | None:
+        return self.default_max_tokens if request.max_tokens is None else request.max_tokens
+
+
+# -- shared helpers --------------------------------------------------------------------
+
+def openai_messages(messages: tuple[ChatMessage, ...]) -> list[dict[str, str]]:
+    """OpenAI-style messages: user/assistant/system only, null content as ""."""
+    return [
+        {"role": m.role, "content": m.content or ""}
+        for m in messages
+        if m.role in ("user", "assistant", "system")
+    ]
+
+
+def tool_call_line(name: Any, arguments: Any) -> str:
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            pass
+    return "TOOL_CALL " + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+
+
+def dig(data: Any, *path: Any) -> Any:
+    """data[p0][p1]... or raise MalformedReply naming the missing step."""
+    current = data
+    trail = ""
+    for step in path:
+        trail += f"[{step!r}]" if isinstance(step, int) else f".{step}"
+        try:
+            current = current[step]
+        except (KeyError, IndexError, TypeError):
+            raise MalformedReply(f"reply has no {trail.lstrip('.')}") from None
+    return current
+
+
+def as_int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def error_message(text: str, limit: int = 500) -> str:
+    """The useful part of an error body: error.message when it is JSON, else the text."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    message: Any = None
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict):
+            message = error.get("message") or error.get("type") or json.dumps(error)
+        elif isinstance(error, str):
+            message = error
+        elif data.get("message"):
+            message = data.get("message")
+        elif isinstance(data, dict) and data.get("detail"):
+            message = data.get("detail")
+    if isinstance(data, list) and data and isinstance(data[0], dict):  # google sometimes
+        inner = data[0].get("error")
+        if isinstance(inner, dict):
+            message = inner.get("message")
+    if not message:
+        message = text.strip()
+    message = str(message)
+    return message if len(message) <= limit else message[:limit] + "…"
+
+
+def body_error(data: Any) -> BodyError | None:
+    """An ``{"error": {...}}`` object in a 2xx body (OpenRouter and others do this)."""
+    if not isinstance(data, dict) or "error" not in data or data.get("choices"):
+        return None
+    error = data["error"]
+    if isinstance(error, dict):
+        code = error.get("code")
+        status = code if isinstance(code, int) and 100 <= code < 600 else 502
+        return BodyError(status, str(error.get("message") or json.dumps(error)))
+    return BodyError(502, str(error))

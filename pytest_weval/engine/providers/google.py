@@ -1,0 +1,95 @@
+"""Google Gemini generateContent (§4.3). The key goes in x-goog-api-key, never the URL (ruling 17)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+from urllib.parse import quote
+
+from pytest_weval.engine.keys import api_key, base_url
+from pytest_weval.engine.providers.base import Adapter, BodyError, MalformedReply, as_int, dig, tool_call_line
+from pytest_weval.engine.request import ChatMessage, ModelReply, ModelRequest
+from pytest_weval.engine.secrets import Redactor
+
+
+def google_contents(messages: tuple[ChatMessage, ...]) -> tuple[list[str], list[dict[str, Any]]]:
+    """(system texts, contents): system messages go to systemInstruction; assistant -> model."""
+    systems: list[str] = []
+    contents: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "system":
+            if m.content:
+                systems.append(m.content)
+            continue
+        role = "model" if m.role == "assistant" else m.role
+        contents.append({"role": role, "parts": [{"text": m.content or ""}]})
+    return systems, contents
+
+
+def parse_generate_content(data: Any) -> ModelReply:
+    candidates = data.get("candidates") if isinstance(data, dict) else None
+    if not candidates:
+        feedback = data.get("promptFeedback") if isinstance(data, dict) else None
+        if isinstance(feedback, dict) and feedback.get("blockReason"):
+            raise BodyError(400, f"prompt blocked by the provider ({feedback['blockReason']})")
+        if isinstance(data, dict) and isinstance(data.get("error"), dict):
+            raise BodyError(502, str(data["error"].get("message")))
+        raise MalformedReply("reply has no candidates")
+    candidate = candidates[0]
+    if not isinstance(candidate, dict):
+        raise MalformedReply("candidates[0] is not an object")
+    parts = (candidate.get("content") or {}).get("parts") or []
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for part in parts:
+        if not isinstance(part, dict) or part.get("thought"):
+            continue
+        if isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif isinstance(part.get("functionCall"), dict):
+            call = part["functionCall"]
+            calls.append({"name": call.get("name"), "arguments": call.get("args")})
+    lines = [tool_call_line(c["name"], c["arguments"]) for c in calls]
+    joined = "".join(texts).strip()
+    if joined:
+        lines.append(joined)
+    usage = data.get("usageMetadata") if isinstance(data.get("usageMetadata"), dict) else {}
+    return ModelReply(
+        text="\n".join(lines),
+        input_tokens=as_int(usage.get("promptTokenCount")),
+        output_tokens=as_int(usage.get("candidatesTokenCount")),
+        tool_calls=calls,
+    )
+
+
+class Google(Adapter):
+    provider = "google"
+    endpoint = "generateContent"
+
+    def __init__(self, model_id: str, model_name: str):
+        super().__init__(model_id)
+        self.model_name = model_name.removeprefix("models/")
+
+    def identity(self) -> dict[str, Any]:
+        return {"provider": self.provider, "endpoint": self.endpoint, "model": self.model_name}
+
+    def _connect(self, env: Mapping[str, str], redactor: Redactor) -> tuple[str, dict[str, str]]:
+        key = api_key(self.provider, self.model_id, env, redactor)
+        name = quote(self.model_name, safe="-._~")
+        url = f"{base_url(self.provider, env)}/v1beta/models/{name}:generateContent"
+        return url, {"x-goog-api-key": key, "Content-Type": "application/json"}
+
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        systems, contents = google_contents(request.messages)
+        body: dict[str, Any] = {
+            "contents": contents,
+            "generationConfig": {
+                "temperature": self.temperature(request),
+                "maxOutputTokens": self.max_tokens(request),
+            },
+        }
+        if systems:
+            body["systemInstruction"] = {"parts": [{"text": "\n\n".join(systems)}]}
+        return body
+
+    def parse(self, data: Any) -> ModelReply:
+        return parse_generate_content(data)

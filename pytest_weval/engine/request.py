@@ -1,0 +1,105 @@
+"""The engine's request/reply records and its settings.
+
+Nothing here holds a secret: API keys are read from ``EngineSettings.env`` only when a request
+is sent, and ``env`` is left out of ``repr``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from pytest_weval.blueprint.model import ModelSpec
+
+CACHE_MODES = ("rw", "ro", "refresh", "off")
+CACHE_STORES = ("sqlite", "files")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ChatMessage:
+    role: str
+    content: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """One completion request. ``purpose``, ``priority``, ``no_cache``, ``timeout_s`` and
+    ``max_attempts`` steer how it is sent; they are not part of the cache key."""
+
+    model: ModelSpec
+    messages: tuple[ChatMessage, ...]
+    temperature: float | None = None
+    max_tokens: int | None = None
+    no_cache: bool = False
+    priority: int = 0  # lower is sent first (item order)
+    purpose: str = "generate"  # generate | judge | extract | ...
+    timeout_s: float | None = None  # per attempt; None: the engine's setting
+    max_attempts: int | None = None  # None: the engine's setting
+
+    def __post_init__(self) -> None:
+        # Accept lists and dicts for convenience; store an immutable tuple of ChatMessage.
+        messages = tuple(
+            m if isinstance(m, ChatMessage) else ChatMessage(m["role"], m.get("content"))
+            for m in self.messages
+        )
+        object.__setattr__(self, "messages", messages)
+
+
+@dataclasses.dataclass(slots=True)
+class ModelReply:
+    text: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached: bool = False  # served from the cache store (this or an earlier run)
+    tool_calls: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    latency_s: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineSettings:
+    """How the engine sends, retries, limits and caches. Defaults suit a real run."""
+
+    cache_mode: str = "rw"  # rw | ro (replay) | refresh | off
+    cache_dir: Path | str = ".weval_cache"
+    cache_store: str = "sqlite"  # sqlite | files
+    concurrency: int | None = None  # global cap on requests in flight (whole run)
+    provider_concurrency: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    adaptive: bool = True  # AIMD: shrink on 429, grow back on success
+    max_attempts: int = 3
+    timeout_s: float = 60.0  # per attempt, whole request (connect + send + read)
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 30.0
+    retry_after_max_s: float = 60.0  # a provider's Retry-After is honoured up to this
+    breaker_threshold: int = 10  # consecutive non-rate-limit failures that open a model's breaker
+    breaker_cooldown_s: float = 60.0  # then one probe request is let through
+    allowed_env: frozenset[str] = frozenset()  # ${VAR} allowed in custom model url/headers
+    env: Mapping[str, str] | None = dataclasses.field(default=None, repr=False)  # None: os.environ
+    worker_count: int = 1
+    worker_id: str = "main"
+    run_id: str | None = None  # shared by all xdist workers of one run
+    coordinate: bool | None = None  # cross-process claims; None: when worker_count > 1
+    claim_lease_s: float = 30.0  # a claim's lease, renewed by its holder every lease/3
+    poll_interval_s: float = 0.05  # how often a waiter looks for a result another process sends
+    coordination_dir: Path | str | None = None  # files store: where the claims DB lives
+
+    def __post_init__(self) -> None:
+        if self.cache_mode not in CACHE_MODES:
+            raise ValueError(f"cache_mode {self.cache_mode!r}: choose one of {', '.join(CACHE_MODES)}")
+        if self.cache_store not in CACHE_STORES:
+            raise ValueError(f"cache_store {self.cache_store!r}: choose sqlite or files")
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        if self.worker_count < 1:
+            raise ValueError("worker_count must be at least 1")
+        object.__setattr__(self, "allowed_env", frozenset(self.allowed_env or ()))
+        object.__setattr__(self, "provider_concurrency", dict(self.provider_concurrency or {}))
+
+    @property
+    def environ(self) -> Mapping[str, str]:
+        return os.environ if self.env is None else self.env
+
+    @property
+    def coordinating(self) -> bool:
+        return self.worker_count > 1 if self.coordinate is None else self.coordinate

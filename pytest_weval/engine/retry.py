@@ -1,0 +1,112 @@
+"""Retry decisions: which failures are retried, how long to wait, and the circuit breaker."""
+
+from __future__ import annotations
+
+import dataclasses
+import email.utils
+import random
+import time
+from typing import Any, Mapping
+
+from pytest_weval.engine.errors import CircuitOpenError
+
+# 408 request timeout, 409 (OpenAI: "conflict, retry"), 425, 429 and every 5xx (incl. 529).
+RETRY_STATUSES = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
+
+
+@dataclasses.dataclass
+class Failure:
+    """One attempt that did not give a reply."""
+
+    status: int | None  # None: no response (timeout, connection)
+    message: str
+    retryable: bool
+    rate_limited: bool = False
+    retry_after: float | None = None
+    data: Any = None  # decoded error body, for the OpenAI 400 adaptation
+
+
+def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms``, or ``Retry-After`` (seconds or an HTTP date)."""
+    value = headers.get("retry-after-ms")
+    if value:
+        try:
+            return max(0.0, float(value) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    current = time.time() if now is None else now
+    return max(0.0, when.timestamp() - current)
+
+
+def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
+    """Exponential backoff with jitter: a random point in [d/2, d], d = min(cap, base*2^(n-1))."""
+    delay = min(cap, base * (2 ** max(0, attempt - 1)))
+    return rng.uniform(delay / 2, delay)
+
+
+def retry_delay(failure: Failure, attempt: int, *, base: float, cap: float, retry_after_cap: float,
+                rng: random.Random) -> float:
+    if failure.retry_after is not None:
+        # Honour the provider's wait (capped), never less than it asked for.
+        return min(failure.retry_after, retry_after_cap)
+    return backoff_delay(attempt, base, cap, rng)
+
+
+class Breaker:
+    """Per model: after ``threshold`` consecutive non-rate-limit failures, requests fail fast.
+    After ``cooldown_s`` one probe is let through; its success closes the breaker."""
+
+    def __init__(self, threshold: int, cooldown_s: float):
+        self.threshold = threshold
+        self.cooldown_s = cooldown_s
+        self._failures: dict[str, int] = {}
+        self._last_error: dict[str, str] = {}
+        self._opened: dict[str, float] = {}
+        self._probing: set[str] = set()
+
+    def check(self, model_id: str) -> None:
+        opened = self._opened.get(model_id)
+        if opened is None or self.threshold <= 0:
+            return
+        if time.monotonic() - opened >= self.cooldown_s and model_id not in self._probing:
+            self._probing.add(model_id)  # half-open: this request is the probe
+            return
+        raise CircuitOpenError(
+            f"model '{model_id}' failed {self._failures.get(model_id, 0)} times in a row, so its "
+            f"requests now fail fast (circuit breaker; last error: {self._last_error.get(model_id, '?')})",
+            model_id=model_id,
+        )
+
+    def success(self, model_id: str) -> None:
+        self._failures.pop(model_id, None)
+        self._opened.pop(model_id, None)
+        self._probing.discard(model_id)
+
+    def failure(self, model_id: str, message: str) -> None:
+        count = self._failures.get(model_id, 0) + 1
+        self._failures[model_id] = count
+        self._last_error[model_id] = message
+        self._probing.discard(model_id)
+        if self.threshold > 0 and count >= self.threshold:
+            self._opened[model_id] = time.monotonic()
+
+    def release_probe(self, model_id: str) -> None:
+        """A probe that ended without a verdict (rate limit, cancellation)."""
+        self._probing.discard(model_id)
+
+    def is_open(self, model_id: str) -> bool:
+        return model_id in self._opened

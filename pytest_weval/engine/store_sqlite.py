@@ -1,0 +1,49 @@
+"""SQLite response store: ``<cache_dir>/weval-cache.sqlite`` (the claims live in it too)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from pytest_weval.engine.db import SqliteDB, rows_as_dicts
+
+FILENAME = "weval-cache.sqlite"
+
+
+def get_entry(conn: sqlite3.Connection, key: str) -> dict[str, Any] | None:
+    rows = rows_as_dicts(conn.execute(
+        "SELECT key, model, request, text, input_tokens, output_tokens, created "
+        "FROM responses WHERE key = ?", (key,)))
+    if not rows:
+        return None
+    row = rows[0]
+    row["request"] = json.loads(row["request"])
+    return row
+
+
+def put_entry(conn: sqlite3.Connection, entry: dict[str, Any]) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO responses (key, model, request, text, input_tokens, output_tokens, created) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            entry["key"], entry["model"],
+            json.dumps(entry["request"], ensure_ascii=False, sort_keys=True),
+            entry["text"], int(entry.get("input_tokens") or 0), int(entry.get("output_tokens") or 0),
+            float(entry["created"]),
+        ),
+    )
+
+
+class SqliteStore:
+    def __init__(self, db: SqliteDB):
+        self.db = db
+
+    async def get(self, key: str) -> dict[str, Any] | None:
+        return await self.db.run(lambda conn: get_entry(conn, key))
+
+    async def put(self, entry: dict[str, Any]) -> None:
+        await self.db.run(lambda conn: put_entry(conn, entry))
+
+    def close(self) -> None:
+        pass  # the engine closes the shared SqliteDB
