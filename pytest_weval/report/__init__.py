@@ -1,1 +1,31 @@
+"""Reporters: they read ``ItemResult`` records (and the parsed ``Blueprint``) and never run
+anything. No pytest and no engine here: the plugin calls these pure functions from its hooks.
 
+- ``rollup.build_rollup``: means per blueprint x model and up the folder tree, usage, agreement
+- ``terminal.render_summary``: the end-of-run summary as text lines
+- ``gates.check_min_score``: ``--weval-min-score`` failures as lines
+- ``weval_json``: Weval comparison files and ``summary.json`` (``write_outputs``)
+- ``junit.junit_properties``: an item's junit properties
+- ``failure.explain_failure`` / ``explain_error``: what a person reads when an item fails
+"""
+
+from pytest_weval.report.failure import explain_error, explain_failure
+from pytest_weval.report.gates import check_min_score
+from pytest_weval.report.junit import junit_properties
+from pytest_weval.report.rollup import Rollup, Tally, build_rollup
+from pytest_weval.report.terminal import render_summary
+from pytest_weval.report.weval_json import build_comparison, build_run_summary, write_outputs
+
+__all__ = [
+    "Rollup",
+    "Tally",
+    "build_rollup",
+    "render_summary",
+    "check_min_score",
+    "build_comparison",
+    "build_run_summary",
+    "write_outputs",
+    "junit_properties",
+    "explain_failure",
+    "explain_error",
+]

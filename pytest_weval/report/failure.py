@@ -1,0 +1,189 @@
+"""What a person reads when an item fails (or errors): plain words, no traceback.
+
+A failure message says: the score against the pass mark, what the model answered (shortened),
+every point with its score, weight, path, kind and the judges' or function's reasons, and what
+pulled the score down the most. An error message says why there is no score and what to do.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+from pytest_weval.report._fmt import fmt_score, js_number, one_line, plural, shorten
+from pytest_weval.report.breakdown import Breakdown, breakdown, is_required
+from pytest_weval.results import ItemResult, PointAssessment
+
+RESPONSE_CHARS = 600
+REFLECTION_CHARS = 240
+TOP_LOSSES = 5
+WRAP = 100  # response lines are wrapped here so a long paragraph stays readable
+
+
+def _where(result: ItemResult) -> list[str]:
+    return [
+        f"  blueprint: {result.blueprint_path} (id {result.blueprint_id})",
+        f"  prompt:    {result.prompt_id}",
+        f"  model:     {result.effective_model_id}",
+    ]
+
+
+def _indent(text: str, prefix: str = "    | ", width: int = WRAP) -> list[str]:
+    """The text as a quoted block, long lines wrapped (paragraphs and blank lines kept)."""
+    lines = []
+    for line in text.splitlines() or [""]:
+        lines += [prefix + part for part in (textwrap.wrap(line, width) or [""])]
+    return lines
+
+
+def _judge_name(label: str) -> str:
+    """``holistic-gemini-2-5-flash(openrouter:google/gemini-2.5-flash)`` -> its id."""
+    head, sep, _ = label.partition("(")
+    return head if sep and head else label
+
+
+def _point_label(p: PointAssessment) -> str:
+    return f"{'should not' if p.is_inverted else 'should'}: {one_line(p.key_point_text)}"
+
+
+def _point_lines(index: int, p: PointAssessment, verbose: bool) -> list[str]:
+    limit = 0 if verbose else REFLECTION_CHARS
+    score = "ERROR" if p.coverage_extent is None else fmt_score(p.coverage_extent)
+    facts = ["judged by LLM" if p.kind == "judged" else "checked by function",
+             f"weight {js_number(p.multiplier)}"]
+    if not is_required(p):
+        facts.append(f"alternative path {p.path_id}")
+    if p.is_inverted:
+        facts.append("inverted: meeting it lowers the score")
+    lines = [f"  {index}. [{score}] {_point_label(p)}", f"       ({', '.join(facts)})"]
+    if p.error:
+        kept = " (score kept)" if p.coverage_extent is not None else " (left out of the score)"
+        lines.append(f"       problem{kept}: {shorten(one_line(p.error), limit)}")
+    if p.individual_judgements:
+        for j in p.individual_judgements:
+            lines.append(
+                f"       judge {_judge_name(j.judge_model_id)}: {fmt_score(j.coverage_extent)} — "
+                f"{shorten(one_line(j.reflection), limit) or '(no reason given)'}"
+            )
+    elif p.reflection and not (p.error and p.reflection == f"Error: {p.error}"):
+        label = "function result" if p.kind == "function" else "reason"
+        lines.append(f"       {label}: {shorten(one_line(p.reflection), limit)}")
+    if p.citation:
+        lines.append(f"       source: {shorten(one_line(str(p.citation)), limit)}")
+    return lines
+
+
+def _pulled_down(result: ItemResult, b: Breakdown) -> list[str]:
+    lines: list[str] = []
+    losses = sorted((x for x in b.losses if x.loss > 0), key=lambda x: (-x.loss, x.index))
+    for x in losses[:TOP_LOSSES]:
+        p = x.point
+        weight = f", weight {js_number(p.multiplier)}" if p.multiplier != 1 else ""
+        lines.append(
+            f"  - point {x.index + 1} \"{shorten(one_line(p.key_point_text), 100)}\" "
+            f"scored {fmt_score(p.coverage_extent)}{weight}: it cost {fmt_score(x.loss)} of the score"
+        )
+    if len(losses) > TOP_LOSSES:
+        lines.append(f"  - and {plural(len(losses) - TOP_LOSSES, 'smaller loss', 'smaller losses')}")
+    if b.required_all_errored:
+        share = fmt_score(1 / b.groups)
+        lines.append(f"  - every required point errored, so that half counts as 0 (cost {share})")
+    if b.paths:
+        if b.best_path_all_errored:
+            lines.append(f"  - no alternative path could be scored, so that part counts as 0 "
+                         f"(cost {fmt_score(1 / b.groups)})")
+        others = [f"{p.path_id} {fmt_score(p.score)}" for p in b.paths if p.path_id != b.best_path]
+        best = next(p for p in b.paths if p.path_id == b.best_path)
+        text = f"  - alternative paths: only the best counts; {best.path_id} was best ({fmt_score(best.score)})"
+        if others:
+            text += "; the others scored " + ", ".join(others)
+        if b.groups == 2:
+            text += ". The best path and the required points count half each"
+        lines.append(text + ".")
+    if not lines and result.points:
+        lines.append("  - no single point: every scored point was fully met")
+    return lines
+
+
+def explain_failure(result: ItemResult, *, verbose: bool = False) -> str:
+    """The failure message of an item whose score is below its threshold."""
+    lines = [
+        f"Score {fmt_score(result.score)} is below the pass mark {fmt_score(result.threshold)} "
+        f"(scores run from 0 to 1).",
+        *_where(result),
+        "",
+    ]
+    response = result.response or ""
+    if response:
+        shown = response if verbose else shorten(response, RESPONSE_CHARS)
+        cut = "" if shown == response else f", first {RESPONSE_CHARS} of {len(response)} characters"
+        lines.append(f"What the model answered{cut}:")
+        lines += _indent(shown)
+    else:
+        lines.append("What the model answered: (nothing)")
+    lines.append("")
+    if result.points:
+        lines.append(f"Points ({len(result.points)}; each scored 0 to 1, 1 = fully met):")
+        for i, p in enumerate(result.points, 1):
+            lines += _point_lines(i, p, verbose)
+        lines += ["", "What pulled the score down:", *_pulled_down(result, breakdown(result.points))]
+    else:
+        lines.append("This prompt has no points to check.")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# (pattern, plain words, what to do). First match wins; the raw message is always shown too.
+_CAUSES: list[tuple[str, str, str]] = [
+    (r"replay|cache miss|not (?:in|found in) the cache|no recorded|offline",
+     "Offline replay has no recorded answer for this item.",
+     "Run once with network access and --weval-cache=rw to record it, then replay with ro."),
+    (r"api[ _-]?key|unauthori[sz]ed|\b401\b|\b403\b|authenticat|credential",
+     "The model provider's API key is missing or was refused.",
+     "Set the provider's key variable ({key}) and run again."),
+    (r"all judges failed|no judge|judges? (?:are|is) (?:not )?(?:available|configured)",
+     "No judge could score the points that need an LLM judge.",
+     "Check the judge models (--weval-judges) and their API keys; function points still ran."),
+    (r"rate.?limit|\b429\b|too many requests",
+     "The provider refused the request because too many were sent (rate limit).",
+     "Lower --weval-concurrency or wait a little, then run again."),
+    (r"timed? ?out|timeout",
+     "The model took too long to answer.",
+     "Run again, or raise --weval-timeout."),
+    (r"circuit breaker",
+     "The model failed many times in a row, so further requests to it were stopped.",
+     "Check that the model id is right and the provider is up."),
+    (r"unknown (?:point )?function|invalid regular expression|regex|\$ref|validat|must be|blueprint",
+     "The blueprint has a mistake, so this item cannot be scored as written.",
+     "Fix the blueprint at the place the message names."),
+    (r"connect|network|dns|resolve|refused|unreachable|\b5\d\d\b",
+     "The model provider could not be reached or had a server problem.",
+     "Check the network and the provider's base URL, then run again."),
+]
+
+
+def _cause(result: ItemResult) -> tuple[str, str]:
+    if any(p.authoring_error for p in result.points):
+        return ("The blueprint has a mistake, so this item cannot be scored as written.",
+                "Fix the blueprint at the place the message names.")
+    text = (result.error or "").lower()
+    named = re.search(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", result.error or "")
+    key = named.group(1) if named else "for example OPENAI_API_KEY"
+    for pattern, words, todo in _CAUSES:
+        if re.search(pattern, text):
+            return words, todo.format(key=key)
+    return ("The item could not be scored.", "Read the details below; run again if it was a passing problem.")
+
+
+def explain_error(result: ItemResult) -> str:
+    """Why an item has no score (provider, key, replay miss, all judges failed, blueprint)."""
+    words, todo = _cause(result)
+    lines = [f"No score: {words}", *_where(result)]
+    if result.error:
+        lines.append(f"  details:   {one_line(result.error)}")
+    lines.append(f"  what to do: {todo}")
+    errored = [p for p in result.points if p.error]
+    if errored:
+        lines += ["", f"Points with problems ({len(errored)} of {len(result.points)}):"]
+        for p in errored:
+            lines.append(f"  - {_point_label(p)}: {shorten(one_line(p.error), 300)}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,24 @@
+"""junit ``user_properties`` of an item, with exactly the names of interface.md."""
+
+from __future__ import annotations
+
+from pytest_weval.report._fmt import js_number
+from pytest_weval.results import ItemResult
+
+
+def junit_properties(result: ItemResult) -> list[tuple[str, str]]:
+    """``weval_score`` (omitted when the item has no score, e.g. it errored), ``weval_threshold``,
+    ``weval_model`` (the effective id), ``weval_prompt_id``, ``weval_blueprint_id``.
+
+    Numbers are printed as JavaScript prints them (``0.42``, ``1``), like the Weval JSON.
+    """
+    props: list[tuple[str, str]] = []
+    if result.score is not None:
+        props.append(("weval_score", js_number(result.score)))
+    props += [
+        ("weval_threshold", js_number(result.threshold)),
+        ("weval_model", result.effective_model_id),
+        ("weval_prompt_id", result.prompt_id),
+        ("weval_blueprint_id", result.blueprint_id),
+    ]
+    return props

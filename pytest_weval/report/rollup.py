@@ -1,0 +1,323 @@
+"""Run roll-up: mean scores per blueprint x model and up the folder tree, usage, agreement.
+
+Reads ``ItemResult`` records only. Under xdist they arrive in any order, so everything here is
+order-free: means use ``math.fsum`` (exactly rounded, hence independent of summation order),
+lists are sorted, and the judge agreement pools points in a fixed item order.
+
+Means follow Weval's per-model run average (weval-semantics §3.6): each item's score counts
+with its prompt's ``weight`` when that is a number > 0, else with 1 (so an unweighted blueprint
+is a plain mean). Errored and skipped items are counted but have no score to average.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence, Union
+
+from pytest_weval.results import ItemResult, PointAssessment, Usage
+
+ROOT = ""  # the folder that holds the whole run
+
+Agreement = Union[Callable[[list[PointAssessment]], Any], Mapping[str, Any], None]
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Scores and outcomes of a set of items."""
+
+    mean: float | None  # prompt-weighted mean of the scored items; None when none scored
+    weighted: bool  # some prompt among the items sets a weight
+    items: int
+    passed: int
+    failed: int
+    errors: int
+    skipped: int
+    scored: int  # items whose score entered the mean
+    total_weight: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mean": self.mean, "weighted": self.weighted, "items": self.items,
+            "passed": self.passed, "failed": self.failed, "errors": self.errors,
+            "skipped": self.skipped, "scored": self.scored, "totalWeight": self.total_weight,
+        }
+
+
+def prompt_weight(result: ItemResult) -> float:
+    """§3.6: only a numeric weight > 0 counts; anything else weighs 1."""
+    w = result.prompt_weight
+    if isinstance(w, (int, float)) and not isinstance(w, bool) and not math.isnan(w) and w > 0:
+        return float(w)
+    return 1.0
+
+
+def tally(results: Iterable[ItemResult]) -> Tally:
+    results = list(results)
+    outcomes = [r.outcome for r in results]
+    scored = [r for r in results if r.outcome in ("passed", "failed") and r.score is not None]
+    weights = [prompt_weight(r) for r in scored]
+    total_weight = math.fsum(weights)
+    mean = (
+        math.fsum(r.score * w for r, w in zip(scored, weights)) / total_weight
+        if total_weight else None
+    )
+    return Tally(
+        mean=mean,
+        weighted=any(r.prompt_weight is not None for r in results),
+        items=len(results),
+        passed=outcomes.count("passed"),
+        failed=outcomes.count("failed"),
+        errors=outcomes.count("error"),
+        skipped=outcomes.count("skipped"),
+        scored=len(scored),
+        total_weight=total_weight,
+    )
+
+
+def _by(results: Sequence[ItemResult], key: Callable[[ItemResult], str]) -> dict[str, Tally]:
+    groups: dict[str, list[ItemResult]] = {}
+    for r in results:
+        groups.setdefault(key(r), []).append(r)
+    return {k: tally(groups[k]) for k in sorted(groups)}
+
+
+@dataclass(frozen=True)
+class BlueprintRollup:
+    path: str
+    id: str
+    title: str
+    overall: Tally
+    by_model: dict[str, Tally]  # base model id -> tally (temperature/system variants merged)
+    by_effective_model: dict[str, Tally]  # Weval's effective id -> tally
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path, "id": self.id, "title": self.title, **self.overall.to_dict(),
+            "models": {m: t.to_dict() for m, t in self.by_model.items()},
+            "effectiveModels": {m: t.to_dict() for m, t in self.by_effective_model.items()},
+        }
+
+
+@dataclass(frozen=True)
+class FolderRollup:
+    path: str  # "" for the whole run, else "a" / "a/b" (no trailing slash)
+    overall: Tally
+    by_model: dict[str, Tally]
+    folders: tuple[str, ...]  # direct subfolders (full paths), sorted
+    blueprints: tuple[str, ...]  # blueprint paths directly inside, sorted
+
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.path)
+
+    @property
+    def depth(self) -> int:
+        return 0 if self.path == ROOT else self.path.count("/") + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path, **self.overall.to_dict(),
+            "models": {m: t.to_dict() for m, t in self.by_model.items()},
+            "folders": list(self.folders), "blueprints": list(self.blueprints),
+        }
+
+
+@dataclass(frozen=True)
+class PointProblem:
+    """A point that errored (left out of the score) or carries a warning (score kept)."""
+
+    blueprint_path: str
+    prompt_id: str
+    model: str  # effective id
+    point: str
+    error: str
+    score_kept: bool  # partial judge consensus: the error is a warning, the score stands
+    nodeid: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "file": self.blueprint_path, "promptId": self.prompt_id, "model": self.model,
+            "point": self.point, "error": self.error, "scoreKept": self.score_kept,
+            "nodeid": self.nodeid,
+        }
+
+
+@dataclass(frozen=True)
+class ItemProblem:
+    """An item that errored: no score (provider, key, replay miss, judges, blueprint)."""
+
+    blueprint_path: str
+    prompt_id: str
+    model: str
+    error: str
+    nodeid: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "file": self.blueprint_path, "promptId": self.prompt_id, "model": self.model,
+            "error": self.error, "nodeid": self.nodeid,
+        }
+
+
+@dataclass(frozen=True)
+class Rollup:
+    overall: Tally
+    blueprints: dict[str, BlueprintRollup]  # by blueprint path, sorted
+    folders: dict[str, FolderRollup]  # by folder path ("" first), sorted
+    by_model: dict[str, Tally]  # run-wide, per base model
+    effective_models: dict[str, tuple[str, ...]]  # base model -> its effective ids
+    usage: dict[str, Usage]  # per model that served requests (generation and judges)
+    usage_total: Usage
+    agreement: dict[str, Any] | None  # run-level judge agreement (§3.4 shape), pooled
+    point_problems: tuple[PointProblem, ...]
+    item_problems: tuple[ItemProblem, ...]
+    models: tuple[str, ...] = field(default=())  # base model ids, sorted
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "overall": self.overall.to_dict(),
+            "models": {m: t.to_dict() for m, t in self.by_model.items()},
+            "effectiveModels": {m: list(v) for m, v in self.effective_models.items()},
+            "blueprints": [b.to_dict() for b in self.blueprints.values()],
+            "folders": [f.to_dict() for f in self.folders.values()],
+            "usage": {m: usage_dict(u) for m, u in self.usage.items()},
+            "usageTotal": usage_dict(self.usage_total),
+            "judgeAgreement": self.agreement,
+            "pointErrors": [p.to_dict() for p in self.point_problems],
+            "itemErrors": [p.to_dict() for p in self.item_problems],
+        }
+
+
+def usage_dict(usage: Usage) -> dict[str, int]:
+    return {
+        "requests": usage.requests, "cacheHits": usage.cache_hits,
+        "inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens,
+    }
+
+
+def item_key(result: ItemResult) -> tuple:
+    """A total, stable order for items (file, prompt, model variant)."""
+    return (
+        result.blueprint_path, result.blueprint_id, result.prompt_id, result.model_id,
+        result.effective_model_id, result.nodeid, result.outcome,
+        -1.0 if result.score is None else result.score,
+    )
+
+
+def folder_of(blueprint_path: str) -> str:
+    parent = posixpath.dirname(posixpath.normpath(blueprint_path).strip("/"))
+    return "" if parent in ("", ".") else parent
+
+
+def _ancestors(folder: str) -> list[str]:
+    """"a/b" -> ["", "a", "a/b"]."""
+    chain = [ROOT]
+    if folder:
+        parts = folder.split("/")
+        chain += ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    return chain
+
+
+def _folders(results: Sequence[ItemResult]) -> dict[str, FolderRollup]:
+    members: dict[str, list[ItemResult]] = {ROOT: []}
+    subfolders: dict[str, set[str]] = {ROOT: set()}
+    files: dict[str, set[str]] = {ROOT: set()}
+    for r in results:
+        home = folder_of(r.blueprint_path)
+        chain = _ancestors(home)
+        for parent, child in zip(chain, chain[1:]):
+            subfolders.setdefault(parent, set()).add(child)
+        for folder in chain:
+            members.setdefault(folder, []).append(r)
+            subfolders.setdefault(folder, set())
+            files.setdefault(folder, set())
+        files[home].add(r.blueprint_path)
+    return {
+        path: FolderRollup(
+            path=path,
+            overall=tally(members[path]),
+            by_model=_by(members[path], lambda r: r.model_id),
+            folders=tuple(sorted(subfolders[path])),
+            blueprints=tuple(sorted(files[path])),
+        )
+        for path in sorted(members)
+    }
+
+
+def _problems(results: Sequence[ItemResult]) -> tuple[tuple[PointProblem, ...], tuple[ItemProblem, ...]]:
+    points, items = [], []
+    for r in results:
+        if r.outcome == "error":
+            items.append(ItemProblem(r.blueprint_path, r.prompt_id, r.effective_model_id,
+                                     r.error or "unknown error", r.nodeid))
+        for p in r.points:
+            if p.error:
+                points.append(PointProblem(
+                    r.blueprint_path, r.prompt_id, r.effective_model_id, p.key_point_text,
+                    p.error, p.coverage_extent is not None, r.nodeid,
+                ))
+    return tuple(points), tuple(items)
+
+
+def _agreement(results: Sequence[ItemResult], agreement: Agreement) -> dict[str, Any] | None:
+    if agreement is None:
+        try:  # the judges layer owns Krippendorff's alpha; use it when it is there
+            from pytest_weval.judges import judge_agreement as agreement  # type: ignore[attr-defined]
+        except ImportError:
+            return None
+    if isinstance(agreement, Mapping):
+        return dict(agreement) or None
+    pooled = [p for r in results for p in r.points]  # ``results`` is already in item order
+    value = agreement(pooled)
+    if value is not None and hasattr(value, "model_dump"):
+        value = value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return dict(value) if value else None
+
+
+def build_rollup(results: Iterable[ItemResult], *, agreement: Agreement = None) -> Rollup:
+    """Roll a run's item results up; the same output for any order of ``results``.
+
+    ``agreement`` is a function of the pooled point assessments (``judges.judge_agreement``,
+    used by default when it exists), or an already computed agreement dict.
+    """
+    ordered = sorted(results, key=item_key)
+    by_path: dict[str, list[ItemResult]] = {}
+    for r in ordered:
+        by_path.setdefault(r.blueprint_path, []).append(r)
+    blueprints = {
+        path: BlueprintRollup(
+            path=path,
+            id=items[0].blueprint_id,
+            title=items[0].blueprint_title or items[0].blueprint_id,
+            overall=tally(items),
+            by_model=_by(items, lambda r: r.model_id),
+            by_effective_model=_by(items, lambda r: r.effective_model_id),
+        )
+        for path, items in sorted(by_path.items())
+    }
+
+    effective: dict[str, set[str]] = {}
+    usage: dict[str, Usage] = {}
+    total = Usage()
+    for r in ordered:
+        effective.setdefault(r.model_id, set()).add(r.effective_model_id)
+        for model, used in r.usage.items():
+            usage.setdefault(model, Usage()).add(used)
+            total.add(used)
+
+    points, items = _problems(ordered)
+    return Rollup(
+        overall=tally(ordered),
+        blueprints=blueprints,
+        folders=_folders(ordered),
+        by_model=_by(ordered, lambda r: r.model_id),
+        effective_models={m: tuple(sorted(v)) for m, v in sorted(effective.items())},
+        usage={m: usage[m] for m in sorted(usage)},
+        usage_total=total,
+        agreement=_agreement(ordered, agreement),
+        point_problems=points,
+        item_problems=items,
+        models=tuple(sorted(effective)),
+    )

@@ -1,0 +1,226 @@
+"""The end-of-run summary as plain text lines (the plugin writes them to the terminal).
+
+Written for people who do not read code: scores are 0 to 1 (higher is better) with two
+decimals, counts are in words, and nothing depends on colour. Every line fits ``width``;
+the same roll-up always renders to the same lines.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import textwrap
+from typing import Any, Sequence
+
+from pytest_weval.report._fmt import fit, fit_left, fmt_score, js_number, one_line, plural, shorten
+from pytest_weval.report.rollup import ROOT, Rollup, Tally
+
+GAP = "  "
+MAX_MODEL_COLUMNS = 6  # beyond this a wide table is hard to read: one line per model instead
+MIN_NAME_WIDTH = 16
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _counts(t: Tally) -> str:
+    parts = [f"{t.passed}/{t.items - t.skipped} passed"]
+    if t.errors:
+        parts.append(plural(t.errors, "error"))
+    if t.skipped:
+        parts.append(f"{t.skipped} skipped")
+    return ", ".join(parts)
+
+
+def _table(rows: Sequence[Sequence[str]], aligns: str, width: int) -> list[str]:
+    """Columns padded to their widest cell; the first column is cut from the left to fit."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    rest = sum(widths[1:]) + len(GAP) * (len(widths) - 1)
+    widths[0] = max(min(widths[0], width - rest), MIN_NAME_WIDTH)
+    lines = []
+    for n, row in enumerate(rows):
+        cells = []
+        for i, (cell, align) in enumerate(zip(row, aligns)):
+            if i == 0:  # paths lose their start, headers and indented names their end
+                plain_path = n > 0 and not cell.startswith(" ")
+                cell = fit_left(cell, widths[0]) if plain_path else fit(cell, widths[0])
+            cells.append(cell.rjust(widths[i]) if align == "r" else cell.ljust(widths[i]))
+        lines.append(fit(GAP.join(cells).rstrip(), width))
+    return lines
+
+
+def short_model_name(model_id: str) -> str:
+    """``openrouter:google/gemini-2.5-flash`` -> ``gemini-2.5-flash``."""
+    return model_id.rsplit(":", 1)[-1].rsplit("/", 1)[-1] or model_id
+
+
+# ---------------------------------------------------------------- sections
+
+
+def render_overview(rollup: Rollup, width: int = 80) -> list[str]:
+    t = rollup.overall
+    weighted = " (weighted by prompt weight)" if t.weighted else ""
+    line = (
+        f"{plural(t.items, 'item')} in {plural(len(rollup.blueprints), 'blueprint')}: "
+        f"{_counts(t)}; mean score {fmt_score(t.mean)}{weighted}"
+    )
+    return textwrap.wrap(line, width) or [""]
+
+
+def _column_labels(models: Sequence[str], name_width: int, width: int) -> tuple[list[str], bool] | None:
+    """Headers for a models-as-columns table, or None when it cannot fit ``width``."""
+    if not models or len(models) > MAX_MODEL_COLUMNS:
+        return None
+    short = [short_model_name(m) for m in models]
+    candidates = [(list(models), False)]
+    if len(set(short)) == len(short):
+        candidates.append((short, True))
+    for labels, legend in candidates:
+        needed = name_width + sum(len(GAP) + max(len(label), 4) for label in labels) + len(GAP) + 4
+        if needed <= width:
+            return labels, legend
+    return None
+
+
+def render_score_table(rollup: Rollup, width: int = 80) -> list[str]:
+    """Mean score per blueprint x model: models as columns when they fit, else one line each."""
+    if not rollup.blueprints:
+        return []
+    models = list(rollup.models)
+    paths = list(rollup.blueprints)
+    name_width = min(max(len(p) for p in paths + ["blueprint"]), max(width // 2, MIN_NAME_WIDTH))
+    chosen = _column_labels(models, name_width, width)
+    lines = textwrap.wrap("Mean score per blueprint and model (0 to 1, higher is better)", width)
+    if chosen is not None:
+        labels, legend = chosen
+        rows = [["blueprint", *labels, "all"]]
+        for path, bp in rollup.blueprints.items():
+            cells = [fmt_score(bp.by_model[m].mean) if m in bp.by_model else "" for m in models]
+            rows.append([path, *cells, fmt_score(bp.overall.mean)])
+        rows.append(["all blueprints", *[fmt_score(rollup.by_model[m].mean) for m in models],
+                     fmt_score(rollup.overall.mean)])
+        lines += _table(rows, "l" + "r" * (len(models) + 1), width)
+        if legend:
+            lines.append("Columns:")
+            lines += [fit(f"  {label} = {model}", width) for label, model in zip(labels, models)]
+    else:
+        rows = [["blueprint / model", "mean", "passed"]]
+        for path, bp in rollup.blueprints.items():
+            rows.append([path, fmt_score(bp.overall.mean), _counts(bp.overall)])
+            for model, t in bp.by_model.items():
+                rows.append(["  " + model, fmt_score(t.mean), _counts(t)])
+        lines += _table(rows, "lrl", width)
+    if any(bp.overall.weighted for bp in rollup.blueprints.values()):
+        lines += textwrap.wrap("Means are weighted by each prompt's weight where a blueprint sets one.", width)
+    return lines
+
+
+def render_folder_tree(rollup: Rollup, width: int = 80) -> list[str]:
+    """Folders, subfolders and files with their mean score and pass counts."""
+    if not rollup.folders:
+        return []
+    rows = [["folder / file", "mean", "passed"]]
+
+    def walk(folder_path: str, depth: int) -> None:
+        folder = rollup.folders[folder_path]
+        indent = "  " * depth
+        label = "(all)" if folder_path == ROOT else posixpath.basename(folder_path) + "/"
+        rows.append([indent + label, fmt_score(folder.overall.mean), _counts(folder.overall)])
+        for sub in folder.folders:
+            walk(sub, depth + 1)
+        for path in folder.blueprints:
+            t = rollup.blueprints[path].overall
+            rows.append(["  " * (depth + 1) + posixpath.basename(path), fmt_score(t.mean), _counts(t)])
+
+    walk(ROOT, 0)
+    return [fit("Scores by folder", width)] + _table(rows, "lrl", width)
+
+
+def render_usage(rollup: Rollup, width: int = 80) -> list[str]:
+    """Requests, cache hits and tokens per model (generation and judging)."""
+    if not rollup.usage:
+        return []
+    rows = [["model", "requests", "cached", "tokens in", "tokens out"]]
+    for model, u in [*rollup.usage.items(), ("total", rollup.usage_total)]:
+        rows.append([model, f"{u.requests:,}", f"{u.cache_hits:,}", f"{u.input_tokens:,}",
+                     f"{u.output_tokens:,}"])
+    return textwrap.wrap("Usage per model (answers and judging)", width) + _table(rows, "lrrrr", width)
+
+
+_AGREEMENT_WORDS = {
+    "reliable": "the judges agree well",
+    "tentative": "the judges mostly agree; read judged scores with some care",
+    "unstable": "the judges gave nearly identical scores, so alpha says little here",
+    "unreliable": "the judges often disagree; treat judged scores with caution",
+}
+
+
+def render_agreement(agreement: dict[str, Any] | None, width: int = 80) -> list[str]:
+    if not agreement:
+        return []
+    alpha = agreement.get("krippendorffsAlpha")
+    interp = str(agreement.get("interpretation", ""))
+    facts = []
+    if "numItems" in agreement:
+        facts.append(plural(int(agreement["numItems"]), "judged point"))
+    if "numJudges" in agreement:
+        facts.append(plural(int(agreement["numJudges"]), "judge"))
+    alpha_text = js_number(alpha) if isinstance(alpha, (int, float)) else "?"
+    text = (
+        f"Judge agreement (Krippendorff's alpha, 1 = always agree): {alpha_text}, {interp}"
+        f"{' — ' + _AGREEMENT_WORDS[interp] if interp in _AGREEMENT_WORDS else ''}"
+        f"{' (' + ', '.join(facts) + ')' if facts else ''}."
+    )
+    return textwrap.wrap(text, width, subsequent_indent="  ")
+
+
+def render_point_errors(rollup: Rollup, width: int = 80, limit: int = 20) -> list[str]:
+    """Errored points (left out of the score) and judge warnings (score kept): file, prompt,
+    model, point, error. Meant for the end-of-run warnings."""
+    problems = rollup.point_problems
+    if not problems:
+        return []
+    lines = [fit(f"Points with problems ({len(problems)}):", width)]
+    for p in problems[:limit]:
+        effect = "score kept" if p.score_kept else "left out of the score"
+        text = (
+            f"- {p.blueprint_path} > prompt '{p.prompt_id}' > {p.model} > "
+            f"\"{shorten(one_line(p.point), 120)}\" ({effect}): {shorten(one_line(p.error), 300)}"
+        )
+        lines += textwrap.wrap(text, width, subsequent_indent="    ")
+    if len(problems) > limit:
+        lines += textwrap.wrap(f"... and {len(problems) - limit} more (all are in summary.json with --weval-out)", width)
+    return lines
+
+
+def render_item_errors(rollup: Rollup, width: int = 80, limit: int = 20) -> list[str]:
+    problems = rollup.item_problems
+    if not problems:
+        return []
+    lines = [fit(f"Items that could not be scored ({len(problems)}):", width)]
+    for p in problems[:limit]:
+        text = f"- {p.blueprint_path} > prompt '{p.prompt_id}' > {p.model}: {shorten(one_line(p.error), 300)}"
+        lines += textwrap.wrap(text, width, subsequent_indent="    ")
+    if len(problems) > limit:
+        lines.append(f"... and {len(problems) - limit} more")
+    return lines
+
+
+def render_summary(rollup: Rollup, *, width: int = 80, limit: int = 20) -> list[str]:
+    """Every section, separated by blank lines, each line at most ``width`` characters."""
+    width = max(int(width or 80), 40)
+    sections = [
+        render_overview(rollup, width),
+        render_score_table(rollup, width),
+        render_folder_tree(rollup, width),
+        render_usage(rollup, width),
+        render_agreement(rollup.agreement, width),
+        render_item_errors(rollup, width, limit),
+        render_point_errors(rollup, width, limit),
+    ]
+    lines: list[str] = []
+    for section in sections:
+        if section:
+            if lines:
+                lines.append("")
+            lines += section
+    return lines

@@ -1,0 +1,431 @@
+"""``--weval-out``: one Weval comparison file per blueprint, plus ``summary.json`` for the run.
+
+The comparison file follows what the reference's pipeline writes (weval-semantics §4.7,
+``aggregateAndSaveResults`` and ``LLMCoverageEvaluator.evaluate``): the same keys, in the same
+order, absent values dropped as ``JSON.stringify`` drops ``undefined``, numbers the way
+JavaScript writes them (``1``, not ``1.0``). Only the ``llm-coverage`` method runs here, so
+there are no similarity matrices. Map keys that the reference fills in completion order are
+sorted, so a file is the same whatever order the items ran in.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+import math
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from pytest_weval.blueprint.model import Blueprint, Prompt
+from pytest_weval.report._fmt import round2, utf16_key
+from pytest_weval.report.breakdown import aggregate
+from pytest_weval.report.rollup import Rollup, build_rollup, item_key
+from pytest_weval.results import ItemResult, PointAssessment
+
+IDEAL_MODEL_ID = "IDEAL_BENCHMARK"
+DEFAULT_EMBEDDING_MODEL = "openai:text-embedding-3-small"
+EVAL_METHODS = ["llm-coverage"]
+_SAFE_TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$")
+
+
+# ---------------------------------------------------------------- small pieces
+
+
+def safe_timestamp(when: dt.datetime | str | None = None) -> str:
+    """``YYYY-MM-DDTHH-mm-ss-SSSZ`` in UTC (the reference's ``toSafeTimestamp``)."""
+    if isinstance(when, str):
+        if _SAFE_TS.match(when):
+            return when
+        when = dt.datetime.fromisoformat(when.replace("Z", "+00:00"))
+    if when is None:
+        when = dt.datetime.now(dt.timezone.utc)
+    if when.tzinfo is None:  # a naive time is taken as UTC
+        when = when.replace(tzinfo=dt.timezone.utc)
+    u = when.astimezone(dt.timezone.utc)
+    return f"{u:%Y-%m-%dT%H-%M-%S}-{u.microsecond // 1000:03d}Z"
+
+
+def js_json(value: Any) -> Any:
+    """Plain JSON data as ``JSON.stringify`` would write it: integral floats become ints,
+    NaN and infinities become null, ``None`` values in objects stay (callers drop absent keys)."""
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return None
+        return int(value) if value.is_integer() and abs(value) < 2**53 else value
+    if isinstance(value, Mapping):
+        return {str(k): js_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [js_json(v) for v in value]
+    return value
+
+
+def _drop_absent(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if v is not None}
+
+
+def _sorted_keys(keys: Iterable[str]) -> list[str]:
+    return sorted(set(keys), key=utf16_key)
+
+
+def generation_failed(result: ItemResult) -> bool:
+    """No answer to score: the reference records ``{error: "Generation failed: ..."}``."""
+    return result.outcome == "error" and not (result.response or "").strip()
+
+
+# ---------------------------------------------------------------- point assessments
+
+
+def point_assessment_json(p: PointAssessment) -> dict[str, Any]:
+    """One ``pointAssessments[]`` entry, keys in the reference's order for its kind."""
+    judgements = None
+    if p.individual_judgements is not None:
+        judgements = [
+            {"judgeModelId": j.judge_model_id, "coverageExtent": j.coverage_extent, "reflection": j.reflection}
+            for j in p.individual_judgements
+        ]
+    if p.kind == "judged":
+        entry = {
+            "keyPointText": p.key_point_text, "coverageExtent": p.coverage_extent,
+            "reflection": p.reflection, "error": p.error, "individualJudgements": judgements,
+            "judgeModelId": p.judge_model_id, "multiplier": p.multiplier, "citation": p.citation,
+            "isInverted": p.is_inverted, "pathId": p.path_id,
+        }
+    else:
+        entry = {
+            "keyPointText": p.key_point_text, "coverageExtent": p.coverage_extent,
+            "multiplier": p.multiplier, "citation": p.citation, "isInverted": p.is_inverted,
+            "pathId": p.path_id, "reflection": p.reflection, "error": p.error,
+            "judgeModelId": p.judge_model_id, "individualJudgements": judgements,
+        }
+    return _drop_absent(entry)
+
+
+def coverage_json(result: ItemResult) -> dict[str, Any]:
+    """``llmCoverageScores[promptId][effectiveModelId]``."""
+    if generation_failed(result):
+        return {"error": f"Generation failed: {result.error or 'no response'}"}
+    # The reference lists function points first, then judged ones (§3.1.7).
+    points = sorted(result.points, key=lambda p: p.kind != "function")
+    avg = None
+    if points:
+        avg = result.score if result.score is not None else round2(aggregate(points))
+    return _drop_absent({
+        "keyPointsCount": len(points),
+        "avgCoverageExtent": avg,
+        "pointAssessments": [point_assessment_json(p) for p in points],
+        "judgeAgreement": result.judge_agreement or None,
+    })
+
+
+# ---------------------------------------------------------------- conversations
+
+
+def authored_messages(prompt: Prompt) -> list[dict[str, Any]]:
+    raw = prompt.raw.get("messages") if isinstance(prompt.raw, Mapping) else None
+    if isinstance(raw, list) and raw:
+        return copy.deepcopy(raw)
+    return [{"role": m.role, "content": m.content} for m in prompt.messages]
+
+
+def conversation_history(result: ItemResult, prompt: Prompt | None) -> list[dict[str, Any]]:
+    """The item's history; rebuilt from the prompt when the engine recorded none."""
+    if result.history:
+        return copy.deepcopy(result.history)
+    authored = authored_messages(prompt) if prompt is not None else []
+    history: list[dict[str, Any]] = []
+    if result.system_prompt:
+        history.append({"role": "system", "content": result.system_prompt})
+    if generation_failed(result):  # §4.2: null turns removed, the error appended
+        history += [m for m in authored if not (m.get("role") == "assistant" and m.get("content") is None)]
+        history.append({"role": "assistant", "content": final_response(result)})
+        return history
+    generated = iter(result.generated_texts)
+    for m in authored:
+        if m.get("role") == "assistant" and m.get("content") is None:
+            history.append({"role": "assistant", "content": next(generated, result.response or "")})
+        else:
+            history.append(dict(m))
+    if (not authored or authored[-1].get("role") == "user") and result.response is not None:
+        history.append({"role": "assistant", "content": result.response})
+    return history
+
+
+def final_response(result: ItemResult) -> str:
+    if generation_failed(result):
+        return f"<<error>>{result.error or 'no response'}<</error>>"
+    return result.response or ""
+
+
+# ---------------------------------------------------------------- the comparison file
+
+
+def _run_models(blueprint: Blueprint, results: Sequence[ItemResult]) -> list[str]:
+    """Model ids that ran: the blueprint's order first, then any others (``--weval-models``)."""
+    ran = {r.model_id for r in results}
+    listed = [m.id for m in blueprint.models]
+    if not ran:
+        return listed
+    return [m for m in listed if m in ran] + _sorted_keys(ran - set(listed))
+
+
+def effective_config(blueprint: Blueprint, results: Sequence[ItemResult]) -> dict[str, Any]:
+    config = copy.deepcopy(dict(blueprint.config))
+    config["id"] = blueprint.id  # always path-derived (§1.8.2)
+    if not config.get("title"):
+        config["title"] = blueprint.title
+    config["models"] = _run_models(blueprint, results)
+    if not config.get("embeddingModel"):
+        config["embeddingModel"] = DEFAULT_EMBEDDING_MODEL
+    return config
+
+
+def _prompt_order(blueprint: Blueprint, by_prompt: Mapping[str, Any]) -> list[str]:
+    known = [p.id for p in blueprint.prompts if p.id in by_prompt]
+    seen = set(known)
+    return list(dict.fromkeys(known)) + _sorted_keys(k for k in by_prompt if k not in seen)
+
+
+def _skips_coverage(result: ItemResult, prompt: Prompt | None) -> bool:
+    """A skipped item without points: key-point extraction failed, the reference skips the
+    prompt (§3.1.2) unless the prompt simply has no points and no ideal."""
+    if result.effective_model_id == IDEAL_MODEL_ID:
+        return True
+    if result.outcome == "skipped" and not result.points:
+        return prompt is None or bool(prompt.ideal)
+    return False
+
+
+def build_comparison(
+    blueprint: Blueprint,
+    results: Sequence[ItemResult],
+    *,
+    run_label: str | None = None,
+    timestamp: dt.datetime | str | None = None,
+    source_commit_sha: str | None = None,
+    source_blueprint_file_name: str | None = None,
+    include_prompt_weights: bool = False,
+    store_full_history: bool = True,
+) -> dict[str, Any]:
+    """The Weval comparison object for one blueprint's item results.
+
+    ``run_label`` defaults to the blueprint's content hash, as in the reference. Set
+    ``include_prompt_weights`` to add the ``__promptWeights`` map that Weval's storage and API
+    inject into ``llmCoverageScores`` when the file is read (the saved file has none).
+    """
+    ordered = sorted(results, key=item_key)
+    prompts: dict[str, Prompt] = {}
+    for p in blueprint.prompts:
+        prompts.setdefault(p.id, p)  # duplicate ids: the first wins, like ``prompts.find``
+    by_prompt: dict[str, list[ItemResult]] = {}
+    for r in ordered:
+        by_prompt.setdefault(r.prompt_id, []).append(r)
+    prompt_ids = _prompt_order(blueprint, by_prompt)
+
+    has_ideal = any(p.ideal for p in blueprint.prompts)
+    effective = {r.effective_model_id for r in ordered}
+    if has_ideal:
+        effective.add(IDEAL_MODEL_ID)
+
+    system_prompts: dict[str, str | None] = {}
+    contexts: dict[str, Any] = {}
+    extracted: dict[str, list[str]] = {}
+    finals: dict[str, dict[str, str]] = {}
+    histories: dict[str, dict[str, Any]] = {}
+    coverage: dict[str, dict[str, Any]] = {}
+    errors: dict[str, dict[str, str]] = {}
+
+    for pid in prompt_ids:
+        prompt = prompts.get(pid)
+        items = sorted(by_prompt[pid], key=lambda r: (utf16_key(r.effective_model_id), item_key(r)))
+        messages = authored_messages(prompt) if prompt is not None else []
+        contexts[pid] = messages or "Error: No input context found"
+        finals[pid] = {}
+        if prompt is not None and prompt.ideal is not None:
+            finals[pid][IDEAL_MODEL_ID] = prompt.ideal
+        histories[pid] = {}
+        coverage[pid] = {}
+        if prompt is not None and not prompt.points and prompt.ideal:
+            first = next((r for r in items if r.points), None)
+            if first is not None:
+                extracted[pid] = [p.key_point_text for p in first.points]
+        for r in items:
+            eff = r.effective_model_id
+            if eff == IDEAL_MODEL_ID:
+                continue
+            system_prompts[eff] = r.system_prompt  # last prompt wins, as in the reference
+            finals[pid][eff] = final_response(r)
+            histories[pid][eff] = conversation_history(r, prompt)
+            if generation_failed(r):
+                errors.setdefault(pid, {})[eff] = r.error or "no response"
+            if not _skips_coverage(r, prompt):
+                coverage[pid][eff] = coverage_json(r)
+
+    if include_prompt_weights:
+        weights = {
+            p.id: p.weight for p in blueprint.prompts
+            if isinstance(p.weight, (int, float)) and not isinstance(p.weight, bool) and p.weight > 0
+        }
+        if weights:
+            coverage["__promptWeights"] = weights
+
+    out = _drop_absent({
+        "configId": blueprint.id,
+        "configTitle": blueprint.title,
+        "runLabel": run_label or blueprint.content_hash,
+        "timestamp": safe_timestamp(timestamp),
+        "description": blueprint.description,
+        "sourceCommitSha": source_commit_sha,
+        "sourceBlueprintFileName": source_blueprint_file_name,
+        "config": effective_config(blueprint, ordered),
+        "evalMethodsUsed": list(EVAL_METHODS),
+        "effectiveModels": _sorted_keys(effective),
+        "modelSystemPrompts": {k: system_prompts[k] for k in _sorted_keys(system_prompts)},
+        "promptIds": _sorted_keys(prompt_ids),
+        "promptContexts": contexts,
+        "extractedKeyPoints": extracted,  # the evaluator always returns this map, even empty
+        "allFinalAssistantResponses": finals,
+        "fullConversationHistories": histories if store_full_history else None,
+        "evaluationResults": {"llmCoverageScores": coverage},
+        "errors": errors or None,
+    })
+    # modelSystemPrompts keeps its nulls: the reference writes ``systemPromptUsed ?? null``.
+    return js_json(out)
+
+
+# ---------------------------------------------------------------- the run summary
+
+
+def build_run_summary(
+    results: Sequence[ItemResult],
+    rollup: Rollup | None = None,
+    *,
+    run_label: str | None = None,
+    timestamp: dt.datetime | str | None = None,
+    min_score: float | None = None,
+    gate_lines: Sequence[str] | None = None,
+    files: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """``summary.json``: run totals, per blueprint x model and per folder means, usage, judge
+    agreement, pass counts, the items and every error. Our format (not Weval's), camelCase."""
+    rollup = rollup if rollup is not None else build_rollup(results)
+    data = rollup.to_dict()
+    items = [
+        _drop_absent({
+            "nodeid": r.nodeid or None, "file": r.blueprint_path, "blueprintId": r.blueprint_id,
+            "promptId": r.prompt_id, "model": r.model_id, "effectiveModel": r.effective_model_id,
+            "outcome": r.outcome, "score": r.score, "threshold": r.threshold,
+            "promptWeight": r.prompt_weight, "error": r.error,
+        })
+        for r in sorted(results, key=item_key)
+    ]
+    summary = {
+        "runLabel": run_label,
+        "timestamp": safe_timestamp(timestamp),
+        "totals": data["overall"],
+        "models": data["models"],
+        "effectiveModels": data["effectiveModels"],
+        "blueprints": data["blueprints"],
+        "folders": data["folders"],
+        "usage": data["usage"],
+        "usageTotal": data["usageTotal"],
+        "judgeAgreement": data["judgeAgreement"],
+        "errors": data["itemErrors"],
+        "pointErrors": data["pointErrors"],
+        "items": items,
+        "files": dict(files) if files else None,
+    }
+    if min_score is not None:
+        summary["minScore"] = {"threshold": min_score, "failures": list(gate_lines or [])}
+    return js_json(_drop_absent(summary))
+
+
+# ---------------------------------------------------------------- writing
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write, then rename into place: a reader never sees half a file."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    try:
+        payload = text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: escape them, as JSON.stringify does
+        payload = json.dumps(data, indent=2, ensure_ascii=True).encode("ascii")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _file_stem(blueprint_id: str) -> str:
+    stem = blueprint_id.replace("/", "__").replace("\\", "__").replace(os.sep, "__")
+    return stem if stem.strip(".") else "blueprint"
+
+
+def _find_blueprint(blueprints: Mapping[Any, Blueprint], path: str, bp_id: str) -> Blueprint | None:
+    if path in blueprints:
+        return blueprints[path]
+    for key, bp in blueprints.items():
+        if str(key) == path or Path(str(key)).as_posix() == path:
+            return bp
+    return next((bp for bp in blueprints.values() if bp.id == bp_id), None)
+
+
+def write_outputs(
+    out_dir: str | os.PathLike[str],
+    blueprints_by_path: Mapping[Any, Blueprint],
+    results: Sequence[ItemResult],
+    *,
+    rollup: Rollup | None = None,
+    run_label: str | None = None,
+    timestamp: dt.datetime | str | None = None,
+    min_score: float | None = None,
+    gate_lines: Sequence[str] | None = None,
+    include_prompt_weights: bool = False,
+) -> list[Path]:
+    """Write ``<blueprint-id>.json`` per blueprint that has results, then ``summary.json``.
+
+    ``blueprints_by_path`` is keyed by ``ItemResult.blueprint_path``. A ``run_label`` becomes
+    ``<label>_<contentHash>`` per blueprint, as the reference's ``--run-label`` does. Two
+    blueprints with the same id (``a.yml`` and ``a.json``) get ``a.json`` and ``a.2.json``.
+    Returns the paths written.
+    """
+    out = Path(out_dir)
+    stamp = safe_timestamp(timestamp)  # one timestamp for the whole run
+    groups: dict[str, list[ItemResult]] = {}
+    for r in results:
+        groups.setdefault(r.blueprint_path, []).append(r)
+
+    written: list[Path] = []
+    files: dict[str, str] = {}
+    used: dict[str, int] = {}
+    for path in sorted(groups):
+        items = groups[path]
+        bp = _find_blueprint(blueprints_by_path, path, items[0].blueprint_id)
+        if bp is None:
+            continue  # the blueprint could not be reloaded: its items still go in the summary
+        label = f"{run_label}_{bp.content_hash}" if run_label else None
+        data = build_comparison(bp, items, run_label=label, timestamp=stamp,
+                                include_prompt_weights=include_prompt_weights)
+        stem = _file_stem(bp.id)
+        used[stem] = used.get(stem, 0) + 1
+        name = f"{stem}.json" if used[stem] == 1 else f"{stem}.{used[stem]}.json"
+        write_json_atomic(out / name, data)
+        written.append(out / name)
+        files[path] = name
+
+    summary = build_run_summary(results, rollup, run_label=run_label, timestamp=stamp,
+                                min_score=min_score, gate_lines=gate_lines, files=files)
+    write_json_atomic(out / "summary.json", summary)
+    written.append(out / "summary.json")
+    return written
