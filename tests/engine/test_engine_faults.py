@@ -1,0 +1,141 @@
+"""Retries, backoff, Retry-After, timeouts, and the circuit breaker, counted in the server log."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+
+import pytest
+
+from engine_helpers import request
+from pytest_weval.engine import CircuitOpenError, ProviderError
+from pytest_weval.engine.retry import backoff_delay, parse_retry_after
+from tests.fakeserver import Rule
+
+
+@pytest.mark.parametrize("fault", ["500", "429", "malformed", "drop"])
+def test_fault_is_retried_then_succeeds(make_engine, server, fault):
+    server.rules.append(Rule(fault=fault, times=2))
+    engine = make_engine()
+    reply = engine.complete_sync(request("openai:m", "hi"))
+    assert reply.text == "echo: hi"
+    assert server.count == 3
+    assert [r.outcome for r in server.requests] == [fault, fault, "200"]
+
+
+def test_timeout_is_retried(make_engine, server):
+    server.rules.append(Rule(fault="hang", times=1))
+    engine = make_engine(timeout_s=0.3)
+    started = time.monotonic()
+    reply = engine.complete_sync(request("anthropic:c", "hi"))
+    assert reply.text == "echo: hi"
+    assert server.count == 2 and 0.3 <= time.monotonic() - started < 3
+
+
+def test_attempts_are_bounded_and_the_error_carries_the_provider_message(make_engine, server):
+    server.rules.append(Rule(status=503, body='{"error": {"message": "overloaded, come back later"}}'))
+    engine = make_engine(max_attempts=3)
+    with pytest.raises(ProviderError) as info:
+        engine.complete_sync(request("openai:m"))
+    assert server.count == 3
+    error = info.value
+    assert error.status == 503
+    assert "overloaded, come back later" in str(error) and "after 3 attempts" in str(error)
+
+
+def test_request_level_max_attempts(make_engine, server):
+    server.rules.append(Rule(fault="500"))
+    engine = make_engine(max_attempts=5)
+    with pytest.raises(ProviderError):
+        engine.complete_sync(request("openai:m", max_attempts=2))
+    assert server.count == 2
+
+
+def test_client_errors_are_not_retried(make_engine, server):
+    server.rules.append(Rule(status=401, body='{"error": {"message": "bad key"}}'))
+    engine = make_engine()
+    with pytest.raises(ProviderError, match="HTTP 401: bad key") as info:
+        engine.complete_sync(request("openai:m"))
+    assert info.value.status == 401 and server.count == 1
+
+
+def test_timeouts_exhausted(make_engine, server):
+    server.rules.append(Rule(fault="hang"))
+    engine = make_engine(timeout_s=0.2, max_attempts=2)
+    with pytest.raises(ProviderError, match="timeout") as info:
+        engine.complete_sync(request("openai:m"))
+    assert info.value.status is None and server.count == 2
+
+
+def test_retry_after_seconds_is_honoured(make_engine, server):
+    server.rules.append(Rule(fault="429", retry_after="1", times=1))
+    engine = make_engine(backoff_base_s=0.01)
+    started = time.monotonic()
+    engine.complete_sync(request("openai:m"))
+    first, second = server.requests
+    assert second.at - first.at >= 0.95
+    assert time.monotonic() - started < 5
+
+
+def test_retry_after_is_capped(make_engine, server):
+    server.rules.append(Rule(fault="429", retry_after="3600", times=1))
+    engine = make_engine(retry_after_max_s=0.2)
+    started = time.monotonic()
+    engine.complete_sync(request("openai:m"))
+    assert time.monotonic() - started < 3
+
+
+def test_retry_after_forms():
+    now = time.time()
+    assert parse_retry_after({"retry-after": "2.5"}) == 2.5
+    assert parse_retry_after({"retry-after-ms": "1500"}) == 1.5
+    date = email.utils.formatdate(now + 10, usegmt=True)
+    assert 8 <= parse_retry_after({"retry-after": date}, now=now) <= 10.5
+    assert parse_retry_after({"retry-after": "soon"}) is None
+    assert parse_retry_after({}) is None
+
+
+def test_backoff_grows_with_jitter_and_is_capped():
+    import random
+
+    rng = random.Random(1)
+    delays = [backoff_delay(n, 1.0, 30.0, rng) for n in range(1, 8)]
+    assert 0.5 <= delays[0] <= 1 and 1 <= delays[1] <= 2 and 2 <= delays[2] <= 4
+    assert all(d <= 30 for d in delays) and delays[-1] >= 15
+
+
+def test_circuit_breaker_opens_fails_fast_and_closes_on_success(make_engine, server):
+    server.rules.append(Rule(status=500, times=2))
+    engine = make_engine(max_attempts=1, breaker_threshold=2, breaker_cooldown_s=0.3)
+    for text in ("a", "b"):
+        with pytest.raises(ProviderError):
+            engine.complete_sync(request("openai:m", text))
+    with pytest.raises(CircuitOpenError, match=r"model 'openai:m' failed 2 times in a row") as info:
+        engine.complete_sync(request("openai:m", "c"))
+    assert "HTTP 500" in str(info.value)
+    assert server.count == 2  # failed fast: nothing sent
+    # Other models are unaffected.
+    assert engine.complete_sync(request("openai:other", "d")).text == "echo: d"
+    time.sleep(0.35)  # cooldown: one probe goes through, succeeds, and closes the breaker
+    assert engine.complete_sync(request("openai:m", "e")).text == "echo: e"
+    assert engine.complete_sync(request("openai:m", "f")).text == "echo: f"
+
+
+def test_rate_limits_do_not_open_the_breaker(make_engine, server):
+    server.rules.append(Rule(fault="429", times=4))
+    engine = make_engine(max_attempts=1, breaker_threshold=2)
+    for text in "abcd":
+        with pytest.raises(ProviderError) as info:
+            engine.complete_sync(request("openai:m", text))
+        assert info.value.rate_limited
+    assert engine.complete_sync(request("openai:m", "e")).text == "echo: e"
+
+
+def test_malformed_reply_structure_is_retried(make_engine, server):
+    engine = make_engine()
+    # A 200 whose JSON lacks the documented fields: the fake server's /__reset answers {}.
+    from pytest_weval.blueprint.model import ModelSpec
+
+    spec = ModelSpec(id="x", custom={"id": "x", "url": server.url + "/__reset", "modelName": "m"})
+    with pytest.raises(ProviderError, match="malformed reply"):
+        engine.complete_sync(request(spec, max_attempts=2))

@@ -1,0 +1,87 @@
+"""generate_conversation (§4.1-4.2): turn-by-turn generation at assistant nulls."""
+
+from __future__ import annotations
+
+from pytest_weval.blueprint.model import ModelSpec
+from pytest_weval.engine import generate_conversation
+from tests.fakeserver import Rule
+
+MODEL = ModelSpec(id="openai:gpt-4o-mini")
+
+
+def run(engine, messages, system=None, **kw):
+    return engine.run_coroutine(generate_conversation(
+        engine, MODEL, messages, system=system, temperature=kw.pop("temperature", 0),
+        no_cache=kw.pop("no_cache", False), **kw)).result()
+
+
+def test_multi_turn_with_assistant_nulls(make_engine, server):
+    engine = make_engine()
+    conversation = run(engine, [
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": None},
+        {"role": "user", "content": "second"},
+        {"role": "assistant", "content": "fixed"},
+        {"role": "user", "content": "third"},
+    ], system="Sys")
+    assert conversation.error is None
+    assert conversation.history == [
+        {"role": "system", "content": "Sys"},
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": "echo: first"},
+        {"role": "user", "content": "second"},
+        {"role": "assistant", "content": "fixed"},
+        {"role": "user", "content": "third"},
+        {"role": "assistant", "content": "echo: third"},
+    ]
+    assert conversation.generated_indices == [0, 2]
+    assert conversation.generated_texts == ["echo: first", "echo: third"]
+    assert conversation.final_text == "echo: third"
+    assert conversation.usage.requests == 2
+    # The second request carried the generated first turn.
+    assert server.requests[1].body["messages"][2] == {"role": "assistant", "content": "echo: first"}
+    assert server.requests[0].body["messages"][0] == {"role": "system", "content": "Sys"}
+
+
+def test_single_turn_sends_temperature_and_no_cache(make_engine, server):
+    engine = make_engine()
+    conversation = run(engine, [{"role": "user", "content": "hi"}], temperature=0.7, no_cache=True)
+    assert conversation.final_text == "echo: hi"
+    assert server.requests[0].body["temperature"] == 0.7
+    assert engine.stats["cache_hits"] == 0
+    again = run(engine, [{"role": "user", "content": "hi"}], temperature=0.7, no_cache=True)
+    assert again.usage.cache_hits == 0 and server.count == 2  # noCache: never from the cache
+
+
+def test_blank_reply_is_an_error(make_engine, server):
+    server.rules.append(Rule(reply="   "))
+    engine = make_engine()
+    conversation = run(engine, [{"role": "user", "content": "hi"}])
+    assert conversation.final_text is None
+    assert "empty reply" in conversation.error
+    assert conversation.history[-1]["content"].startswith("<<error>>")
+
+
+def test_provider_failure_gives_the_reference_error_history(make_engine, server):
+    server.rules.append(Rule(status=400, contains="second"))
+    engine = make_engine()
+    conversation = run(engine, [
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": None},
+        {"role": "user", "content": "second"},
+    ])
+    assert "HTTP 400" in conversation.error
+    assert conversation.generated_texts == ["echo: first"]
+    assert conversation.history == [
+        {"role": "user", "content": "first"},
+        {"role": "user", "content": "second"},
+        {"role": "assistant", "content": f"<<error>>{conversation.error}<</error>>"},
+    ]
+
+
+def test_message_objects_are_accepted(make_engine, server):
+    from pytest_weval.blueprint.model import Message
+
+    engine = make_engine()
+    conversation = run(engine, (Message(role="user", content="obj"),))
+    assert conversation.final_text == "echo: obj"

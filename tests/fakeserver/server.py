@@ -1,0 +1,451 @@
+"""The fake server's implementation (see the package docstring)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+FAULTS = ("500", "429", "malformed", "hang", "drop", "blank")
+
+# Where each provider's base URL points on the fake server (so tests can assert the path).
+PROVIDER_PATHS = {
+    "OPENAI_BASE_URL": "/openai/v1",
+    "ANTHROPIC_BASE_URL": "/anthropic",
+    "GEMINI_BASE_URL": "/google",
+    "MISTRAL_BASE_URL": "/mistral/v1",
+    "TOGETHER_BASE_URL": "/together/v1",
+    "XAI_BASE_URL": "/xai/v1",
+    "OPENROUTER_BASE_URL": "/openrouter/api/v1",
+}
+DUMMY_KEYS = {
+    "OPENAI_API_KEY": "test-openai-key",
+    "ANTHROPIC_API_KEY": "test-anthropic-key",
+    "GEMINI_API_KEY": "test-gemini-key",
+    "MISTRAL_API_KEY": "test-mistral-key",
+    "TOGETHER_API_KEY": "test-together-key",
+    "XAI_API_KEY": "test-xai-key",
+    "OPENROUTER_API_KEY": "test-openrouter-key",
+}
+
+
+def provider_env(url: str, keys: bool = True) -> dict[str, str]:
+    env = {name: url + path for name, path in PROVIDER_PATHS.items()}
+    if keys:
+        env.update(DUMMY_KEYS)
+    return env
+
+
+@dataclasses.dataclass
+class Rule:
+    reply: str | None = None  # "{last}" and "{model}" are filled in
+    model: str | None = None  # exact model name in the request
+    contains: str | None = None  # substring of the last user message
+    path: str | None = None  # substring of the request path
+    fault: str | None = None  # one of FAULTS
+    status: int | None = None  # an error status with a JSON error body
+    retry_after: str | None = None  # Retry-After header value (with 429/status)
+    times: int | None = None  # only the first N matching requests
+    latency_ms: float | None = None
+    echo_header: str | None = None  # the error body quotes this request header's value
+    body: str | None = None  # raw error body
+
+    def matches(self, model: str | None, last_user: str, path: str) -> bool:
+        if self.times is not None and self.times <= 0:
+            return False
+        if self.model is not None and self.model != model:
+            return False
+        if self.contains is not None and self.contains not in last_user:
+            return False
+        if self.path is not None and self.path not in path:
+            return False
+        return True
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Rule":
+        return cls(**{f.name: data.get(f.name) for f in dataclasses.fields(cls)})
+
+
+@dataclasses.dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    raw_body: str
+    model: str | None
+    last_user: str
+    outcome: str  # "200", "500", "hang", ...
+    at: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _last_user(path: str, body: Any) -> str:
+    if not isinstance(body, dict):
+        return ""
+    if isinstance(body.get("prompt"), str):
+        return body["prompt"]
+    if isinstance(body.get("messages"), list):
+        for message in reversed(body["messages"]):
+            if isinstance(message, dict) and message.get("role") == "user":
+                return str(message.get("content") or "")
+    if isinstance(body.get("contents"), list):
+        for content in reversed(body["contents"]):
+            if isinstance(content, dict) and content.get("role") == "user":
+                return "".join(str(p.get("text", "")) for p in content.get("parts") or [])
+    return ""
+
+
+def _model(path: str, body: Any) -> str | None:
+    if isinstance(body, dict) and isinstance(body.get("model"), str):
+        return body["model"]
+    if ":generateContent" in path and "/models/" in path:
+        return path.split("/models/", 1)[1].split(":generateContent", 1)[0]
+    return None
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def render_reply(path: str, model: str | None, text: str, prompt_text: str) -> dict[str, Any]:
+    usage_in, usage_out = max(1, _words(prompt_text)), _words(text)
+    if path.endswith("/chat/completions"):
+        return {
+            "id": "chatcmpl-fake", "object": "chat.completion", "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out,
+                      "total_tokens": usage_in + usage_out},
+        }
+    if path.endswith("/completions"):
+        return {"id": "cmpl-fake", "object": "text_completion", "model": model,
+                "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out}}
+    if path.endswith("/messages"):
+        return {"id": "msg-fake", "type": "message", "role": "assistant", "model": model,
+                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                "usage": {"input_tokens": usage_in, "output_tokens": usage_out}}
+    if ":generateContent" in path:
+        return {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}],
+                "usageMetadata": {"promptTokenCount": usage_in, "candidatesTokenCount": usage_out}}
+    # Anything else (custom endpoints): OpenAI chat shape.
+    return render_reply("/chat/completions", model, text, prompt_text)
+
+
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
+            500: "Internal Server Error", 503: "Service Unavailable"}
+
+
+class FakeServer:
+    def __init__(
+        self,
+        rules: list[Rule] | None = None,
+        *,
+        latency_ms: float = 0.0,
+        fault_rate: float = 0.0,
+        fault_kinds: tuple[str, ...] = ("500",),
+        seed: int = 0,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        hang_s: float = 3600.0,
+    ):
+        self.rules = list(rules or [])
+        self.latency_ms = latency_ms
+        self.fault_rate = fault_rate
+        self.fault_kinds = tuple(fault_kinds)
+        self.rng = random.Random(seed)
+        self.host = host
+        self.port = port
+        self.hang_s = hang_s
+        self.requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._handlers: set[asyncio.Task] = set()
+        self.in_flight = 0
+        self.max_in_flight = 0  # most model requests being answered at once
+
+    # -- lifecycle ------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def env(self, keys: bool = True) -> dict[str, str]:
+        return provider_env(self.url, keys)
+
+    def start(self) -> "FakeServer":
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self._listen())
+            except BaseException as exc:  # noqa: BLE001
+                errors.append(exc)
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.close()
+
+        self._loop = loop
+        self._thread = threading.Thread(target=run, name="fakeserver", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if errors:
+            raise errors[0]
+        return self
+
+    async def _listen(self) -> None:
+        self._server = await asyncio.start_server(self._handle, self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    def stop(self) -> None:
+        loop = self._loop
+        if loop is None:
+            return
+
+        async def shutdown() -> None:
+            if self._server is not None:
+                self._server.close()
+            for task in list(self._handlers):
+                task.cancel()
+            if self._handlers:
+                await asyncio.wait(list(self._handlers), timeout=5)
+
+        asyncio.run_coroutine_threadsafe(shutdown(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._loop = None
+
+    def __enter__(self) -> "FakeServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    async def serve_forever(self) -> None:
+        """Subprocess mode: listen on the current loop until cancelled."""
+        await self._listen()
+        print(f"FAKESERVER {self.url}", flush=True)
+        assert self._server is not None
+        async with self._server:
+            await self._server.serve_forever()
+
+    # -- the log ----------------------------------------------------------------------------
+    @property
+    def count(self) -> int:
+        with self._lock:
+            return len(self.requests)
+
+    def bodies(self) -> list[str]:
+        with self._lock:
+            return [json.dumps(r.body, sort_keys=True) if not isinstance(r.body, str) else r.body
+                    for r in self.requests]
+
+    def distinct_bodies(self) -> int:
+        return len(set(self.bodies()))
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self.max_in_flight = 0
+
+    def log(self) -> dict[str, Any]:
+        with self._lock:
+            requests = [r.as_dict() for r in self.requests]
+        bodies = self.bodies()
+        return {"count": len(requests), "distinct": len(set(bodies)), "max_in_flight": self.max_in_flight,
+                "requests": requests}
+
+    # -- HTTP -------------------------------------------------------------------------------
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers.add(task)
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                    return
+                lines = head.decode("latin-1").split("\r\n")
+                method, target, _ = (lines[0].split(" ", 2) + ["", ""])[:3]
+                headers: dict[str, str] = {}
+                for line in lines[1:]:
+                    if ":" in line:
+                        name, value = line.split(":", 1)
+                        headers[name.strip().lower()] = value.strip()
+                length = int(headers.get("content-length") or 0)
+                raw = await reader.readexactly(length) if length else b""
+                keep_open = await self._respond(method, target, headers, raw, writer)
+                if not keep_open or headers.get("connection", "").lower() == "close":
+                    break
+        except (asyncio.CancelledError, ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self._handlers.discard(task)
+            try:
+                writer.close()
+            except Exception:  # noqa: BLE001
+                pass
+
+    async def _send(self, writer: asyncio.StreamWriter, status: int, body: str,
+                    headers: dict[str, str] | None = None, content_type: str = "application/json") -> None:
+        data = body.encode("utf-8")
+        head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", f"Content-Type: {content_type}",
+                f"Content-Length: {len(data)}", "Connection: keep-alive"]
+        for name, value in (headers or {}).items():
+            head.append(f"{name}: {value}")
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
+        await writer.drain()
+
+    def _pick(self, model: str | None, last_user: str, path: str) -> Rule | None:
+        with self._lock:
+            for rule in self.rules:
+                if rule.matches(model, last_user, path):
+                    if rule.times is not None:
+                        rule.times -= 1
+                    return rule
+        return None
+
+    async def _respond(self, method: str, target: str, headers: dict[str, str], raw: bytes,
+                       writer: asyncio.StreamWriter) -> bool:
+        path = target.split("?", 1)[0]
+        if path == "/__log":
+            await self._send(writer, 200, json.dumps(self.log()))
+            return True
+        if path == "/__reset":
+            self.reset()
+            await self._send(writer, 200, "{}")
+            return True
+        if path == "/__rules" and method == "POST":
+            rules = [Rule.from_dict(r) for r in json.loads(raw or b"[]")]
+            with self._lock:
+                self.rules = rules
+            await self._send(writer, 200, "{}")
+            return True
+        text_body = raw.decode("utf-8", errors="replace")
+        try:
+            body: Any = json.loads(text_body) if text_body else None
+        except ValueError:
+            body = text_body
+        model = _model(path, body)
+        last_user = _last_user(path, body)
+        rule = self._pick(model, last_user, path)
+        fault = rule.fault if rule is not None else None
+        if fault is None and (rule is None or rule.status is None) and self.fault_rate > 0:
+            with self._lock:
+                if self.rng.random() < self.fault_rate:
+                    fault = self.rng.choice(self.fault_kinds)
+        outcome = fault or (str(rule.status) if rule is not None and rule.status else "200")
+        record = RecordedRequest(method=method, path=path, headers=headers, body=body, raw_body=text_body,
+                                 model=model, last_user=last_user, outcome=outcome, at=time.time())
+        with self._lock:
+            self.requests.append(record)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await self._answer(rule, fault, path, model, last_user, headers, writer)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    async def _answer(self, rule: Rule | None, fault: str | None, path: str, model: str | None,
+                      last_user: str, headers: dict[str, str], writer: asyncio.StreamWriter) -> bool:
+        latency = self.latency_ms + ((rule.latency_ms or 0) if rule is not None else 0)
+        if latency:
+            await asyncio.sleep(latency / 1000)
+        if fault == "hang":
+            await asyncio.sleep(self.hang_s)
+            return False
+        if fault == "drop":
+            writer.transport.abort()
+            return False
+        if fault == "malformed":
+            await self._send(writer, 200, '{"choices": [ {"message": truncated', content_type="application/json")
+            return True
+        status = 500 if fault == "500" else 429 if fault == "429" else (rule.status if rule is not None else None)
+        if status:
+            message = f"fake {status}"
+            if rule is not None and rule.echo_header:
+                message += f": you sent {rule.echo_header}={headers.get(rule.echo_header.lower(), '')}"
+            error_body = rule.body if rule is not None and rule.body else json.dumps(
+                {"error": {"message": message, "type": "fake_error", "code": status}})
+            extra = {}
+            retry_after = rule.retry_after if rule is not None else None
+            if retry_after is not None:
+                extra["Retry-After"] = retry_after
+            elif status == 429 and fault == "429":
+                extra["Retry-After"] = "0"
+            await self._send(writer, status, error_body, extra)
+            return True
+        if fault == "blank":
+            text = ""
+        elif rule is not None and rule.reply is not None:
+            text = rule.reply.replace("{last}", last_user).replace("{model}", model or "")
+        else:
+            text = f"echo: {last_user}"
+        await self._send(writer, 200, json.dumps(render_reply(path, model, text, last_user)))
+        return True
+
+
+class FakeServerProcess:
+    """A fake server in a subprocess (``python -m tests.fakeserver``), for multi-process tests."""
+
+    def __init__(self, *args: str, cwd: str | os.PathLike | None = None):
+        root = Path(__file__).resolve().parents[2]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.fakeserver", "--port", "0", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd or root, env=env,
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line.startswith("FAKESERVER "):
+            self.process.kill()
+            raise RuntimeError(f"fake server did not start: {line!r} {self.process.stderr.read() if self.process.stderr else ''}")
+        self.url = line.split(" ", 1)[1].strip()
+
+    def env(self, keys: bool = True) -> dict[str, str]:
+        return provider_env(self.url, keys)
+
+    def log(self) -> dict[str, Any]:
+        import httpx
+
+        return httpx.get(self.url + "/__log", timeout=10).json()
+
+    def set_rules(self, rules: list[Rule]) -> None:
+        import httpx
+
+        httpx.post(self.url + "/__rules", json=[dataclasses.asdict(r) for r in rules], timeout=10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def __enter__(self) -> "FakeServerProcess":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
