@@ -1,0 +1,161 @@
+"""The response cache: modes rw/ro/refresh/off, no_cache, both stores, keys, in-flight dedup."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+
+import pytest
+
+from engine_helpers import request
+from pytest_weval.blueprint.model import ModelSpec
+from pytest_weval.engine import ChatMessage, ModelRequest, ReplayMissError
+from pytest_weval.engine.cache import cache_key
+from pytest_weval.engine.providers import adapter_for
+from tests.fakeserver import FakeServer, Rule
+
+
+def test_rw_records_then_hits(make_engine, server, tmp_path):
+    engine = make_engine()
+    first = engine.complete_sync(request("openai:m", "hi"))
+    second = engine.complete_sync(request("openai:m", "hi"))
+    assert (first.cached, second.cached) == (False, True)
+    assert second.text == first.text and second.output_tokens == first.output_tokens
+    assert server.count == 1
+    engine.close()
+    again = make_engine().complete_sync(request("openai:m", "hi"))  # a later run
+    assert again.cached and server.count == 1
+
+
+def test_sqlite_entry_contents(make_engine, server, tmp_path):
+    engine = make_engine()
+    engine.complete_sync(request("anthropic:c", "hi", system="S"))
+    engine.close()
+    db = sqlite3.connect(tmp_path / "cache" / "weval-cache.sqlite")
+    key, model, summary, text, tokens_in, tokens_out, created = db.execute(
+        "SELECT key, model, request, text, input_tokens, output_tokens, created FROM responses").fetchone()
+    assert model == "anthropic:c" and text == "echo: hi" and (tokens_in, tokens_out) == (1, 2)
+    summary = json.loads(summary)
+    assert summary["messages"] == [{"role": "system", "content": "S"}, {"role": "user", "content": "hi"}]
+    assert summary["provider"] == "anthropic" and summary["model"] == "c" and created > 0
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_replay_with_the_server_stopped(tmp_path):
+    from pytest_weval.engine import Engine, EngineSettings
+
+    with FakeServer() as fake:
+        env = fake.env()
+        with Engine(EngineSettings(cache_dir=tmp_path, env=env)) as engine:
+            engine.complete_sync(request("google:g", "recorded"))
+    # The server is gone; replay needs no key either.
+    replay_env = {k: v for k, v in env.items() if not k.endswith("_KEY")}
+    with Engine(EngineSettings(cache_dir=tmp_path, env=replay_env, cache_mode="ro", timeout_s=1)) as engine:
+        assert engine.complete_sync(request("google:g", "recorded")).text == "echo: recorded"
+        with pytest.raises(ReplayMissError) as info:
+            engine.complete_sync(request("google:g", "never seen"))
+        message = str(info.value)
+        assert "never recorded" in message and "google:g" in message and "--weval-cache=rw" in message
+        with pytest.raises(ReplayMissError, match="noCache"):
+            engine.complete_sync(request("google:g", "recorded", no_cache=True))
+        assert engine.stats["http_requests"] == 0
+
+
+def test_refresh_resends_and_overwrites(make_engine, server):
+    make_engine().complete_sync(request("openai:m", "hi"))
+    server.rules.append(Rule(reply="new answer"))
+    refreshed = make_engine(cache_mode="refresh").complete_sync(request("openai:m", "hi"))
+    assert refreshed.text == "new answer" and not refreshed.cached and server.count == 2
+    assert make_engine().complete_sync(request("openai:m", "hi")).text == "new answer"
+    assert server.count == 2
+
+
+def test_off_neither_reads_nor_writes(make_engine, server, tmp_path):
+    make_engine().complete_sync(request("openai:m", "hi"))
+    engine = make_engine(cache_mode="off")
+    assert not engine.complete_sync(request("openai:m", "hi")).cached
+    assert not engine.complete_sync(request("openai:m", "other")).cached
+    assert server.count == 3
+    assert make_engine().complete_sync(request("openai:m", "hi")).cached  # the rw entry is still there
+    assert server.count == 3
+    db = sqlite3.connect(tmp_path / "cache" / "weval-cache.sqlite")
+    assert db.execute("SELECT count(*) FROM responses").fetchone()[0] == 1
+
+
+def test_no_cache_bypasses_read_and_write(make_engine, server, tmp_path):
+    engine = make_engine()
+    engine.complete_sync(request("openai:m", "hi"))
+    assert not engine.complete_sync(request("openai:m", "hi", no_cache=True)).cached
+    engine.complete_sync(request("openai:m", "fresh", no_cache=True))
+    assert not engine.complete_sync(request("openai:m", "fresh")).cached
+    assert server.count == 4
+
+
+def test_blank_replies_are_not_recorded(make_engine, server):
+    server.rules.append(Rule(reply=" ", times=1))
+    engine = make_engine()
+    assert engine.complete_sync(request("openai:m")).text == ""
+    assert engine.complete_sync(request("openai:m")).text == "echo: hello"
+    assert server.count == 2
+
+
+def test_files_store_round_trip(make_engine, server, tmp_path):
+    engine = make_engine(cache_store="files")
+    engine.complete_sync(request("openai:m", "héllo", system="S"))
+    key = engine.key_for(request("openai:m", "héllo", system="S"))
+    engine.close()
+    path = tmp_path / "cache" / key[:2] / f"{key}.json"
+    assert path.exists()
+    text = path.read_text(encoding="utf-8")
+    assert "héllo" in text and text.endswith("}\n") and "\n  " in text  # pretty, readable
+    document = json.loads(text)
+    assert document["key"] == key and document["model"] == "openai:m"
+    assert document["reply"] == {"text": "echo: héllo", "usage": {"input_tokens": 1, "output_tokens": 2}}
+    assert document["request"]["messages"][0] == {"role": "system", "content": "S"}
+    assert not list((tmp_path / "cache").glob("*/.tmp-*"))
+    assert not (tmp_path / "cache" / "weval-cache.sqlite").exists()
+    replay = make_engine(cache_store="files", cache_mode="ro")
+    assert replay.complete_sync(request("openai:m", "héllo", system="S")).cached
+    assert server.count == 1
+
+
+def test_key_covers_what_changes_the_answer():
+    spec = ModelSpec(id="openai:m")
+    adapter = adapter_for(spec, frozenset())
+
+    def key(**kw):
+        base = dict(model=spec, messages=(ChatMessage("user", "hi"),), temperature=0)
+        base.update(kw)
+        return cache_key(adapter.identity(), ModelRequest(**base))[0]
+
+    assert key() == key(temperature=0.0) == key(priority=5, purpose="judge", no_cache=True, timeout_s=3)
+    assert key() != key(temperature=0.5)
+    assert key() != key(max_tokens=10)
+    assert key() != key(messages=(ChatMessage("system", "S"), ChatMessage("user", "hi")))
+    other = cache_key(adapter_for(ModelSpec(id="openai:n"), frozenset()).identity(),
+                      ModelRequest(model=spec, messages=(ChatMessage("user", "hi"),), temperature=0))[0]
+    assert other != key()
+    assert len(key()) == 64
+
+
+def test_identical_requests_in_flight_are_sent_once(make_engine, server):
+    server.latency_ms = 200
+    engine = make_engine()
+    futures = [engine.run_coroutine(engine.complete(request("openai:m", "same"))) for _ in range(10)]
+    replies = [f.result() for f in futures]
+    assert {r.text for r in replies} == {"echo: same"}
+    assert server.count == 1
+    assert engine.stats["coalesced"] == 9
+
+
+def test_complete_from_another_thread_and_loop(make_engine, server):
+    import asyncio
+
+    engine = make_engine()
+    assert engine.loop is not None and engine._thread is not threading.current_thread()
+
+    async def elsewhere():
+        return await engine.complete(request("openai:m", "from another loop"))
+
+    assert asyncio.run(elsewhere()).text == "echo: from another loop"

@@ -1,0 +1,149 @@
+"""Priority slots, the AIMD limiter (it really shrinks and grows back), caps and worker shares."""
+
+from __future__ import annotations
+
+import asyncio
+
+from engine_helpers import request
+from pytest_weval.engine.limits import AdaptiveLimiter, Limits, PrioritySlots
+from tests.fakeserver import Rule
+
+
+def test_priority_slots_serve_lowest_priority_first():
+    async def scenario():
+        slots = PrioritySlots(1)
+        order = []
+        await slots.acquire(0)
+
+        async def worker(priority):
+            await slots.acquire(priority)
+            order.append(priority)
+            await asyncio.sleep(0)
+            slots.release()
+
+        tasks = [asyncio.create_task(worker(p)) for p in (5, 3, 9, 1, 3)]
+        await asyncio.sleep(0.01)
+        slots.release()
+        await asyncio.gather(*tasks)
+        return order
+
+    assert asyncio.run(scenario()) == [1, 3, 3, 5, 9]
+
+
+def test_cancelled_waiter_gives_its_turn_away():
+    async def scenario():
+        slots = PrioritySlots(1)
+        await slots.acquire()
+        waiter = asyncio.create_task(slots.acquire(0))
+        other = asyncio.create_task(slots.acquire(1))
+        await asyncio.sleep(0.01)
+        waiter.cancel()
+        await asyncio.sleep(0.01)
+        slots.release()
+        await asyncio.wait_for(other, 1)
+        return slots.in_use, slots.waiting
+
+    assert asyncio.run(scenario()) == (1, 0)
+
+
+def test_aimd_shrinks_on_rate_limit_and_grows_back():
+    limiter = AdaptiveLimiter("openai", 20, 30, 10)
+    limiter.on_rate_limit()
+    assert limiter.limit == 10
+    limiter.on_rate_limit()  # within the 5 s cooldown: ignored
+    assert limiter.limit == 10
+    for _ in range(9):
+        limiter.on_success()
+    assert limiter.limit == 10
+    limiter.on_success()
+    assert limiter.limit == 11
+    for _ in range(400):
+        limiter.on_success()
+    assert limiter.limit == 30  # up to the max, no further
+
+
+def test_aimd_floor_and_non_adaptive():
+    limiter = AdaptiveLimiter("x", 4, 4, 3)
+    limiter.decrease_cooldown_s = 0
+    limiter.on_rate_limit()
+    limiter.on_rate_limit()
+    assert limiter.limit == 3
+    fixed = AdaptiveLimiter("y", 8, 8, 1, adaptive=False)
+    fixed.on_rate_limit()
+    assert fixed.limit == 8
+
+
+def test_shrunk_limit_really_bounds_requests_in_flight():
+    async def scenario():
+        limiter = AdaptiveLimiter("x", 4, 4, 1)
+        peak = 0
+
+        async def job():
+            nonlocal peak
+            await limiter.acquire()
+            peak = max(peak, limiter.in_use)
+            await asyncio.sleep(0.01)
+            limiter.release()
+
+        limiter.on_rate_limit()  # 4 -> 2
+        await asyncio.gather(*(job() for _ in range(20)))
+        return peak
+
+    assert asyncio.run(scenario()) == 2
+
+
+def test_caps_profiles_overrides_and_worker_shares():
+    limits = Limits(concurrency=None, overrides={}, workers=1)
+    assert (limits.group("openai").limit, limits.group("openai").maximum) == (20, 30)
+    assert limits.group("xai").limit == 10
+    assert limits.group("local").limit == 10  # default profile (custom model ids)
+    shared = Limits(concurrency=30, overrides={"anthropic": 8}, workers=4)
+    assert shared.group("openai").limit == 5  # 20 / 4
+    assert shared.group("anthropic").limit == 2 and shared.group("anthropic").maximum == 2
+    assert shared.global_slots.limit == 7  # 30 / 4
+
+
+def test_engine_limiter_shrinks_on_429_and_grows_back(make_engine, server):
+    server.rules.append(Rule(fault="429", retry_after="0", times=1))
+    engine = make_engine(provider_concurrency={"openai": 8})
+    engine.complete_sync(request("openai:m", "first"))
+    limits = engine.stats["limits"]["openai"]
+    assert limits["limit"] == 4 and limits["decreases"] == 1
+    for index in range(40):
+        engine.complete_sync(request("openai:m", f"q{index}"))
+    limits = engine.stats["limits"]["openai"]
+    assert limits["limit"] == 8 and limits["increases"] == 4
+
+
+def test_engine_provider_cap_bounds_concurrency(make_engine, server):
+    server.latency_ms = 50
+    engine = make_engine(provider_concurrency={"openai": 3})
+    futures = [engine.run_coroutine(engine.complete(request("openai:m", f"q{i}"))) for i in range(12)]
+    for future in futures:
+        future.result()
+    assert server.max_in_flight == 3
+
+
+def test_engine_global_cap(make_engine, server):
+    server.latency_ms = 50
+    engine = make_engine(concurrency=2)
+    futures = [engine.run_coroutine(engine.complete(request(model, f"q{i}")))
+               for i in range(6) for model in ("openai:m", "anthropic:c")]
+    for future in futures:
+        future.result()
+    assert server.max_in_flight == 2
+
+
+def test_engine_sends_in_priority_order(make_engine, server):
+    server.latency_ms = 20
+    engine = make_engine(provider_concurrency={"openai": 1}, cache_mode="off")
+    blocker = engine.run_coroutine(engine.complete(request("openai:m", "blocker", priority=0)))
+    import time
+
+    time.sleep(0.005)
+    futures = [engine.run_coroutine(engine.complete(request("openai:m", f"p{p}", priority=p)))
+               for p in (7, 2, 9, 1, 5)]
+    blocker.result()
+    for future in futures:
+        future.result()
+    assert [r.last_user for r in server.requests] == ["blocker", "p1", "p2", "p5", "p7", "p9"]
