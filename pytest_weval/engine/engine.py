@@ -63,6 +63,9 @@ class Engine:
         self._http: httpx.AsyncClient | None = None
         self._adapters: dict[str, Adapter] = {}
         self._flights: dict[tuple[str, bool], asyncio.Task[ModelReply]] = {}
+        # Replies the persistent cache does not serve (modes refresh/off, no_cache requests):
+        # a run answers each distinct request once (docs/engine.md).
+        self._memo: dict[str, ModelReply] = {}
         self._rng = random.Random()
         self.limits = Limits(
             concurrency=self.settings.concurrency,
@@ -77,7 +80,7 @@ class Engine:
         self.coordinator: Coordinator | None = None
         self.run_id = self.settings.run_id or f"local-{uuid.uuid4().hex}"
         self._counts = {"http_requests": 0, "cache_hits": 0, "coalesced": 0, "from_other_workers": 0,
-                        "errors": 0}
+                        "memo_hits": 0, "errors": 0}
         self._usage: dict[str, _Usage] = {}
         self._closed = False
 
@@ -215,7 +218,7 @@ class Engine:
         """Counts so far: HTTP requests sent, cache hits, coalesced requests, replies obtained
         from other workers, and per model usage."""
         data: dict[str, Any] = dict(self._counts)
-        data["usage"] = {model: dataclasses.asdict(u) for model, u in self._usage.items()}
+        data["usage"] = {model: dataclasses.asdict(u) for model, u in list(self._usage.items())}
         data["limits"] = self.limits.snapshot()
         return data
 
@@ -268,6 +271,11 @@ class Engine:
                 usage.cache_hits += 1
                 usage.responses += 1
                 return reply_from_entry(entry)
+        memo = self._memo.get(key)
+        if memo is not None:
+            self._counts["memo_hits"] += 1
+            usage.responses += 1
+            return dataclasses.replace(memo, cached=False, tool_calls=list(memo.tool_calls))
         if self.settings.cache_mode == "ro":
             why = " (the prompt is marked noCache, so it is never recorded)" if request.no_cache else ""
             raise ReplayMissError(
@@ -285,6 +293,8 @@ class Engine:
         usage.responses += 1
         usage.input_tokens += reply.input_tokens
         usage.output_tokens += reply.output_tokens
+        if not self.cache.readable(request) and reply.text.strip():
+            self._memo[key] = reply
         return reply
 
     async def _store(self, request: ModelRequest, key: str, summary: dict, reply: ModelReply) -> bool:

@@ -88,7 +88,9 @@ def test_no_cache_bypasses_read_and_write(make_engine, server, tmp_path):
     engine.complete_sync(request("openai:m", "hi"))
     assert not engine.complete_sync(request("openai:m", "hi", no_cache=True)).cached
     engine.complete_sync(request("openai:m", "fresh", no_cache=True))
-    assert not engine.complete_sync(request("openai:m", "fresh")).cached
+    assert server.count == 3
+    # Not written: the next run finds nothing recorded for it.
+    assert not make_engine().complete_sync(request("openai:m", "fresh")).cached
     assert server.count == 4
 
 
@@ -159,3 +161,14 @@ def test_complete_from_another_thread_and_loop(make_engine, server):
         return await engine.complete(request("openai:m", "from another loop"))
 
     assert asyncio.run(elsewhere()).text == "echo: from another loop"
+
+
+@pytest.mark.parametrize("mode", ["off", "refresh"])
+def test_a_run_answers_each_request_once_in_every_mode(make_engine, server, mode):
+    engine = make_engine(cache_mode=mode)
+    first = engine.complete_sync(request("openai:m", "hi"))
+    second = engine.complete_sync(request("openai:m", "hi"))
+    assert first.text == second.text and not second.cached
+    assert server.count == 1 and engine.stats["memo_hits"] == 1
+    make_engine(cache_mode=mode).complete_sync(request("openai:m", "hi"))  # a new run asks again
+    assert server.count == 2
