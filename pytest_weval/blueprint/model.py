@@ -133,6 +133,11 @@ class Blueprint(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)  # normalized config, reference shape
     content_hash: str = ""
     findings: tuple[Finding, ...] = ()
+    no_cache: bool = False  # header `noCache` (prompts already inherit it in `Prompt.no_cache`)
+    # The config as the reference's run uses and writes it (§1.8, §4.7): id from the path,
+    # title and embeddingModel defaults, tags normalized, `system: [...]` moved to `systems`,
+    # models resolved to ids. `config` above is the parser's output before those steps.
+    effective_config: dict[str, Any] = Field(default_factory=dict)
 
     @property
     def multi_system(self) -> bool:
