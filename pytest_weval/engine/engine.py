@@ -31,7 +31,7 @@ from pytest_weval.engine.cache import ResponseCache, cache_key, make_entry, repl
 from pytest_weval.engine.claims import Coordinator, Landed
 from pytest_weval.engine.db import SqliteDB
 from pytest_weval.engine.errors import ModelCallError, ProviderError, ReplayMissError, rebuild_error
-from pytest_weval.engine.limits import Limits
+from pytest_weval.engine.limits import Limits, Priority
 from pytest_weval.engine.providers import Adapter, BodyError, HttpCall, MalformedReply, adapter_for, error_message
 from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
 from pytest_weval.engine.retry import RETRY_STATUSES, Breaker, Failure, parse_retry_after, retry_delay
@@ -62,7 +62,7 @@ class Engine:
         self._lock = threading.Lock()
         self._http: httpx.AsyncClient | None = None
         self._adapters: dict[str, Adapter] = {}
-        self._flights: dict[tuple[str, bool], asyncio.Task[ModelReply]] = {}
+        self._flights: dict[tuple[str, bool], tuple[asyncio.Task[ModelReply], Priority]] = {}
         # Replies the persistent cache does not serve (modes refresh/off, no_cache requests):
         # a run answers each distinct request once (docs/engine.md).
         self._memo: dict[str, ModelReply] = {}
@@ -245,12 +245,15 @@ class Engine:
         adapter = self.adapter(request.model)
         key, summary = cache_key(adapter.identity(), request)
         flight_key = (key, request.no_cache)
-        task = self._flights.get(flight_key)
-        if task is not None:
+        flight = self._flights.get(flight_key)
+        if flight is not None:
+            task, priority = flight
+            priority.lower(request.priority)  # an earlier item now waits for it too
             self._counts["coalesced"] += 1
         else:
-            task = asyncio.get_running_loop().create_task(self._obtain(adapter, request, key, summary))
-            self._flights[flight_key] = task
+            priority = Priority(request.priority)
+            task = asyncio.get_running_loop().create_task(self._obtain(adapter, request, key, summary, priority))
+            self._flights[flight_key] = (task, priority)
 
             def done(t: asyncio.Task, fk=flight_key) -> None:
                 self._flights.pop(fk, None)
@@ -261,7 +264,8 @@ class Engine:
         reply = await asyncio.shield(task)
         return dataclasses.replace(reply, tool_calls=list(reply.tool_calls))
 
-    async def _obtain(self, adapter: Adapter, request: ModelRequest, key: str, summary: dict) -> ModelReply:
+    async def _obtain(self, adapter: Adapter, request: ModelRequest, key: str, summary: dict,
+                      priority: Priority) -> ModelReply:
         model_id = request.model.id
         usage = self._usage_of(model_id)
         if self.cache.readable(request):
@@ -286,10 +290,10 @@ class Engine:
         self.breaker.check(model_id)
         adapter.connect(self.settings.environ, self.redactor)  # MissingKeyError before any claim
         if self.coordinator is None:
-            reply = await self._send(adapter, request)
+            reply = await self._send(adapter, request, priority)
             await self._store(request, key, summary, reply)
         else:
-            reply = await self._coordinated(adapter, request, key, summary)
+            reply = await self._coordinated(adapter, request, key, summary, priority)
         usage.responses += 1
         usage.input_tokens += reply.input_tokens
         usage.output_tokens += reply.output_tokens
@@ -304,12 +308,13 @@ class Engine:
         entry = make_entry(key, request.model.id, summary, reply)
         return await self.cache.put(entry)
 
-    async def _coordinated(self, adapter: Adapter, request: ModelRequest, key: str, summary: dict) -> ModelReply:
+    async def _coordinated(self, adapter: Adapter, request: ModelRequest, key: str, summary: dict,
+                           priority: Priority) -> ModelReply:
         coordinator = self.coordinator
         assert coordinator is not None
         while True:
             try:
-                outcome = await self._send(adapter, request, claim_key=key)
+                outcome = await self._send(adapter, request, priority, claim_key=key)
             except ModelCallError as exc:
                 if key in coordinator.held:
                     await coordinator.finish(
@@ -361,7 +366,8 @@ class Engine:
         self._counts["from_other_workers"] += 1
         return reply
 
-    async def _send(self, adapter: Adapter, request: ModelRequest, claim_key: str | None = None) -> Any:
+    async def _send(self, adapter: Adapter, request: ModelRequest, priority: Priority,
+                    claim_key: str | None = None) -> Any:
         """Send with retries. With ``claim_key``, the first attempt claims it once a slot is
         held, and may return a Landed outcome or _WAIT instead of a reply."""
         settings = self.settings
@@ -373,7 +379,7 @@ class Engine:
         failure: Failure | None = None
         while attempt < attempts:
             attempt += 1
-            async with self.limits.slot(adapter.provider, request.priority) as limiter:
+            async with self.limits.slot(adapter.provider, priority) as limiter:
                 if claim_key is not None and attempt == 1 and not adapted:
                     claimed = await self.coordinator.claim(claim_key)  # type: ignore[union-attr]
                     if claimed is not True:

@@ -28,6 +28,24 @@ PROFILES: dict[str, tuple[int, int, int]] = {
 DEFAULT_PROFILE = (10, 30, 3)
 
 
+class Priority:
+    """A request's priority that can be lowered (made more urgent) while it waits."""
+
+    __slots__ = ("value", "waiting")
+
+    def __init__(self, value: int):
+        self.value = value
+        self.waiting: list[tuple["PrioritySlots", asyncio.Future[None]]] = []
+
+    def lower(self, value: int) -> None:
+        if value >= self.value:
+            return
+        self.value = value
+        for slots, future in list(self.waiting):
+            if not future.done():
+                slots._requeue(value, future)
+
+
 class PrioritySlots:
     """A semaphore whose waiters are served lowest priority first (FIFO within a priority),
     and whose limit can change while requests are in flight."""
@@ -39,13 +57,19 @@ class PrioritySlots:
         self._seq = itertools.count()
         self.waiting = 0  # live waiters in the heap
 
-    async def acquire(self, priority: int = 0) -> None:
+    async def acquire(self, priority: "int | Priority" = 0) -> None:
+        """Wait for a slot. ``priority`` may be a ``Priority`` box: lowering it later moves a
+        waiting request forward (an urgent caller joined an identical request in flight)."""
         if self.in_use < self.limit and not self.waiting:
             self.in_use += 1
             return
+        box = priority if isinstance(priority, Priority) else None
+        value = box.value if box is not None else priority
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._heap, (priority, next(self._seq), future))
+        heapq.heappush(self._heap, (value, next(self._seq), future))
         self.waiting += 1
+        if box is not None:
+            box.waiting.append((self, future))
         try:
             await future
         except asyncio.CancelledError:
@@ -55,6 +79,14 @@ class PrioritySlots:
                 future.cancel()
                 self.waiting -= 1
             raise
+        finally:
+            if box is not None:
+                box.waiting = [(slots, f) for slots, f in box.waiting if f is not future]
+
+    def _requeue(self, priority: int, future: asyncio.Future[None]) -> None:
+        # The old heap entry stays; whichever pops first grants, the other finds it done.
+        heapq.heappush(self._heap, (priority, next(self._seq), future))
+        self._wake()
 
     def release(self) -> None:
         self.in_use -= 1
@@ -96,7 +128,7 @@ class AdaptiveLimiter(PrioritySlots):
         self._last_used = time.monotonic()
         super().__init__(self.initial)
 
-    async def acquire(self, priority: int = 0) -> None:
+    async def acquire(self, priority: "int | Priority" = 0) -> None:
         now = time.monotonic()
         if self.in_use == 0 and now - self._last_used > self.idle_reset_s and self.limit != self.initial:
             self.set_limit(self.initial)
@@ -181,7 +213,7 @@ class Limits:
         return limiter
 
     @contextlib.asynccontextmanager
-    async def slot(self, group: str, priority: int) -> AsyncIterator[AdaptiveLimiter]:
+    async def slot(self, group: str, priority: "int | Priority") -> AsyncIterator[AdaptiveLimiter]:
         """Provider slot first, then the global one (a request waiting for its provider does
         not hold a global slot other providers could use)."""
         limiter = self.group(group)

@@ -147,3 +147,44 @@ def test_engine_sends_in_priority_order(make_engine, server):
     for future in futures:
         future.result()
     assert [r.last_user for r in server.requests] == ["blocker", "p1", "p2", "p5", "p7", "p9"]
+
+
+def test_joining_an_identical_request_makes_it_as_urgent_as_the_joiner(make_engine, server):
+    import time
+
+    server.latency_ms = 30
+    engine = make_engine(provider_concurrency={"openai": 1}, cache_mode="off")
+    blocker = engine.run_coroutine(engine.complete(request("openai:m", "blocker", priority=0)))
+    time.sleep(0.005)
+    late = [engine.run_coroutine(engine.complete(request("openai:m", f"p{p}", priority=p))) for p in (3, 4, 9)]
+    time.sleep(0.005)
+    # An urgent item (-1) asks for the same request as the one queued at priority 9.
+    urgent = engine.run_coroutine(engine.complete(request("openai:m", "p9", priority=-1)))
+    for future in [blocker, *late, urgent]:
+        future.result()
+    assert [r.last_user for r in server.requests] == ["blocker", "p9", "p3", "p4"]
+    assert engine.stats["coalesced"] == 1
+
+
+def test_priority_box_unit():
+    from pytest_weval.engine.limits import Priority
+
+    async def scenario():
+        slots = PrioritySlots(1)
+        await slots.acquire(0)
+        order = []
+        box = Priority(10)
+
+        async def worker(priority, name):
+            await slots.acquire(priority)
+            order.append(name)
+            slots.release()
+
+        tasks = [asyncio.create_task(worker(5, "five")), asyncio.create_task(worker(box, "box"))]
+        await asyncio.sleep(0.01)
+        box.lower(1)
+        slots.release()
+        await asyncio.gather(*tasks)
+        return order, slots.waiting, slots.in_use
+
+    assert asyncio.run(scenario()) == (["box", "five"], 0, 0)
