@@ -423,10 +423,13 @@ class Engine:
         self._counts["http_requests"] += 1
         self._usage_of(model_id).http_requests += 1
         try:
-            async with asyncio.timeout(timeout):
-                response = await self._http.post(call.url, headers=dict(call.headers), json=call.body,
-                                                 timeout=timeout)
-        except (TimeoutError, httpx.TimeoutException):
+            # The whole attempt is bounded (httpx's timeouts are per phase); wait_for, not
+            # asyncio.timeout, keeps Python 3.10 working.
+            response = await asyncio.wait_for(
+                self._http.post(call.url, headers=dict(call.headers), json=call.body, timeout=timeout),
+                timeout,
+            )
+        except (asyncio.TimeoutError, TimeoutError, httpx.TimeoutException):
             return Failure(None, f"no reply within {timeout:g} s (timeout)", retryable=True)
         except httpx.TransportError as exc:
             detail = self.redactor.redact(str(exc)) or type(exc).__name__
