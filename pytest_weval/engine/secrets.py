@@ -9,7 +9,7 @@ in a text. Errors leave the engine only through ``redact``; requests and setting
 from __future__ import annotations
 
 import threading
-from typing import Iterable, Mapping
+from typing import Mapping
 
 MASK = "[REDACTED]"
 _MIN_SECRET = 4  # shorter values ("", "1") would mangle every text
@@ -48,6 +48,3 @@ def masked_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """Headers for display: names kept, values masked."""
     return {name: MASK for name in headers}
 
-
-def mask_all(texts: Iterable[str], redactor: Redactor) -> list[str]:
-    return [redactor.redact(t) for t in texts]

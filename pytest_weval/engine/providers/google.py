@@ -6,7 +6,7 @@ from typing import Any, Mapping
 from urllib.parse import quote
 
 from pytest_weval.engine.keys import api_key, base_url
-from pytest_weval.engine.providers.base import Adapter, BodyError, MalformedReply, as_int, dig, tool_call_line
+from pytest_weval.engine.providers.base import Adapter, BodyError, MalformedReply, as_int, tool_call_line
 from pytest_weval.engine.request import ChatMessage, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
 
