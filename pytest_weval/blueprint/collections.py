@@ -13,6 +13,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -109,10 +110,18 @@ def resolve_models(
         unique.setdefault(entry["id"] if isinstance(entry, dict) else entry, entry)
     entries_out = list(unique.values())
     specs = [
-        ModelSpec(id=model_id, custom=entry if isinstance(entry, dict) else custom_models.get(model_id))
+        ModelSpec(id=model_id, custom=entry) if isinstance(entry, dict)
+        else ModelSpec(id=model_id, custom=custom_models[model_id]) if model_id in custom_models
+        else _plain_model(model_id)
         for model_id, entry in unique.items()
     ]
     return ResolvedModels(specs=specs, entries=entries_out, findings=findings)
+
+
+@lru_cache(maxsize=4096)
+def _plain_model(model_id: str) -> ModelSpec:
+    """Plain ids are shared (ModelSpec is frozen): a corpus repeats the same CORE list."""
+    return ModelSpec(id=model_id)
 
 
 def _collection_members(name: str, collections_dir: Path, where: Location,

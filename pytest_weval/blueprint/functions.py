@@ -95,12 +95,25 @@ def _closest(name: str, candidates: frozenset[str]) -> str | None:
     return matches[0] if matches else None
 
 
+# Names the reference's docs use or invite that are not registered (weval-semantics §2.1, §5.7).
+_KNOWN_MISTAKES = {
+    "imatches_all_of": "imatch_all_of",
+    "imatches_at_least_n_of": "imatch_at_least_n_of",
+    "start_with": "starts_with",
+    "end_with": "ends_with",
+    "not_matches_all_of": "not_matches",
+}
+
+
 def unknown_function_message(name: str) -> str:
     """The reference's error for an unregistered name, with a suggestion when one is close."""
     message = f"Unknown point function: '{name}'"
     # A leading `$` in `fn:` is kept verbatim by the parser (weval-semantics §5.7).
     bare = name[1:] if name.startswith("$") else name
-    suggestion = bare if bare != name and bare in FUNCTION_NAMES else did_you_mean(bare, FUNCTION_NAMES)
+    if bare != name and bare in FUNCTION_NAMES:
+        suggestion: str | None = bare
+    else:
+        suggestion = _KNOWN_MISTAKES.get(bare) or did_you_mean(bare, FUNCTION_NAMES)
     if suggestion:
         message += f" (did you mean '{suggestion}'?)"
     return message
