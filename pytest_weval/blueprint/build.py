@@ -13,7 +13,9 @@ from .ids import blueprint_id_from_path, content_hash
 from .js import is_number, js_string, truthy
 from .loader import MAX_DEPTH, RawSource
 from .model import Blueprint, BlueprintError, Finding, Location, Message, Prompt
-from .parser import Locator, ParsedPrompt, parse_config
+from .locate import Locator
+from .parser import parse_config
+from .prompts import ParsedPrompt
 
 
 @contextmanager

@@ -1,10 +1,11 @@
 """A blueprint file -> its raw documents, safely (weval-semantics §1.1, rulings.md 1-2).
 
-Before any object is built the file must pass three checks, each a located BlueprintError:
-its size (a cap in MB), its bytes (UTF-8, a BOM is dropped), and its shape as seen in the
-YAML event stream: nesting depth (PyYAML's C composer recurses and crashes the process around
-50,000 levels) and alias expansion (a "billion laughs" file is tiny but expands
-exponentially once walked). Only then is it loaded, as js-yaml would (yaml_dialect.py).
+A file must pass these checks, each a located BlueprintError: its size (a cap in MB, before
+reading), its bytes (UTF-8; a BOM is dropped), and its shape as seen in the YAML event stream,
+before PyYAML's composer or anything else walks it: nesting depth (the C composer recurses
+and crashes the process around 50,000 levels) and alias expansion (a "billion laughs" file is
+tiny but expands exponentially once walked). The documents are read as js-yaml reads them
+(yaml_dialect.py), mostly straight from those same events (yaml_build.py).
 
 YAML syntax errors are reported in plain words with the key involved, e.g. an unquoted
 `: ` inside a title.
@@ -70,16 +71,16 @@ def format_of(path: str | Path) -> str:
 def read_blueprint_file(path: str | Path, *, display_path: str | None = None,
                         max_file_mb: float = DEFAULT_MAX_FILE_MB) -> RawSource:
     shown = display_path or str(path)
-    path = Path(path)
     limit = int(max_file_mb * 1024 * 1024)
-    size = path.stat().st_size
-    if size > limit:
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)  # never more than the cap, even if the file grows
+    if len(data) > limit:
+        size = max(Path(path).stat().st_size, len(data))
         raise BlueprintError(
-            f"file is {size / 1024 / 1024:.1f} MB, more than the {max_file_mb:g} MB a blueprint may be",
+            f"the file is {size / 1024 / 1024:.3g} MB, more than the {max_file_mb:g} MB a blueprint may be",
             Location(path=shown, field="file size"),
             hint="split the blueprint, or raise the cap with ini `weval_max_file_mb`",
         )
-    data = path.read_bytes()
     return load_source(decode_blueprint_bytes(data, shown), fmt=format_of(path), path=shown)
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from .loader import read_blueprint_file
-from .model import BlueprintError, Location
-from .parser import Locator, model_definition_problem
+from .model import BlueprintError
+from .header import model_definition_problem
+from .locate import Locator
 
 _HINT = "each entry needs id, url, modelName and inherit (see the blueprint format's custom models)"
 

@@ -6,9 +6,11 @@ booleans there, `1:30` is a base-60 number, and a repeated key silently wins. He
 `true`/`false` (True/TRUE/False/FALSE) are booleans, numbers follow js-yaml's int and float
 rules, and a repeated key is an error naming both lines.
 
-The loader also records where every mapping and sequence starts, and where each key and list
-item starts, in a side table keyed by `id()` of the built object, so that the parser can point
-at a prompt, a point or a field without a second pass.
+Most files are built straight from the event stream by yaml_build.py, which uses the rules
+defined here. `BlueprintLoader` (PyYAML's constructor in this dialect) reads the rest: explicit
+tags and merge keys. Both record where every mapping and sequence starts, and where each key
+and list item starts, in a side table keyed by `id()` of the built object, so that the parser
+can point at a prompt, a point or a field without a second pass.
 """
 
 from __future__ import annotations

@@ -4,7 +4,6 @@ the item count the plugin will collect, and how long parsing all of it takes."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
