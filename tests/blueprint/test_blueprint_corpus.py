@@ -104,5 +104,6 @@ def test_parsing_the_corpus_is_fast() -> None:
     load_all()
     elapsed = time.process_time() - started
     print(f"\nparsed {len(FILES)} files in {elapsed:.2f} s of CPU")
-    # About 0.8 s on the development machine; the bound leaves room for a busy CI runner.
-    assert elapsed < 2.0
+    # 0.8-1.1 s on the 2-core development machine. The bound is a guard against a lost fast path
+    # or an accidental quadratic, with room for a busy runner, not the target itself.
+    assert elapsed < 3.0
