@@ -16,7 +16,7 @@ from typing import Any
 from .build import build_blueprint
 from .collections import find_collections_dir
 from .ids import effective_model_id
-from .loader import DEFAULT_MAX_FILE_MB, RawSource, load_source, read_blueprint_file
+from .loader import DEFAULT_MAX_FILE_MB, RawSource, load_source, read_blueprint_file, room_for_depth
 from .model import Blueprint, BlueprintError, EvalPoint, Finding, Location, Message, ModelSpec, Prompt
 from .model_defs import load_model_defs
 
@@ -64,20 +64,21 @@ def load_blueprint(
     """
     path = Path(path)
     shown = display_path or str(path)
-    try:
-        source = read_blueprint_file(path, display_path=shown, max_file_mb=max_file_mb)
-    except OSError as exc:
-        raise BlueprintError(f"cannot read the file: {exc.strerror or exc}", Location(path=shown)) from None
     if collections_dir is None:
         collections_dir = _collections_dir_for(path.parent.resolve())
-    return build_blueprint(
-        source,
-        rel_path=rel_path if rel_path is not None else str(path),
-        collections_dir=collections_dir,
-        model_override=model_override,
-        custom_models=custom_models,
-        keep_unresolved_placeholders=keep_unresolved_placeholders,
-    )
+    with room_for_depth():
+        try:
+            source = read_blueprint_file(path, display_path=shown, max_file_mb=max_file_mb)
+        except OSError as exc:
+            raise BlueprintError(f"cannot read the file: {exc.strerror or exc}", Location(path=shown)) from None
+        return build_blueprint(
+            source,
+            rel_path=rel_path if rel_path is not None else str(path),
+            collections_dir=collections_dir,
+            model_override=model_override,
+            custom_models=custom_models,
+            keep_unresolved_placeholders=keep_unresolved_placeholders,
+        )
 
 
 def parse_blueprint_text(
@@ -95,12 +96,13 @@ def parse_blueprint_text(
     collections under `collections_dir` (no search for one)."""
     if fmt not in ("yaml", "json"):
         raise ValueError(f"fmt must be 'yaml' or 'json', not {fmt!r}")
-    source: RawSource = load_source(text, fmt=fmt, path=path or rel_path)
-    return build_blueprint(
-        source,
-        rel_path=rel_path,
-        collections_dir=collections_dir,
-        model_override=model_override,
-        custom_models=custom_models,
-        keep_unresolved_placeholders=keep_unresolved_placeholders,
-    )
+    with room_for_depth():
+        source: RawSource = load_source(text, fmt=fmt, path=path or rel_path)
+        return build_blueprint(
+            source,
+            rel_path=rel_path,
+            collections_dir=collections_dir,
+            model_override=model_override,
+            custom_models=custom_models,
+            keep_unresolved_placeholders=keep_unresolved_placeholders,
+        )

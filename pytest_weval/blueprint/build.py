@@ -3,34 +3,18 @@
 from __future__ import annotations
 
 import sys
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from .checks import prompt_validation_error, run_axes
 from .collections import resolve_models
 from .ids import blueprint_id_from_path, content_hash
 from .js import is_number, js_string, truthy
-from .loader import MAX_DEPTH, RawSource
+from .loader import RawSource
 from .model import Blueprint, BlueprintError, Finding, Location, Message, Prompt
 from .locate import Locator
 from .parser import parse_config
 from .prompts import ParsedPrompt
-
-
-@contextmanager
-def room_for_depth() -> Iterator[None]:
-    """Documents may nest MAX_DEPTH levels; the recursive walkers (JSON text for hashes and
-    display) need that many frames on top of the caller's."""
-    old = sys.getrecursionlimit()
-    needed = 2 * MAX_DEPTH + 1000
-    if old < needed:
-        sys.setrecursionlimit(needed)
-    try:
-        yield
-    finally:
-        if old < needed:
-            sys.setrecursionlimit(old)
 
 
 def build_blueprint(
@@ -42,13 +26,7 @@ def build_blueprint(
     custom_models: dict[str, dict[str, Any]] | None = None,
     keep_unresolved_placeholders: bool = False,
 ) -> Blueprint:
-    with room_for_depth():
-        return _build(source, rel_path=rel_path, collections_dir=collections_dir, model_override=model_override,
-                      custom_models=custom_models, keep_unresolved_placeholders=keep_unresolved_placeholders)
-
-
-def _build(source: RawSource, *, rel_path: str, collections_dir: Path | None, model_override: list[str] | None,
-           custom_models: dict[str, dict[str, Any]] | None, keep_unresolved_placeholders: bool) -> Blueprint:
+    """Parse, apply the CLI's steps, resolve models, hash, and type (call inside room_for_depth)."""
     parsed = parse_config(source)
     loc = Locator(source)
     header = parsed.header

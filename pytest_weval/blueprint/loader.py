@@ -16,9 +16,11 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import yaml
 
@@ -61,6 +63,21 @@ class RawSource:
         if isinstance(children, list) and 0 <= index < len(children):
             return children[index]
         return (entry[0], entry[1])
+
+
+@contextmanager
+def room_for_depth() -> Iterator[None]:
+    """Documents may nest MAX_DEPTH levels; json's decoder and encoder and our JSON printing
+    recurse once per level, on top of the caller's frames (pytest's are many)."""
+    old = sys.getrecursionlimit()
+    needed = 2 * MAX_DEPTH + 1000
+    if old < needed:
+        sys.setrecursionlimit(needed)
+    try:
+        yield
+    finally:
+        if old < needed:
+            sys.setrecursionlimit(old)
 
 
 def format_of(path: str | Path) -> str:

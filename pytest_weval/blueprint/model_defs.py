@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .loader import read_blueprint_file
+from .loader import read_blueprint_file, room_for_depth
 from .model import BlueprintError
 from .header import model_definition_problem
 from .locate import Locator
@@ -19,7 +19,8 @@ _HINT = "each entry needs id, url, modelName and inherit (see the blueprint form
 
 def load_model_defs(path: str | Path) -> dict[str, dict[str, Any]]:
     """Custom model objects by id. Raises BlueprintError (located) for a bad file or entry."""
-    source = read_blueprint_file(path)
+    with room_for_depth():
+        source = read_blueprint_file(path)
     loc = Locator(source)
     document = source.documents[0]
     if isinstance(document, dict) and isinstance(document.get("models"), list):

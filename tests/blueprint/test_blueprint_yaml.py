@@ -195,12 +195,18 @@ def test_deep_nesting_is_a_located_error_not_a_crash(fmt: str, text: str, where:
     assert result.stdout.startswith(where + " nesting is deeper than 1000 levels"), result.stdout
 
 
-def test_depth_just_under_the_cap_is_fine() -> None:
-    doc = header_of("a: " + "[" * 999 + "]" * 999 + "\n")
-    depth, value = 0, doc["a"]
-    while isinstance(value, list) and value:
-        value, depth = value[0], depth + 1
-    assert depth == 998  # 999 lists, the innermost empty
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+def test_depth_just_under_the_cap_parses_hashes_and_displays(fmt: str) -> None:
+    # Four levels above the argument (list, prompt, should, point), 996 inside it: 1000 in all.
+    deep = "[" * 996 + '"x"' + "]" * 996
+    if fmt == "yaml":
+        text = f"- should:\n    - $contains: {deep}\n  prompt: p\n"
+    else:
+        text = f'[{{"promptText": "p", "should": [{{"$contains": {deep}}}]}}]'
+    blueprint = parse_blueprint_text(text, fmt=fmt, rel_path=f"x.{fmt}", keep_unresolved_placeholders=True)
+    point = blueprint.prompts[0].points[0]
+    assert point.display_text == f"Function: contains({deep.replace(' ', '')})"
+    assert blueprint.prompts[0].id.startswith("hash-") and blueprint.content_hash
 
 
 def test_alias_bomb_is_stopped_fast() -> None:
