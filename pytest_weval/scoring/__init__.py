@@ -1,1 +1,56 @@
+"""Deterministic scoring: point functions, ECMAScript regexes, the ``$js`` sandbox, ``$call``
+requests and score aggregation, as Weval's reference computes them (weval-semantics §2, §3.3).
 
+Pure: no pytest, no HTTP (``$call`` goes through an executor the caller passes in).
+
+Modules: ``functions`` (registry, string/regex/word/JSON functions), ``regex_js`` (patterns on
+V8, batched), ``jsbox`` (``$js`` sandbox), ``words``, ``tools`` (tool traces), ``external``
+(``$call`` request/response), ``aggregate``, ``evaluate`` (points -> assessments), ``v8``
+(the shared isolates), ``jsvalues`` (JS number/string semantics).
+"""
+
+from pytest_weval.scoring.aggregate import aggregate, round2, weighted_mean
+from pytest_weval.scoring.context import PointContext
+from pytest_weval.scoring.evaluate import (
+    acall_point_function,
+    call_point_function,
+    score_function_point_sync,
+    score_function_points,
+    subject_text,
+    to_assessment,
+)
+from pytest_weval.scoring.external import (
+    ExternalRequest,
+    build_external_request,
+    read_external_response,
+)
+from pytest_weval.scoring.functions import (
+    EXTERNAL_FUNCTIONS,
+    PATTERN_FUNCTIONS,
+    REGISTERED_FUNCTIONS,
+)
+from pytest_weval.scoring.regex_js import check_pattern_syntax
+from pytest_weval.scoring.types import FnError, FnScore, RawResult
+
+__all__ = [
+    "EXTERNAL_FUNCTIONS",
+    "ExternalRequest",
+    "FnError",
+    "FnScore",
+    "PATTERN_FUNCTIONS",
+    "PointContext",
+    "REGISTERED_FUNCTIONS",
+    "RawResult",
+    "acall_point_function",
+    "aggregate",
+    "build_external_request",
+    "call_point_function",
+    "check_pattern_syntax",
+    "read_external_response",
+    "round2",
+    "score_function_point_sync",
+    "score_function_points",
+    "subject_text",
+    "to_assessment",
+    "weighted_mean",
+]

@@ -1,0 +1,204 @@
+"""Function points -> ``PointAssessment``s (weval-semantics §2.1, §3.1, §7.15).
+
+``score_function_points`` is what the pipeline calls per (prompt x model): function points in
+definition order, one V8 call for all their regexes, ``$call`` through the caller's executor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from pytest_weval.blueprint.model import EvalPoint
+from pytest_weval.results import PointAssessment
+from pytest_weval.scoring.context import PointContext
+from pytest_weval.scoring.external import (
+    ExternalRequest,
+    build_external_request,
+    read_external_response,
+)
+from pytest_weval.scoring.functions import EXTERNAL_FUNCTIONS, REGISTRY, CallEnv
+from pytest_weval.scoring.jsvalues import clamp01, to_fixed
+from pytest_weval.scoring.regex_js import TextMatcher
+from pytest_weval.scoring.types import FnError, FnScore, RawResult
+
+ExternalExecutor = Callable[[ExternalRequest], Awaitable[tuple[int, str]]]
+
+
+def subject_text(generated_texts: Sequence[str], final_text: str) -> str:
+    """What function points and judges read (§3.1.4): every generated assistant turn joined
+    by a blank line, or the final assistant text when nothing was generated."""
+    return "\n\n".join(generated_texts) if generated_texts else final_text
+
+
+def _unknown(fn_name: str) -> FnError:
+    return FnError(f"Unknown point function: '{fn_name}'", reflect=True, authoring=True)
+
+
+def _threw(fn_name: str, exc: BaseException) -> FnError:
+    return FnError(f"Error executing point function '{fn_name}': {exc}", reflect=True)
+
+
+def _run(fn_name: str, args: Any, env: CallEnv) -> RawResult:
+    spec = REGISTRY.get(fn_name)
+    if spec is None:
+        return _unknown(fn_name)
+    try:
+        return spec.impl(env.text, args, env)
+    except Exception as exc:  # a JS function that threw (or a bug here): a point error
+        return _threw(fn_name, exc)
+
+
+def call_point_function(
+    fn_name: str, args: Any, text: str, ctx: PointContext, has_args: bool = True
+) -> RawResult:
+    """One point function's raw result (true/false, a number, FnScore or FnError), before
+    inversion and clamping. ``fn_name`` is looked up as given (the parser pluralises).
+    ``$call`` needs an executor: see :func:`acall_point_function`."""
+    env = CallEnv(text, ctx, TextMatcher(text))
+    return _run(fn_name, args if has_args else None, env)
+
+
+async def acall_point_function(
+    fn_name: str,
+    args: Any,
+    text: str,
+    ctx: PointContext,
+    has_args: bool = True,
+    call_external: ExternalExecutor | None = None,
+) -> RawResult:
+    """:func:`call_point_function`, with ``$call`` sent through ``call_external``."""
+    if fn_name in EXTERNAL_FUNCTIONS and call_external is not None:
+        return await _call_external(args if has_args else None, text, ctx, call_external)
+    return await asyncio.to_thread(call_point_function, fn_name, args, text, ctx, has_args)
+
+
+async def _call_external(
+    args: Any, text: str, ctx: PointContext, call_external: ExternalExecutor
+) -> RawResult:
+    request = build_external_request(args, ctx, response=text)
+    if isinstance(request, FnError):
+        return request
+    try:
+        status, body = await call_external(request)
+    except Exception as exc:  # transport failure after the executor's retries
+        return FnError(f"External service call failed: {exc}")
+    return read_external_response(status, body)
+
+
+def to_assessment(point: EvalPoint, raw: RawResult) -> PointAssessment:
+    """``createAssessmentFromResult`` / ``createErrorAssessment`` of the reference."""
+    base = dict(
+        key_point_text=point.display_text,
+        multiplier=point.multiplier,
+        citation=point.citation,
+        is_inverted=point.is_inverted,
+        path_id=point.path_id,
+        kind="function",
+    )
+    if isinstance(raw, FnError):
+        return PointAssessment(
+            **base,
+            coverage_extent=None,
+            error=raw.message,
+            reflection=f"Error: {raw.message}" if raw.reflect else None,
+            authoring_error=raw.authoring,
+        )
+    explain: str | None = None
+    if isinstance(raw, FnScore):
+        explain = raw.explain if isinstance(raw.explain, str) and raw.explain else None
+        raw = raw.score
+    score = (1.0 if raw else 0.0) if isinstance(raw, bool) else clamp01(float(raw))
+    if point.is_inverted:
+        score = 1.0 - score
+    reflection = explain or f"Function '{point.fn}' evaluated to {to_fixed(score, 2)}."
+    return PointAssessment(**base, coverage_extent=score, reflection=reflection)
+
+
+def _authoring_assessment(point: EvalPoint) -> PointAssessment:
+    message = point.authoring_error or ""
+    return to_assessment(point, FnError(message, reflect=True, authoring=True))
+
+
+def _jobs_for(points: Sequence[EvalPoint], matcher: TextMatcher) -> list[tuple[str, str]]:
+    jobs: list[tuple[str, str]] = []
+    for point in points:
+        spec = REGISTRY.get(point.fn or "")
+        if spec is not None and spec.jobs is not None and not point.authoring_error:
+            jobs.extend(spec.jobs(point.fn_args if point.has_args else None, matcher))
+    return jobs
+
+
+def _score_sync(
+    points: Sequence[EvalPoint], text: str, ctx: PointContext, skip: frozenset[str]
+) -> list[PointAssessment | None]:
+    """Every point except those whose function is in ``skip`` (left as None)."""
+    env = CallEnv(text, ctx, TextMatcher(text))
+    env.matcher.prefetch(_jobs_for([p for p in points if p.fn not in skip], env.matcher))
+    out: list[PointAssessment | None] = []
+    for point in points:
+        if point.authoring_error:
+            out.append(_authoring_assessment(point))
+        elif point.fn in skip:
+            out.append(None)
+        else:
+            args = point.fn_args if point.has_args else None
+            out.append(to_assessment(point, _run(point.fn or "", args, env)))
+    return out
+
+
+def _needs_engine(points: Sequence[EvalPoint], text: str, skip: frozenset[str]) -> bool:
+    """Whether scoring would wait on V8 (then it runs off the caller's event loop)."""
+    matcher = TextMatcher(text)
+    for point in points:
+        if point.authoring_error or point.fn in skip:
+            continue
+        spec = REGISTRY.get(point.fn or "")
+        if spec is None:
+            continue
+        if spec.uses_sandbox:
+            return True
+        if spec.jobs is not None:
+            for job in spec.jobs(point.fn_args if point.has_args else None, matcher):
+                if not matcher.decided_without_engine(job):
+                    return True
+    return False
+
+
+def _function_points(points: Sequence[EvalPoint]) -> list[EvalPoint]:
+    return [p for p in points if p.fn is not None or p.authoring_error]
+
+
+def score_function_point_sync(point: EvalPoint, text: str, ctx: PointContext) -> PointAssessment:
+    """One function point, synchronously (``$call`` has no executor here: a point error).
+    For the linter ("a deterministic point fails on its own ideal answer")."""
+    result = _score_sync([point], text, ctx, frozenset())[0]
+    assert result is not None
+    return result
+
+
+async def score_function_points(
+    points: Sequence[EvalPoint],
+    text: str,
+    ctx: PointContext,
+    call_external: ExternalExecutor | None = None,
+) -> list[PointAssessment]:
+    """Assess the function points of ``points`` (others are ignored) against ``text``, in
+    definition order. Points carrying an ``authoring_error`` become error assessments with
+    ``authoring_error=True``. Without ``call_external``, ``$call`` points are point errors."""
+    selected = _function_points(points)
+    skip = EXTERNAL_FUNCTIONS if call_external is not None else frozenset()
+    if _needs_engine(selected, text, skip):
+        # Up to 100-250 ms per runaway script or pattern: keep the caller's loop free.
+        results = await asyncio.to_thread(_score_sync, selected, text, ctx, skip)
+    else:
+        results = _score_sync(selected, text, ctx, skip)
+    assessments: list[PointAssessment] = []
+    for point, result in zip(selected, results):
+        if result is None:
+            assert call_external is not None
+            args = point.fn_args if point.has_args else None
+            result = to_assessment(point, await _call_external(args, text, ctx, call_external))
+        assessments.append(result)
+    return assessments

@@ -1,0 +1,148 @@
+"""V8 isolates (mini-racer) shared by the whole process, created lazily, one lock each.
+
+Why this shape:
+
+* Starting an isolate costs ~5 ms, so each kind is started once per process and reused.
+* mini-racer runs every evaluation as a task on the isolate's thread and reports back through
+  an asyncio loop. If the isolate were created inside a running loop (the pytest-weval engine
+  loop, pytest-asyncio's), mini-racer would bind to that loop and could not apply timeouts
+  from it. So every isolate here is bound to one private loop on a daemon thread.
+* mini-racer is not thread-safe: every use of an isolate holds its lock.
+* A timeout (TerminateExecution) or the hard memory limit leaves V8 usable, but work a script
+  queued for later (a promise job that never ends) runs outside any task and cannot be
+  terminated; only closing the isolate stops it. ``Isolate.probe`` detects that case so the
+  caller can recreate the isolate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from py_mini_racer import (
+    JSEvalException,
+    JSOOMException,
+    JSTimeoutException,
+    MiniRacer,
+    mini_racer,
+)
+
+
+class JsTimeout(Exception):
+    """The evaluation ran past its time limit and was terminated."""
+
+
+class JsOutOfMemory(Exception):
+    """The evaluation hit the isolate's hard memory limit and was terminated."""
+
+
+class JsEngineError(Exception):
+    """V8 raised where our own runner code never should (an internal failure)."""
+
+
+@dataclass
+class EngineStats:
+    """Time spent waiting on V8, for the bench (``bench/points.py``)."""
+
+    evals: int = 0
+    seconds: float = 0.0
+    isolates_started: int = 0
+
+    def reset(self) -> None:
+        self.evals = 0
+        self.seconds = 0.0
+        self.isolates_started = 0
+
+
+STATS = EngineStats()
+
+_ISOLATES: list["Isolate"] = []
+_loop_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def _engine_loop() -> asyncio.AbstractEventLoop:
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="weval-v8", daemon=True)
+            thread.start()
+            _loop = loop
+        return _loop
+
+
+class Isolate:
+    """One lazily started V8 isolate with a setup script, a memory cap and a lock."""
+
+    def __init__(self, name: str, setup_js: str, memory_limit_bytes: int) -> None:
+        self.name = name
+        self._setup_js = setup_js
+        self._memory_limit = memory_limit_bytes
+        self.lock = threading.RLock()
+        self._stack: contextlib.ExitStack | None = None
+        self._mr: MiniRacer | None = None
+        _ISOLATES.append(self)
+
+    def _racer(self) -> MiniRacer:
+        if self._mr is None:
+            stack = contextlib.ExitStack()
+            mr = stack.enter_context(mini_racer(_engine_loop()))
+            mr.set_hard_memory_limit(self._memory_limit)
+            mr.eval(self._setup_js)
+            self._stack, self._mr = stack, mr
+            STATS.isolates_started += 1
+        return self._mr
+
+    def eval(self, code: str, timeout_s: float) -> Any:
+        """Evaluate ``code`` (the caller holds ``lock``); V8 failures become our exceptions."""
+        mr = self._racer()
+        start = time.perf_counter()
+        try:
+            return mr.eval(code, timeout_sec=timeout_s)
+        except JSTimeoutException as exc:
+            raise JsTimeout() from exc
+        except JSOOMException as exc:
+            raise JsOutOfMemory() from exc
+        except JSEvalException as exc:
+            raise JsEngineError(str(exc)) from exc
+        finally:
+            STATS.evals += 1
+            STATS.seconds += time.perf_counter() - start
+
+    def probe(self, timeout_s: float = 0.05) -> bool:
+        """True when the isolate answers at once (nothing left running from a past script)."""
+        if self._mr is None:
+            return True
+        try:
+            return self.eval("0", timeout_s) == 0
+        except (JsTimeout, JsOutOfMemory, JsEngineError):
+            return False
+
+    def reset(self) -> None:
+        """Close the isolate (terminating anything still running in it); the next use starts a
+        fresh one."""
+        stack, self._stack, self._mr = self._stack, None, None
+        if stack is not None:
+            with contextlib.suppress(Exception):
+                stack.close()
+
+    def ensure_healthy_after_failure(self) -> None:
+        """After a timeout or OOM: keep the isolate if it answers, else replace it."""
+        if not self.probe():
+            self.reset()
+
+
+@atexit.register
+def _close_all() -> None:
+    # Close isolates while the interpreter is whole: freed during finalization, a V8 thread
+    # calling back into Python can wait forever for a GIL that is gone (the process hangs).
+    for isolate in _ISOLATES:
+        isolate.reset()
+    if _loop is not None:
+        _loop.call_soon_threadsafe(_loop.stop)
