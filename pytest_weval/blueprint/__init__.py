@@ -70,7 +70,8 @@ def load_blueprint(
         try:
             source = read_blueprint_file(path, display_path=shown, max_file_mb=max_file_mb)
         except OSError as exc:
-            raise BlueprintError(f"cannot read the file: {exc.strerror or exc}", Location(path=shown)) from None
+            raise BlueprintError(f"cannot read the file: {exc.strerror or exc}", Location(path=shown),
+                                 hint="check that the file exists and is readable") from None
         return build_blueprint(
             source,
             rel_path=rel_path if rel_path is not None else str(path),

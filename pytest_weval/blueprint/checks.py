@@ -109,7 +109,7 @@ def run_axes(config: dict[str, Any], *, blueprint_id: str, header: dict[str, Any
         effective.pop("system")  # `system = undefined`
     elif system is not ABSENT and system is not None and not isinstance(system, str):
         raise BlueprintError(f"The 'system' field must be a string, null or a list. Found: {js_string(system)}",
-                             locate("system"))
+                             locate("system"), hint="write one system prompt, or a list of them as `systems`")
     systems = effective.get("systems", ABSENT)
     if systems is not ABSENT and (not isinstance(systems, list)
                                   or not all(s is None or isinstance(s, str) for s in systems)):
@@ -117,7 +117,7 @@ def run_axes(config: dict[str, Any], *, blueprint_id: str, header: dict[str, Any
                              locate("systems"), hint="write systems as a list of strings (and at most one null)")
     if isinstance(systems, list) and systems.count(None) > 1:
         raise BlueprintError("Config file validation error: The 'systems' array can contain at most one 'null' entry.",
-                             locate("systems"))
+                             locate("systems"), hint="keep one null (the variant without a system prompt)")
     if isinstance(systems, list) and systems:
         for prompt, where in zip(effective.get("prompts", []), prompt_locations):
             if truthy(prompt.get("system")):

@@ -83,7 +83,8 @@ def normalize_header(header: dict[str, Any], loc: Locator, findings: list[Findin
     tools = config.get("tools")
     if truthy(tools):
         if not isinstance(tools, list):
-            raise BlueprintError("The 'tools' field must be an array of tool definitions.", loc.key(header, "tools"))
+            raise BlueprintError("The 'tools' field must be an array of tool definitions.", loc.key(header, "tools"),
+                                 hint="write tools as a list of {name, description, schema}")
         for index, tool in enumerate(tools):
             if not isinstance(tool, dict) or not truthy(tool.get("name")) or not isinstance(tool.get("name"), str):
                 raise BlueprintError(
@@ -156,17 +157,20 @@ def _check_tool_use(config: dict[str, Any], header: dict[str, Any], loc: Locator
         return
     where = loc.key(header, "toolUse")
     if not isinstance(tool_use, (dict, list)):
-        raise BlueprintError("The 'toolUse' field must be an object.", where)
+        raise BlueprintError("The 'toolUse' field must be an object.", where,
+                             hint="e.g. toolUse: {mode: trace-only, maxSteps: 4}")
     tool_use = tool_use if isinstance(tool_use, dict) else {}
     if truthy(tool_use.get("mode")) and tool_use["mode"] != "trace-only":
         raise BlueprintError("The 'toolUse.mode' field, if provided, must be 'trace-only'.",
-                             loc.key(tool_use, "mode", "toolUse.mode"))
+                             loc.key(tool_use, "mode", "toolUse.mode"),
+                             hint="Weval supports only trace-only tool use: set `mode: trace-only` or remove it")
     if truthy(tool_use.get("outputFormat")) and tool_use["outputFormat"] != "json-line":
         raise BlueprintError("The 'toolUse.outputFormat' field, if provided, must be 'json-line'.",
-                             loc.key(tool_use, "outputFormat", "toolUse.outputFormat"))
+                             loc.key(tool_use, "outputFormat", "toolUse.outputFormat"),
+                             hint="set `outputFormat: json-line` or remove it")
     if "maxSteps" in tool_use and (not is_number(tool_use["maxSteps"]) or tool_use["maxSteps"] < 1):
         raise BlueprintError("The 'toolUse.maxSteps' field, if provided, must be a positive number.",
-                             loc.key(tool_use, "maxSteps", "toolUse.maxSteps"))
+                             loc.key(tool_use, "maxSteps", "toolUse.maxSteps"), hint="use a number of 1 or more")
 
 
 def check_external_services(config: dict[str, Any], loc: Locator) -> None:
@@ -179,7 +183,8 @@ def check_external_services(config: dict[str, Any], loc: Locator) -> None:
     for name, service in entries:
         where = loc.key(services, str(name), f"externalServices.{name}")
         if service is None:
-            raise BlueprintError(f"External service '{name}' must be an object with a 'url' field", where)
+            raise BlueprintError(f"External service '{name}' must be an object with a 'url' field", where,
+                                 hint="add `url: https://...`")
         url = service.get("url") if isinstance(service, dict) else None
         if not truthy(url):
             raise BlueprintError(f"External service '{name}' must have a 'url' field", where,
@@ -190,11 +195,12 @@ def check_external_services(config: dict[str, Any], loc: Locator) -> None:
         method = service.get("method")
         if truthy(method) and method not in ("GET", "POST", "PUT"):
             raise BlueprintError(
-                f"External service '{name}' has invalid method: {js_string(method)}. Must be GET, POST, or PUT", where)
+                f"External service '{name}' has invalid method: {js_string(method)}. Must be GET, POST, or PUT", where,
+                hint="use GET, POST or PUT")
         if "timeout_ms" in service and (not is_number(service["timeout_ms"]) or service["timeout_ms"] <= 0):
             raise BlueprintError(
                 f"External service '{name}' has invalid timeout_ms: {js_string(service['timeout_ms'])}. "
-                "Must be a positive number", where)
+                "Must be a positive number", where, hint="give the timeout in milliseconds, e.g. 5000")
 
 
 _SPECIAL_SCHEMES = ("http", "https", "ws", "wss", "ftp")

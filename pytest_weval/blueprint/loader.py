@@ -274,7 +274,8 @@ def _load_json(text: str, path: str) -> RawSource:
             hint="check the JSON syntax at that spot (a missing comma, quote or bracket)",
         ) from None
     except ValueError as exc:
-        raise BlueprintError(f"Failed to parse JSON blueprint: {exc}", Location(path=path)) from None
+        raise BlueprintError(f"Failed to parse JSON blueprint: {exc}", Location(path=path),
+                             hint="JSON has no NaN or Infinity; write null or a number") from None
     return RawSource(path=path, fmt="json", documents=[document], marks=_json_marks(text, document))
 
 

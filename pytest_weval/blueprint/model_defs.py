@@ -39,6 +39,6 @@ def load_model_defs(path: str | Path) -> dict[str, dict[str, Any]]:
         if problem:
             raise BlueprintError(problem, where, hint=_HINT)
         if entry["id"] in models:
-            raise BlueprintError(f"model id '{entry['id']}' is defined twice", where)
+            raise BlueprintError(f"model id '{entry['id']}' is defined twice", where, hint="keep one definition per id")
         models[entry["id"]] = entry
     return models

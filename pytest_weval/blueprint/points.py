@@ -88,6 +88,7 @@ def _normalize_path(item: list[Any], ctx: PointContext, where: Location, field_n
                 f"Nested arrays within alternative paths are not supported in prompt '{js_string(ctx.prompt_id)}'. "
                 f"Found: {js_json(member)}",
                 member_where,
+                hint="an alternative path is one list of points; a list inside it is not allowed",
             )
         if isinstance(member, str):
             # Inside a path a string is always text, even "$factcheck" (§1.5.2).
@@ -99,6 +100,7 @@ def _normalize_path(item: list[Any], ctx: PointContext, where: Location, field_n
                 f"Invalid point format in alternative path in prompt '{js_string(ctx.prompt_id)}'. "
                 f"Point must be a string or object. Found: {js_json(member)}",
                 member_where,
+                hint="quote the value to make it a text point",
             )
         path_locations.append(member_where)
     return path, path_locations
@@ -158,7 +160,8 @@ def _validated(point: dict[str, Any], raw: Any, ctx: PointContext, where: Locati
         )
     if truthy(fn):
         if not isinstance(fn, str):
-            raise PointError(f"Point function name must be a string. Found: {js_json(fn)}", where)
+            raise PointError(f"Point function name must be a string. Found: {js_json(fn)}", where,
+                             hint="write the function as `$name: args`, e.g. $contains: word")
         point["fn"] = pluralise_function_name(fn)
     multiplier = js_nullish(point.get("multiplier", ABSENT), 1)
     if not is_number(multiplier) or multiplier < 0.1 or multiplier > 10:

@@ -75,7 +75,7 @@ def normalize_prompt(p: Any, index: int, where: Location, config: dict[str, Any]
         if system is not None and not isinstance(system, str):
             raise BlueprintError(
                 f"Invalid 'system' field in prompt '{id_or_unknown}': Must be a string or null. Found: {js_typeof(system)}",
-                at_key("system"),
+                at_key("system"), hint="quote the system prompt"
             )
         body["system"] = system
     if "noCache" in p:
@@ -95,7 +95,7 @@ def normalize_prompt(p: Any, index: int, where: Location, config: dict[str, Any]
         elif not isinstance(citation, str):
             raise BlueprintError(
                 f"Invalid 'citation'/'reference' field in prompt '{shown_id}': must be a string or an object with 'title'/'name'.",
-                at_key(citation_key))
+                at_key(citation_key), hint="write a citation as text, or {title, url}")
         body["citation"] = citation
 
     weight = js_nullish(p.get("weight", ABSENT), p.get("importance", ABSENT), p.get("multiplier", ABSENT))
@@ -121,18 +121,19 @@ def normalize_prompt(p: Any, index: int, where: Location, config: dict[str, Any]
         if not is_number(p["temperature"]):
             raise BlueprintError(
                 f"Prompt temperature must be a number. Found {js_typeof(p['temperature'])}. Prompt ID: '{id_or_unknown}'",
-                at_key("temperature"))
+                at_key("temperature"), hint="write a number, e.g. temperature: 0.7")
         body["temperature"] = p["temperature"]
     for key in ("requiredTools", "prohibitedTools"):
         if key in p:
             if not isinstance(p[key], list):
-                raise BlueprintError(f"Prompt '{key}' must be an array. Prompt ID: '{id_or_unknown}'", at_key(key))
+                raise BlueprintError(f"Prompt '{key}' must be an array. Prompt ID: '{id_or_unknown}'", at_key(key),
+                                     hint="write a list of tool names")
             body[key] = p[key]
     if "maxCalls" in p:
         if not is_number(p["maxCalls"]) or p["maxCalls"] < 0:
             raise BlueprintError(
                 f"Prompt 'maxCalls' must be a non-negative number. Found {js_string(p['maxCalls'])}. Prompt ID: '{id_or_unknown}'",
-                at_key("maxCalls"))
+                at_key("maxCalls"), hint="write a whole number of 0 or more")
         body["maxCalls"] = p["maxCalls"]
 
     ctx = PointContext(prompt_id=pid, defs=defs,

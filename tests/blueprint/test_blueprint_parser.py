@@ -109,6 +109,7 @@ def test_header_errors_are_located(text: str, message: str, line: int) -> None:
     error = error_of(text)
     assert error.message == message
     assert error.location.line == line and error.location.path == "bp.yml"
+    assert error.hint, "every error says what to do"
 
 
 def test_systems_and_temperatures_axes() -> None:
@@ -183,7 +184,7 @@ def test_assistant_null_turn() -> None:
 )
 def test_prompt_errors_are_located(text: str, message: str, line: int) -> None:
     error = error_of(text)
-    assert error.message == message and error.location.line == line
+    assert error.message == message and error.location.line == line and error.hint
 
 
 def test_prompt_fields() -> None:
@@ -304,7 +305,7 @@ def test_should_and_should_not_paths_do_not_share_ids() -> None:
 )
 def test_point_errors(points: str, message: str) -> None:
     error = error_of(f"- prompt: p\n  should: {points}\n")
-    assert error.message == message and error.location.line == 2
+    assert error.message == message and error.location.line == 2 and error.hint
 
 
 def test_empty_paths_are_dropped() -> None:
