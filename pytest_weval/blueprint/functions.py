@@ -108,6 +108,11 @@ _KNOWN_MISTAKES = {
 def unknown_function_message(name: str) -> str:
     """The reference's error for an unregistered name, with a suggestion when one is close."""
     message = f"Unknown point function: '{name}'"
+    head, colon, rest = name.partition(":")
+    if colon and pluralise_function_name(head.strip()) in FUNCTION_NAMES:
+        # "- '$icontains: (A)'" quotes the whole point, so it is a zero-argument call named
+        # "icontains: (A)"; the author meant a mapping.
+        return message + f" (the point is one quoted string; write it unquoted: ${head.strip()}:{rest})"
     # A leading `$` in `fn:` is kept verbatim by the parser (weval-semantics §5.7).
     bare = name[1:] if name.startswith("$") else name
     if bare != name and bare in FUNCTION_NAMES:

@@ -325,6 +325,16 @@ def test_unknown_function_is_a_finding_and_an_item_error() -> None:
     assert lines == [4, 5]
 
 
+def test_a_quoted_function_point_is_explained() -> None:
+    # Seen in the corpus: the whole point quoted makes a zero-argument call named "icontains: '(A)'".
+    (point,) = parse("- prompt: p\n  should:\n    - \"$icontains: '(A)'\"\n").prompts[0].points
+    assert point.fn == "icontains: '(A)'"
+    assert point.authoring_error == (
+        "Unknown point function: 'icontains: '(A)'' (the point is one quoted string; write it unquoted: "
+        "$icontains: '(A)')"
+    )
+
+
 def test_missing_ref_definition_is_a_finding_and_an_item_error() -> None:
     blueprint = parse("point_defs: {scoreBand: 'return 1'}\n---\n- id: p\n  prompt: x\n  should:\n    - $ref: scoreBnd\n")
     (point,) = blueprint.prompts[0].points
