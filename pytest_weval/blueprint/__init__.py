@@ -5,6 +5,8 @@ Entry points:
 * `load_blueprint(path, ...)`: read, check and parse one blueprint file.
 * `parse_blueprint_text(text, fmt=..., rel_path=...)`: the same from text (tests, vectors).
 * `load_model_defs(path)`: custom model objects by id, from a `weval_model_defs` file.
+* `parse_points(should=..., should_not=...)`: rubric points written in blueprint syntax, outside
+  a blueprint (the `weval` fixture's `judge`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from .ids import effective_model_id
 from .loader import DEFAULT_MAX_FILE_MB, RawSource, load_source, read_blueprint_file, room_for_depth
 from .model import Blueprint, BlueprintError, EvalPoint, Finding, Location, Message, ModelSpec, Prompt
 from .model_defs import load_model_defs
+from .points import PointContext, PointError, evaluator_points, expand_refs, normalize_points
 
 __all__ = [
     "Blueprint",
@@ -34,6 +37,7 @@ __all__ = [
     "load_blueprint",
     "load_model_defs",
     "parse_blueprint_text",
+    "parse_points",
 ]
 
 
@@ -107,3 +111,28 @@ def parse_blueprint_text(
             custom_models=custom_models,
             keep_unresolved_placeholders=keep_unresolved_placeholders,
         )
+
+
+def parse_points(
+    *,
+    should: list[Any] | tuple[Any, ...] = (),
+    should_not: list[Any] | tuple[Any, ...] = (),
+    source: str = "inline",
+    point_defs: dict[str, Any] | None = None,
+) -> list[EvalPoint]:
+    """Points in blueprint syntax -> the evaluator's view, as a prompt's `should`/`should_not`
+    would give (§1.5, §1.6, §1.10). `source` names them in messages (path and prompt id).
+    A malformed point raises BlueprintError; an unknown function or a missing `$ref`
+    definition sets the point's `authoring_error`, as in a blueprint."""
+    ctx = PointContext(prompt_id=source, defs=dict(point_defs or {}),
+                       locate=lambda seq, i, name: Location(path=source, field=name))
+    view: list[EvalPoint] = []
+    with room_for_depth():
+        try:
+            for items, inverted, name in ((list(should), False, "should"), (list(should_not), True, "should_not")):
+                points, locations = normalize_points(items, ctx, name)
+                expanded = expand_refs(points, locations, ctx)
+                view += evaluator_points(expanded, locations, inverted=inverted, ctx=ctx, prompt_id=source)
+        except PointError as exc:
+            raise exc.as_blueprint_error() from None
+    return view

@@ -368,3 +368,18 @@ def test_points_source_that_is_not_a_list() -> None:
     blueprint = parse("- prompt: p\n  should: just text\n")
     assert blueprint.prompts[0].points == () and blueprint.prompts[0].raw["points"] == []
     assert "points-not-list" in codes(blueprint)
+
+
+def test_parse_points_outside_a_blueprint() -> None:
+    from pytest_weval.blueprint import parse_points
+
+    points = parse_points(should=["mentions A", {"$contains": "b"}, ["x", "y"]], should_not=["$is_json", "$nope"],
+                          source="weval_judge")
+    assert [(p.text or p.fn, p.path_id, p.is_inverted) for p in points] == [
+        ("mentions A", None, False), ("contains", None, False), ("x", "path_2", False), ("y", "path_2", False),
+        ("is_json", None, True), ("nope", None, True)]
+    assert points[-1].authoring_error.startswith("Unknown point function: 'nope'")
+    assert points[0].location.path == "weval_judge" and points[0].location.field == "should[0]"
+    with pytest.raises(BlueprintError) as caught:
+        parse_points(should=[5])
+    assert "Point must be a string, array, or object" in caught.value.message
