@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .checks import prompt_validation_error, run_axes
 from .collections import resolve_models
 from .ids import blueprint_id_from_path, content_hash
 from .js import is_number, js_string, truthy
 from .loader import RawSource
-from .model import Blueprint, BlueprintError, Finding, Location, Message, Prompt
 from .locate import Locator
+from .model import Blueprint, BlueprintError, Finding, Location, Message, Prompt
 from .parser import parse_config
 from .prompts import ParsedPrompt
 
@@ -42,19 +42,7 @@ def build_blueprint(
                     locate=lambda key: loc.key(header, key), prompt_locations=[p.location for p in parsed.prompts])
     effective = axes.effective
 
-    if model_override:
-        entries: list[Any] = list(model_override)
-        locate = lambda i: Location(path=source.path, field=f"--weval-models[{i}]")  # noqa: E731
-        origin = "--weval-models"
-    else:
-        entries = effective["models"]
-        written = header.get("models")
-        if isinstance(written, list) and written:
-            locate = lambda i: loc.item(written, i, f"models[{i}]")  # noqa: E731
-        else:  # the ["CORE"] default
-            locate = lambda i: loc.key(header, "models") if "models" in header else Location(  # noqa: E731
-                path=source.path, line=1, column=1, field="models (default [CORE])")
-        origin = "models"
+    entries, locate, origin = _model_entries(effective, header, loc, source.path, model_override)
     models = resolve_models(entries, collections_dir=collections_dir, locate=locate, custom_models=custom_models,
                             keep_unresolved_placeholders=keep_unresolved_placeholders, origin=origin)
     findings += models.findings
@@ -89,6 +77,23 @@ def build_blueprint(
         no_cache=truthy(effective.get("noCache")),
         effective_config=effective,
     )
+
+
+def _model_entries(effective: dict[str, Any], header: dict[str, Any], loc: Locator, path: str,
+                   model_override: list[str] | None) -> tuple[list[Any], Callable[[int], Location], str]:
+    """The model list to resolve, how to locate its entries in messages, and its name."""
+    if model_override:
+        return list(model_override), lambda i: Location(path=path, field=f"--weval-models[{i}]"), "--weval-models"
+    written = header.get("models")
+    if isinstance(written, list) and written:
+        return effective["models"], lambda i: loc.item(written, i, f"models[{i}]"), "models"
+
+    def default_location(_: int) -> Location:  # the ["CORE"] default
+        if "models" in header:
+            return loc.key(header, "models")
+        return Location(path=path, line=1, column=1, field="models (default [CORE])")
+
+    return effective["models"], default_location, "models"
 
 
 def _typed_prompt(parsed: ParsedPrompt, validation_error: str | None) -> Prompt:
