@@ -314,7 +314,11 @@ def _run_batch(text: str, jobs: list[tuple[str, str]]) -> list[Outcome]:
                 done = _partial_results(exc)
                 results.extend(_outcome(job, value) for job, value in zip(jobs[start:], done))
                 slow = start + len(done)
-                results.append(_run_alone(text_js, jobs[slow]))
+                if done:  # earlier patterns shared the budget: give this one its own
+                    results.append(_run_alone(text_js, jobs[slow]))
+                else:  # it ran first, with the whole budget
+                    _ISOLATE.ensure_healthy_after_failure()
+                    results.append(_timed_out(jobs[slow]))
                 start = slow + 1
     return results
 
@@ -339,13 +343,17 @@ def _run_alone(text_js: str, job: tuple[str, str]) -> Outcome:
         return _outcome(job, out[0])
     except v8.JsTimeout:
         _ISOLATE.ensure_healthy_after_failure()
-        return RegexTimeout(
-            f"pattern /{job[0]}/{job[1]} did not finish within {int(REGEX_TIMEOUT_S * 1000)} ms "
-            "on this response (catastrophic backtracking?)"
-        )
+        return _timed_out(job)
     except v8.JsOutOfMemory:
         _ISOLATE.reset()
         return RegexTimeout(f"pattern /{job[0]}/{job[1]} exhausted the regex engine's memory")
+
+
+def _timed_out(job: tuple[str, str]) -> RegexTimeout:
+    return RegexTimeout(
+        f"pattern /{job[0]}/{job[1]} did not finish within {int(REGEX_TIMEOUT_S * 1000)} ms "
+        "on this response (catastrophic backtracking?)"
+    )
 
 
 def _outcome(job: tuple[str, str], value: bool | str) -> Outcome:
