@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-Outcome = Literal["passed", "failed", "error"]
+Outcome = Literal["passed", "failed", "error", "skipped"]
 
 
 class JudgeVerdict(BaseModel):

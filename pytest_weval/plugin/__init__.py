@@ -1,1 +1,61 @@
+"""The pytest glue. Hooks stay thin: each calls a plain, typed function of another layer."""
 
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_weval.plugin.fixtures import weval_client, weval_judge  # noqa: F401 - fixtures
+from pytest_weval.plugin.options import add_options
+from pytest_weval.plugin.state import create_state, state_of
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "weval: an item generated from a Weval blueprint")
+    create_state(config)
+    from pytest_weval.plugin.reporting import ResultHooks
+
+    config.pluginmanager.register(ResultHooks(config), "weval-results")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    from pytest_weval.plugin.collect import BlueprintFile, is_blueprint_path
+
+    state = state_of(parent.config)
+    if is_blueprint_path(file_path, parent.config, state):
+        return BlueprintFile.from_parent(parent, path=file_path)
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    from pytest_weval.plugin.reporting import decorate_report
+
+    report = yield
+    decorate_report(item, call, report)
+    return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    from pytest_weval.plugin.reporting import finish_session
+
+    finish_session(session)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    from pytest_weval.plugin.reporting import write_terminal_summary
+
+    write_terminal_summary(terminalreporter, config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from pytest_weval.plugin.reporting import close_runner
+
+    close_runner(config)

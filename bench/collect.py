@@ -1,0 +1,113 @@
+"""Collection speed and memory on the real corpus, beside a floor measured in the same run.
+
+    python bench/collect.py [--corpus ../shared/corpus/weval-configs]
+
+For the corpus with and without ``--weval-models``, runs ``pytest --collect-only`` in a fresh
+process and prints wall time, peak RSS and the item count. The floor is pytest collecting the
+same number of empty items per file from a trivial plugin that also does a plain YAML load of
+each file (C loader). Target: at most 2x the floor in time and memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus" / "weval-configs"
+
+# Runs pytest in-process in a fresh interpreter and reports time, peak RSS and per-file counts.
+_DRIVER = textwrap.dedent(
+    """
+    import json, resource, sys, time, collections
+    import pytest
+
+    class Count:
+        def __init__(self):
+            self.per_file = collections.Counter()
+        def pytest_collection_finish(self, session):
+            for item in session.items:
+                self.per_file[str(item.path)] += 1
+
+    args = json.loads(sys.argv[1])
+    counter = Count()
+    start = time.perf_counter()
+    pytest.main(args, plugins=[counter])
+    wall = time.perf_counter() - start
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print("BENCH " + json.dumps({"wall": wall, "peak_mb": peak_mb, "items": sum(counter.per_file.values()),
+                                  "per_file": counter.per_file}))
+    """
+)
+
+_FLOOR_PLUGIN = textwrap.dedent(
+    """
+    import json, os
+    import pytest, yaml
+
+    COUNTS = json.load(open(os.environ["WEVAL_BENCH_COUNTS"]))
+
+    class EmptyItem(pytest.Item):
+        def runtest(self):
+            pass
+
+    class FloorFile(pytest.File):
+        def collect(self):
+            with open(self.path, "rb") as fh:
+                list(yaml.load_all(fh, Loader=yaml.CSafeLoader))
+            for index in range(COUNTS.get(str(self.path), 0)):
+                yield EmptyItem.from_parent(self, name=f"item{index}")
+
+    def pytest_collect_file(file_path, parent):
+        if str(file_path) in COUNTS:
+            return FloorFile.from_parent(parent, path=file_path)
+    """
+)
+
+
+def run_pytest(args: list[str], cwd: Path, env: dict[str, str]) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-c", _DRIVER, json.dumps(args)],
+        cwd=cwd, env=env, capture_output=True, text=True,
+    )
+    for line in proc.stdout.splitlines():
+        if line.startswith("BENCH "):
+            return json.loads(line[6:])
+    raise SystemExit(f"pytest run failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    options = parser.parse_args()
+    corpus = options.corpus.resolve()
+    blueprints = corpus / "blueprints"
+    base_args = ["--collect-only", "-qq", "-p", "no:cacheprovider", "--rootdir", str(corpus),
+                 "-W", "ignore", str(blueprints)]
+    env = dict(os.environ)
+    print(f"corpus: {blueprints} ({sum(1 for _ in blueprints.rglob('*.y*ml'))} YAML files)")
+    print(f"{'run':<38}{'items':>9}{'wall s':>9}{'peak MB':>9}{'x floor t':>11}{'x floor m':>11}")
+    for label, extra in (("placeholders from models/", []),
+                         ("--weval-models=openai:gpt-4o-mini", ["--weval-models=openai:gpt-4o-mini"])):
+        ours = run_pytest(base_args + extra, corpus, env)
+        with tempfile.TemporaryDirectory() as tmp:
+            counts = Path(tmp) / "counts.json"
+            counts.write_text(json.dumps(ours["per_file"]))
+            (Path(tmp) / "floor_plugin.py").write_text(_FLOOR_PLUGIN)
+            floor_env = dict(env, WEVAL_BENCH_COUNTS=str(counts),
+                             PYTHONPATH=tmp + os.pathsep + env.get("PYTHONPATH", ""))
+            floor = run_pytest(base_args[:-1] + ["-p", "no:weval", "-p", "floor_plugin", str(blueprints)],
+                               corpus, floor_env)
+        print(f"{'floor for ' + label:<38}{floor['items']:>9}{floor['wall']:>9.2f}{floor['peak_mb']:>9.0f}")
+        print(f"{label:<38}{ours['items']:>9}{ours['wall']:>9.2f}{ours['peak_mb']:>9.0f}"
+              f"{ours['wall'] / floor['wall']:>11.2f}{ours['peak_mb'] / floor['peak_mb']:>11.2f}")
+
+
+if __name__ == "__main__":
+    main()

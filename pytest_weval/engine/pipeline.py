@@ -1,0 +1,331 @@
+"""One item's whole evaluation: generate -> score functions -> judge -> one ItemResult.
+
+Format-agnostic: anything that can be expressed as a ``Blueprint`` prompt x model variant runs
+through here, so every reporter sees the same ``ItemResult`` records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from typing import Any
+
+from pytest_weval.blueprint.ids import effective_model_id
+from pytest_weval.blueprint.model import Blueprint, EvalPoint, ModelSpec, Prompt
+from pytest_weval.engine.external import ExternalExecutor
+from pytest_weval.engine.generation import Conversation, generate_conversation
+from pytest_weval.engine.request import ChatMessage, ModelRequest
+from pytest_weval.results import ItemResult, PointAssessment, Usage
+from pytest_weval import judges as judging
+from pytest_weval import scoring
+
+BUILTIN_MODELS = frozenset({"ideal", "echo"})
+NO_JUDGE_HINT = (
+    "judged points need a judge model: set OPENROUTER_API_KEY for the default judges, "
+    "or pass --weval-judges=<model id> (any model you have a key for, or one from weval_model_defs)"
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ItemWork:
+    """What one pytest item asks for: a prompt of a blueprint under one model variant."""
+
+    nodeid: str
+    blueprint: Blueprint
+    prompt: Prompt
+    model: ModelSpec
+    temperature: float | None  # the permutation value (config temperature(s)), may be None
+    system_index: int
+    priority: int = 0
+
+    @property
+    def sent_temperature(self) -> float:
+        # weval-semantics §4.1: tempValue ?? prompt.temperature ?? config.temperature ?? 0
+        for value in (self.temperature, self.prompt.temperature):
+            if value is not None:
+                return value
+        return 0
+
+    @property
+    def system_prompt(self) -> str | None:
+        if self.blueprint.effective_config.get("systems"):
+            return self.blueprint.systems[self.system_index]
+        if self.prompt.has_system:
+            return self.prompt.system
+        return self.blueprint.systems[0] if self.blueprint.systems else None
+
+    @property
+    def effective_model_id(self) -> str:
+        system_index = self.system_index if self.blueprint.multi_system else None
+        return effective_model_id(self.model.id, self.sent_temperature, system_index)
+
+    @property
+    def threshold_override(self) -> float | None:
+        if self.prompt.threshold is not None:
+            return self.prompt.threshold
+        return self.blueprint.threshold
+
+
+@dataclasses.dataclass
+class PipelineSettings:
+    judges: tuple[str, ...] | None = None
+    threshold: float = 0.5
+    allowed_env: frozenset[str] = frozenset()
+    custom_models: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+
+
+class Pipeline:
+    """Runs items on an engine. Create once per process; call ``evaluate`` on the engine loop."""
+
+    def __init__(self, engine: Any, settings: PipelineSettings):
+        self.engine = engine
+        self.settings = settings
+        self.external = ExternalExecutor()
+
+    def model_spec(self, model_id: str) -> ModelSpec:
+        custom = self.settings.custom_models.get(model_id)
+        return ModelSpec(id=model_id, custom=custom)
+
+    async def evaluate(self, work: ItemWork) -> ItemResult:
+        started = time.monotonic()
+        usage: dict[str, Usage] = {}
+        result = ItemResult(
+            nodeid=work.nodeid,
+            blueprint_id=work.blueprint.id,
+            blueprint_path=work.blueprint.path,
+            blueprint_title=work.blueprint.title,
+            prompt_id=work.prompt.id,
+            prompt_weight=work.prompt.weight,
+            model_id=work.model.id,
+            effective_model_id=work.effective_model_id,
+            temperature=work.sent_temperature,
+            system_index=work.system_index if work.blueprint.multi_system else None,
+            system_prompt=work.system_prompt,
+            outcome="error",
+            threshold=self._threshold(work),
+        )
+        try:
+            await self._evaluate_into(work, result, usage)
+        except Exception as exc:  # noqa: BLE001 - one item's failure must never stop the run
+            result.outcome = "error"
+            result.error = result.error or f"{type(exc).__name__}: {exc}"
+        result.usage = usage
+        result.duration_s = time.monotonic() - started
+        return result
+
+    def _threshold(self, work: ItemWork) -> float:
+        override = work.threshold_override
+        return self.settings.threshold if override is None else override
+
+    async def _evaluate_into(self, work: ItemWork, result: ItemResult, usage: dict[str, Usage]) -> None:
+        prompt = work.prompt
+        if prompt.validation_error:
+            result.error = f"prompt '{prompt.id}' is invalid: {prompt.validation_error}"
+            return
+        conversation = await self._generate(work, usage)
+        result.history = [dict(role=m["role"], content=m["content"]) for m in conversation.history]
+        result.generated_texts = list(conversation.generated_texts)
+        result.response = conversation.final_text
+        if conversation.error:
+            result.error = f"generation failed for {work.model.id}: {conversation.error}"
+            return
+
+        text = scoring.subject_text(conversation.generated_texts, conversation.final_text or "")
+        points = list(prompt.points)
+        panel = judging.select_judges(
+            list(self.settings.judges) if self.settings.judges else None,
+            work.blueprint.evaluation_config,
+        )
+        if not points and prompt.ideal:
+            points = await judging.extract_key_points(
+                prompt_text=_prompt_text(prompt), ideal=prompt.ideal, panel=panel,
+                ask=self._asker(work.priority, usage, purpose="extract"),
+            ) or []
+        if not points:
+            result.outcome = "skipped"
+            result.error = "this prompt has no points and no ideal answer: nothing to score"
+            return
+
+        assessments = await self.assess(
+            points,
+            text=text,
+            history=result.history,
+            generated_indices=list(conversation.generated_indices),
+            model_id=work.effective_model_id,
+            prompt_id=prompt.id,
+            config=work.blueprint.config,
+            description=work.blueprint.description,
+            panel=panel,
+            ask=self._asker(work.priority, usage, purpose="judge"),
+        )
+        judged = [p for p in assessments if p.kind == "judged"]
+        result.points = assessments
+        result.judge_agreement = judging.judge_agreement(assessments) if judged else None
+        result.score = scoring.round2(scoring.aggregate(assessments))
+        self._decide(result, judged)
+
+    async def assess(
+        self,
+        points: list[EvalPoint],
+        *,
+        text: str,
+        history: list[dict[str, Any]],
+        generated_indices: list[int],
+        model_id: str,
+        prompt_id: str,
+        config: dict[str, Any],
+        description: str | None,
+        panel: Any,
+        ask: Any,
+    ) -> list[PointAssessment]:
+        """Score ``text`` against ``points``: function points first, then judged ones (§3.1.7)."""
+        ctx = scoring.PointContext(
+            messages=history,
+            model_id=model_id,
+            prompt_id=prompt_id,
+            config=config,
+            generated_assistant_indices=generated_indices,
+            allowed_env=self.settings.allowed_env,
+        )
+        function_points = [p for p in points if p.is_function or p.authoring_error]
+        text_points = [p for p in points if not (p.is_function or p.authoring_error)]
+        function_task = scoring.score_function_points(
+            function_points, text, ctx, call_external=self.external.call
+        )
+        judge_task = judging.judge_points(
+            text_points,
+            subject_text=text,
+            history=history,
+            generated_indices=generated_indices,
+            description=description,
+            panel=panel,
+            ask=ask,
+        ) if text_points else _nothing()
+        function_results, judged = await asyncio.gather(function_task, judge_task)
+        return list(function_results) + list(judged)
+
+    def _decide(self, result: ItemResult, judged: list[PointAssessment]) -> None:
+        authoring = [p for p in result.points if p.authoring_error]
+        if authoring:
+            result.outcome = "error"
+            result.error = "the blueprint has a mistake in this prompt's points: " + "; ".join(
+                f"{p.key_point_text}: {p.error}" for p in authoring
+            )
+            return
+        if judged and all(p.coverage_extent is None for p in judged):
+            reasons = sorted({_judge_failure_reason(p) for p in judged})
+            result.outcome = "error"
+            result.error = "no judge could score this item's judged points: " + "; ".join(reasons)
+            return
+        result.outcome = "passed" if (result.score or 0) >= result.threshold else "failed"
+
+    async def _generate(self, work: ItemWork, usage: dict[str, Usage]) -> Conversation:
+        prompt = work.prompt
+        if work.model.id in BUILTIN_MODELS and work.model.custom is None:
+            return _builtin_conversation(work)
+        conversation = await generate_conversation(
+            self.engine,
+            work.model,
+            [dict(role=m.role, content=m.content) for m in prompt.messages],
+            system=work.system_prompt,
+            temperature=work.sent_temperature,
+            no_cache=prompt.no_cache,
+            priority=work.priority,
+        )
+        _add_usage(usage, work.model.id, conversation.usage)
+        return conversation
+
+    def _asker(self, priority: int, usage: dict[str, Usage], *, purpose: str):
+        async def ask(judge: Any, messages: list[dict], temperature: float, max_tokens: int) -> str:
+            model = self.model_spec(judge.model)
+            request = ModelRequest(
+                model=model,
+                messages=tuple(ChatMessage(m["role"], m["content"]) for m in messages),
+                temperature=temperature,
+                max_tokens=max_tokens,
+                priority=priority,
+                purpose=purpose,
+                max_attempts=2,  # weval-semantics §3.2: judges retry once
+            )
+            reply = await self.engine.complete(request)
+            _add_usage(usage, model.id, Usage(
+                requests=1, cache_hits=int(reply.cached),
+                input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
+            ))
+            return reply.text
+
+        return ask
+
+
+async def _nothing() -> list[PointAssessment]:
+    return []
+
+
+def _add_usage(usage: dict[str, Usage], model_id: str, extra: Usage | None) -> None:
+    if extra is None:
+        return
+    usage.setdefault(model_id, Usage()).add(extra)
+
+
+def _judge_failure_reason(point: PointAssessment) -> str:
+    for verdict_error in (point.error or "",):
+        if verdict_error:
+            if "key" in verdict_error.lower() and "API" in verdict_error:
+                return f"{verdict_error} ({NO_JUDGE_HINT})"
+            return verdict_error
+    return "all judges failed"
+
+
+def _prompt_text(prompt: Prompt) -> str:
+    return "\n".join(m.content or "" for m in prompt.messages if m.role == "user")
+
+
+def _builtin_conversation(work: ItemWork) -> Conversation:
+    """`ideal` answers with the prompt's ideal text, `echo` with the last user message."""
+    prompt = work.prompt
+    history: list[dict[str, Any]] = []
+    if work.system_prompt is not None:
+        history.append(dict(role="system", content=work.system_prompt))
+    if work.model.id == "ideal" and not prompt.ideal:
+        return Conversation(
+            history=history + [dict(role=m.role, content=m.content) for m in prompt.messages],
+            generated_indices=[], generated_texts=[], final_text=None,
+            error="model 'ideal' needs an `ideal` answer, and this prompt has none",
+        )
+    generated_indices: list[int] = []
+    generated_texts: list[str] = []
+    assistant_index = 0
+    last_user = ""
+
+    def answer() -> str:
+        return prompt.ideal if work.model.id == "ideal" else last_user  # type: ignore[return-value]
+
+    for message in prompt.messages:
+        if message.role == "assistant":
+            content = message.content
+            if content is None:
+                content = answer()
+                generated_indices.append(assistant_index)
+                generated_texts.append(content)
+            history.append(dict(role="assistant", content=content))
+            assistant_index += 1
+            continue
+        if message.role == "user":
+            last_user = message.content or ""
+        history.append(dict(role=message.role, content=message.content))
+    if prompt.messages and prompt.messages[-1].role == "user":
+        content = answer()
+        history.append(dict(role="assistant", content=content))
+        generated_indices.append(assistant_index)
+        generated_texts.append(content)
+    final = generated_texts[-1] if generated_texts else None
+    return Conversation(
+        history=history, generated_indices=generated_indices,
+        generated_texts=generated_texts, final_text=final,
+        error=None if final else "nothing was generated",
+    )
+
+
+def points_of(prompt: Prompt) -> list[EvalPoint]:
+    return list(prompt.points)

@@ -1,0 +1,138 @@
+"""Blueprint files become collectors, and prompt x model x temperature x system become items."""
+
+from __future__ import annotations
+
+import fnmatch
+import warnings
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from pytest_weval.blueprint import load_blueprint
+from pytest_weval.blueprint.ids import js_number_str
+from pytest_weval.blueprint.model import Blueprint, BlueprintError, ModelSpec, Prompt
+from pytest_weval.plugin.state import WevalState, state_of
+
+BLUEPRINT_SUFFIXES = (".yml", ".yaml", ".json")
+
+
+class WevalWarning(UserWarning):
+    """A finding about a blueprint: it runs, but probably not as its author meant."""
+
+
+def is_blueprint_path(file_path: Path, config: pytest.Config, state: WevalState) -> bool:
+    if file_path.suffix.lower() not in BLUEPRINT_SUFFIXES:
+        return False
+    if file_path in state.named_files:
+        return True
+    rel = _rel(file_path, state.settings.rootdir)
+    if any(fnmatch.fnmatch(rel, glob) for glob in state.settings.globs):
+        return True
+    # The configs-repository layout: anything below a folder named `blueprints`.
+    return "blueprints" in file_path.parent.parts
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def blueprint_rel_path(path: Path, root: Path) -> str:
+    """The path a blueprint id derives from: relative to its `blueprints/` folder, as Weval's
+    GitHub runs do, else relative to the rootdir."""
+    parts = path.parts
+    if "blueprints" in parts[:-1]:
+        last = len(parts) - 1 - list(reversed(parts[:-1])).index("blueprints") - 1
+        return Path(*parts[last + 1 :]).as_posix()
+    return _rel(path, root)
+
+
+class BlueprintFile(pytest.File):
+    blueprint: Blueprint | None = None
+
+    def collect(self) -> Iterator[pytest.Item]:
+        state = state_of(self.config)
+        try:
+            blueprint = state.load(self.path)
+        except BlueprintError as exc:
+            raise self.CollectError(str(exc)) from None
+        self.blueprint = blueprint
+        for finding in blueprint.findings:
+            if finding.code == "empty-collection" or state.settings.lint or state.settings.lint_strict:
+                warnings.warn_explicit(
+                    WevalWarning(f"{finding.message}"),
+                    category=WevalWarning,
+                    filename=str(self.path),
+                    lineno=finding.location.line or 1,
+                )
+        yield from make_items(self, blueprint, state)
+
+
+def variant_label(model: ModelSpec, temperature: float | None, system_index: int,
+                  blueprint: Blueprint) -> str:
+    label = model.id
+    if blueprint.sets_temperature:
+        label += f",temp={js_number_str(temperature if temperature is not None else 0)}"
+    if blueprint.multi_system:
+        label += f",sp={system_index}"
+    return label
+
+
+def make_items(parent: BlueprintFile, blueprint: Blueprint, state: WevalState) -> Iterator[pytest.Item]:
+    seen: dict[str, int] = {}
+    tags = [state.register_marker(tag) for tag in blueprint.tags]
+    for prompt in blueprint.prompts:
+        count = seen.get(prompt.id, 0) + 1
+        seen[prompt.id] = count
+        # Weval keys results by prompt id, so a repeated id collides there; here each copy
+        # keeps its own node id (the parser reports the repeat as a finding).
+        base = prompt.id if count == 1 else f"{prompt.id}~{count}"
+        for model in blueprint.models:
+            for temperature in blueprint.temperatures:
+                for system_index in range(len(blueprint.systems)):
+                    name = f"{base}[{variant_label(model, temperature, system_index, blueprint)}]"
+                    item = WevalItem.from_parent(
+                        parent, name=name, blueprint=blueprint, prompt=prompt, model=model,
+                        temperature=temperature, system_index=system_index,
+                    )
+                    item.add_marker("weval")
+                    for tag in tags:
+                        item.add_marker(tag)
+                    item.extra_keyword_matches.update((blueprint.id, model.id, prompt.id))
+                    yield item
+
+
+class WevalItem(pytest.Item):
+    def __init__(self, *, blueprint: Blueprint, prompt: Prompt, model: ModelSpec,
+                 temperature: float | None, system_index: int, **kwargs):
+        super().__init__(**kwargs)
+        self.blueprint = blueprint
+        self.prompt = prompt
+        self.model = model
+        self.temperature = temperature
+        self.system_index = system_index
+        self.weval_result = None
+
+    def reportinfo(self):
+        return self.path, self.prompt.location.line - 1 if self.prompt.location.line else None, self.name
+
+    def setup(self) -> None:
+        from pytest_weval.plugin.running import wait_for_result
+
+        wait_for_result(self)
+
+    def runtest(self) -> None:
+        from pytest_weval.plugin.running import check_outcome
+
+        check_outcome(self)
+
+    def repr_failure(self, excinfo, style=None):
+        from pytest_weval.plugin.running import describe_failure
+
+        text = describe_failure(self, excinfo)
+        if text is not None:
+            return text
+        return super().repr_failure(excinfo, style=style)

@@ -1,0 +1,166 @@
+"""Command-line options, their ini twins, and the typed settings built from them.
+
+Every option has an ini twin; the command line wins (interface.md). Hooks read
+``WevalSettings`` instead of calling ``config.getoption`` all over the plugin.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+# (option, ini, help, kind, default). kind: "str", "list", "float", "int", "flag".
+_OPTIONS: list[tuple[str, str, str, str, object]] = [
+    ("--weval-models", "weval_models", "replace every blueprint's model list (comma separated ids, placeholders, built-ins ideal/echo)", "list", None),
+    ("--weval-judges", "weval_judges", "judge models, comma separated (each a holistic judge)", "list", None),
+    ("--weval-threshold", "weval_threshold", "pass mark when neither prompt nor blueprint sets `threshold` (default 0.5)", "float", 0.5),
+    ("--weval-min-score", "weval_min_score", "fail the session when a blueprint's or folder's mean score is below this", "float", None),
+    ("--weval-concurrency", "weval_concurrency", "global cap on model requests in flight", "int", None),
+    ("--weval-cache", "weval_cache", "response cache mode: rw (default), ro (offline replay), refresh, off", "str", "rw"),
+    ("--weval-cache-dir", "weval_cache_dir", "cache directory (default .weval_cache/ in the rootdir)", "str", None),
+    ("--weval-out", "weval_out", "write Weval-shaped result JSON per blueprint plus summary.json into this directory", "str", None),
+    ("--weval-allow-env", "weval_allow_env", "environment variables a blueprint may reference as ${VAR} (comma separated)", "list", None),
+    ("--weval-timeout", "weval_timeout", "per-request timeout in seconds (default 60)", "float", 60.0),
+    ("--weval-max-attempts", "weval_max_attempts", "attempts per model request, retries included (default 3)", "int", 3),
+    ("--weval-lint", "weval_lint", "run the blueprint linter: findings are reported as warnings with file and line", "flag", False),
+    ("--weval-lint-strict", "weval_lint_strict", "run the blueprint linter with findings as failures", "flag", False),
+]
+
+_INI_ONLY: list[tuple[str, str, str, object]] = [
+    ("weval_collections_dir", "where models/NAME.json collections live", "str", None),
+    ("weval_globs", "extra file globs collected as blueprints", "linelist", None),
+    ("weval_model_defs", "a YAML file of custom model objects usable anywhere a model id is", "str", None),
+    ("weval_cache_store", "cache store: sqlite (default) or files (diff-friendly recordings)", "str", "sqlite"),
+    ("weval_max_file_mb", "largest blueprint file read, in MB (default 20)", "str", "20"),
+    ("weval_provider_concurrency", "per-provider caps, e.g. openai:20,anthropic:10", "str", None),
+]
+
+CACHE_MODES = ("rw", "ro", "refresh", "off")
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("weval", "Weval blueprints as tests")
+    for opt, ini, help_text, kind, _default in _OPTIONS:
+        if kind == "flag":
+            group.addoption(opt, action="store_true", default=None, dest=ini, help=help_text)
+            parser.addini(ini, help_text, type="bool", default=False)
+        else:
+            group.addoption(opt, action="store", default=None, dest=ini, metavar=kind.upper(), help=help_text)
+            parser.addini(ini, help_text, default=None)
+    for ini, help_text, kind, default in _INI_ONLY:
+        parser.addini(ini, help_text, type=kind if kind == "linelist" else None, default=default)
+
+
+@dataclasses.dataclass(frozen=True)
+class WevalSettings:
+    rootdir: Path
+    models: tuple[str, ...] | None
+    judges: tuple[str, ...] | None
+    threshold: float
+    min_score: float | None
+    concurrency: int | None
+    provider_concurrency: dict[str, int]
+    cache_mode: str
+    cache_dir: Path
+    cache_store: str
+    out_dir: Path | None
+    allow_env: frozenset[str]
+    timeout_s: float
+    max_attempts: int
+    lint: bool
+    lint_strict: bool
+    collections_dir: Path | None
+    globs: tuple[str, ...]
+    model_defs: Path | None
+    max_file_mb: float
+
+
+class UsageError(pytest.UsageError):
+    pass
+
+
+def _raw(config: pytest.Config, ini: str) -> object:
+    value = config.getoption(ini, default=None)
+    if value is None:
+        value = config.getini(ini)
+    return value
+
+
+def _split(value: object) -> tuple[str, ...] | None:
+    if value is None or value == "" or value == []:
+        return None
+    if isinstance(value, (list, tuple)):
+        value = ",".join(str(v) for v in value)
+    parts = tuple(p.strip() for p in str(value).replace("\n", ",").split(",") if p.strip())
+    return parts or None
+
+
+def _number(config: pytest.Config, ini: str, kind: type, default: object) -> object:
+    value = _raw(config, ini)
+    if value is None or value == "":
+        return default
+    try:
+        return kind(value)
+    except ValueError:
+        raise UsageError(f"--{ini.replace('_', '-')}={value!r}: expected a {kind.__name__}") from None
+
+
+def _path(config: pytest.Config, value: object) -> Path | None:
+    if value is None or value == "":
+        return None
+    path = Path(str(value))
+    if not path.is_absolute():
+        base = config.inipath.parent if config.inipath else config.rootpath
+        path = base / path
+    return path
+
+
+def _provider_caps(value: object) -> dict[str, int]:
+    caps: dict[str, int] = {}
+    for part in _split(value) or ():
+        name, _, number = part.partition(":")
+        try:
+            caps[name.strip().lower()] = int(number)
+        except ValueError:
+            raise UsageError(
+                f"weval_provider_concurrency: {part!r} is not provider:number (e.g. openai:20)"
+            ) from None
+    return caps
+
+
+def settings_from_config(config: pytest.Config) -> WevalSettings:
+    cache_mode = str(_raw(config, "weval_cache") or "rw").strip().lower()
+    if cache_mode not in CACHE_MODES:
+        raise UsageError(f"--weval-cache={cache_mode!r}: choose one of {', '.join(CACHE_MODES)}")
+    cache_store = str(config.getini("weval_cache_store") or "sqlite").strip().lower()
+    if cache_store not in ("sqlite", "files"):
+        raise UsageError(f"weval_cache_store={cache_store!r}: choose sqlite or files")
+    threshold = _number(config, "weval_threshold", float, 0.5)
+    if not 0 <= threshold <= 1:  # type: ignore[operator]
+        raise UsageError(f"--weval-threshold={threshold}: a threshold is a score between 0 and 1")
+    rootdir = config.rootpath
+    cache_dir = _path(config, _raw(config, "weval_cache_dir")) or rootdir / ".weval_cache"
+    return WevalSettings(
+        rootdir=rootdir,
+        models=_split(_raw(config, "weval_models")),
+        judges=_split(_raw(config, "weval_judges")),
+        threshold=threshold,  # type: ignore[arg-type]
+        min_score=_number(config, "weval_min_score", float, None),  # type: ignore[arg-type]
+        concurrency=_number(config, "weval_concurrency", int, None),  # type: ignore[arg-type]
+        provider_concurrency=_provider_caps(config.getini("weval_provider_concurrency")),
+        cache_mode=cache_mode,
+        cache_dir=cache_dir,
+        cache_store=cache_store,
+        out_dir=_path(config, _raw(config, "weval_out")),
+        allow_env=frozenset(_split(_raw(config, "weval_allow_env")) or ()),
+        timeout_s=_number(config, "weval_timeout", float, 60.0),  # type: ignore[arg-type]
+        max_attempts=_number(config, "weval_max_attempts", int, 3),  # type: ignore[arg-type]
+        lint=bool(_raw(config, "weval_lint")),
+        lint_strict=bool(_raw(config, "weval_lint_strict")),
+        collections_dir=_path(config, config.getini("weval_collections_dir")),
+        globs=tuple(config.getini("weval_globs") or ()),
+        model_defs=_path(config, config.getini("weval_model_defs")),
+        max_file_mb=float(config.getini("weval_max_file_mb") or 20),
+    )
