@@ -71,6 +71,12 @@ class BlueprintFile(pytest.File):
         yield from make_items(self, blueprint, state)
 
 
+def marker_name(tag: str) -> str:
+    """pytest refuses marker names that start with "_"; Weval keeps such tags (`_featured`)
+    as they are, so they become markers without the leading underscores."""
+    return tag.lstrip("_")
+
+
 def variant_label(model: ModelSpec, temperature: float | None, system_index: int,
                   blueprint: Blueprint) -> str:
     label = model.id
@@ -83,7 +89,7 @@ def variant_label(model: ModelSpec, temperature: float | None, system_index: int
 
 def make_items(parent: BlueprintFile, blueprint: Blueprint, state: WevalState) -> Iterator[pytest.Item]:
     seen: dict[str, int] = {}
-    tags = [state.register_marker(tag) for tag in blueprint.tags]
+    tags = [state.register_marker(marker) for marker in map(marker_name, blueprint.tags) if marker]
     for prompt in blueprint.prompts:
         count = seen.get(prompt.id, 0) + 1
         seen[prompt.id] = count
