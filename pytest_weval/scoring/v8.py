@@ -7,7 +7,9 @@ Why this shape:
   an asyncio loop. If the isolate were created inside a running loop (the pytest-weval engine
   loop, pytest-asyncio's), mini-racer would bind to that loop and could not apply timeouts
   from it. So every isolate here is bound to one private loop on a daemon thread.
-* mini-racer is not thread-safe: every use of an isolate holds its lock.
+* mini-racer is not thread-safe: every use of an isolate holds its lock. V8 is initialized,
+  and isolates are created and freed, on the loop's thread, which never exits: done from a
+  short-lived thread (a ``to_thread`` worker), the next isolate crashes the process.
 * A timeout (TerminateExecution) or the hard memory limit leaves V8 usable, but work a script
   queued for later (a promise job that never ends) runs outside any task and cannot be
   terminated; only closing the isolate stops it. ``Isolate.probe`` detects that case so the
@@ -22,13 +24,15 @@ import contextlib
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from py_mini_racer import (
     JSEvalException,
     JSOOMException,
     JSTimeoutException,
     MiniRacer,
+    init_mini_racer,
     mini_racer,
 )
 
@@ -61,20 +65,48 @@ class EngineStats:
 
 STATS = EngineStats()
 
+T = TypeVar("T")
 _ISOLATES: list["Isolate"] = []
 _loop_lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 
 
 def _engine_loop() -> asyncio.AbstractEventLoop:
+    """The private loop, on a daemon thread that lives as long as the process. V8 is
+    initialized there, and isolates are created and freed there (``_on_engine_thread``)."""
     global _loop
     with _loop_lock:
         if _loop is None:
             loop = asyncio.new_event_loop()
-            thread = threading.Thread(target=loop.run_forever, name="weval-v8", daemon=True)
-            thread.start()
+            ready = threading.Event()
+            failure: list[BaseException] = []
+
+            def serve() -> None:
+                try:
+                    init_mini_racer(ignore_duplicate_init=True)
+                except BaseException as exc:  # reported to the caller below
+                    failure.append(exc)
+                finally:
+                    ready.set()
+                loop.run_forever()
+
+            threading.Thread(target=serve, name="weval-v8", daemon=True).start()
+            ready.wait()
+            if failure:
+                raise failure[0]
             _loop = loop
         return _loop
+
+
+def _on_engine_thread(fn: Callable[[], T]) -> T:
+    """Run ``fn`` on the engine thread. Isolates are created and freed there: created on a
+    short-lived thread (a ``to_thread`` worker), the next isolate crashes the process."""
+    loop = _engine_loop()
+
+    async def call() -> T:
+        return fn()
+
+    return asyncio.run_coroutine_threadsafe(call(), loop).result()
 
 
 class Isolate:
@@ -91,13 +123,16 @@ class Isolate:
 
     def _racer(self) -> MiniRacer:
         if self._mr is None:
-            stack = contextlib.ExitStack()
-            mr = stack.enter_context(mini_racer(_engine_loop()))
-            mr.set_hard_memory_limit(self._memory_limit)
-            mr.eval(self._setup_js)
-            self._stack, self._mr = stack, mr
+            self._stack, self._mr = _on_engine_thread(self._start)
             STATS.isolates_started += 1
         return self._mr
+
+    def _start(self) -> tuple[contextlib.ExitStack, MiniRacer]:
+        stack = contextlib.ExitStack()
+        mr = stack.enter_context(mini_racer(_engine_loop()))
+        mr.set_hard_memory_limit(self._memory_limit)
+        mr.eval(self._setup_js)  # on the loop's thread mini-racer runs it synchronously
+        return stack, mr
 
     def eval(self, code: str, timeout_s: float) -> Any:
         """Evaluate ``code`` (the caller holds ``lock``); V8 failures become our exceptions."""
@@ -130,7 +165,7 @@ class Isolate:
         stack, self._stack, self._mr = self._stack, None, None
         if stack is not None:
             with contextlib.suppress(Exception):
-                stack.close()
+                _on_engine_thread(stack.close)
 
     def ensure_healthy_after_failure(self) -> None:
         """After a timeout or OOM: keep the isolate if it answers, else replace it."""
