@@ -19,6 +19,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "weval: an item generated from a Weval blueprint")
     create_state(config)
+    # One unreadable blueprint must not stop the others: pytest would otherwise interrupt the
+    # session after any collection error. The errors still fail the run's exit status.
+    config.option.continue_on_collection_errors = True
     from pytest_weval.plugin.reporting import ResultHooks
 
     config.pluginmanager.register(ResultHooks(config), "weval-results")
