@@ -139,7 +139,7 @@ class Pipeline:
         )
         if not points and prompt.ideal:
             points = await judging.extract_key_points(
-                prompt_text=_prompt_text(prompt), ideal=prompt.ideal, panel=panel,
+                prompt_text=judging.prompt_context_text(prompt.messages), ideal=prompt.ideal, panel=panel,
                 ask=self._asker(work.priority, usage, purpose="extract"),
             ) or []
         if not points:
@@ -269,16 +269,12 @@ def _add_usage(usage: dict[str, Usage], model_id: str, extra: Usage | None) -> N
 
 
 def _judge_failure_reason(point: PointAssessment) -> str:
-    for verdict_error in (point.error or "",):
-        if verdict_error:
-            if "key" in verdict_error.lower() and "API" in verdict_error:
-                return f"{verdict_error} ({NO_JUDGE_HINT})"
-            return verdict_error
-    return "all judges failed"
-
-
-def _prompt_text(prompt: Prompt) -> str:
-    return "\n".join(m.content or "" for m in prompt.messages if m.role == "user")
+    """Why no judge scored this point. The consensus `error` is the reference's fixed sentence;
+    each judge's own reason (a missing key, say) is in the reflection."""
+    reason = (point.reflection or point.error or "all judges failed").strip()
+    if "_API_KEY" in reason or "API key" in reason:
+        reason += f" ({NO_JUDGE_HINT})"
+    return reason
 
 
 def _builtin_conversation(work: ItemWork) -> Conversation:
