@@ -7,9 +7,11 @@ Patterns run on V8 itself (weval-semantics §2.3, §7.4: no ``u`` flag, UTF-16 c
 * **Batching.** A :class:`TextMatcher` collects every pattern a prompt's points need and tests
   them against the response in one V8 call (a call costs ~0.25 ms; a test, microseconds).
   Compiled ``RegExp`` objects are cached inside V8.
-* **An exact fast path.** A pattern with no metacharacter is a plain substring test, and the
-  word functions' boundary check is decidable in Python when the neighbouring characters are
-  ASCII. Only those cases skip V8, and each is provably identical (see the comments).
+* **Exact fast paths.** A pattern with no metacharacter is a plain substring test; a pattern
+  in the common subset ``regex_translate`` accepts runs on Python's ``regex`` module; the word
+  functions' boundary check is decidable in Python when the neighbouring characters are
+  ASCII. Only those cases skip V8, each provably identical (see the comments, and the tests
+  that compare them with V8).
 * **A time bound per pattern.** A batch that times out is resumed after the pattern it was on;
   that pattern gets a run of its own with the full budget and, if it times out again, becomes a
   point error instead of a hang (catastrophic backtracking).
@@ -22,10 +24,11 @@ them first, with Node 20's messages.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterable
 
-from pytest_weval.scoring import v8
+from pytest_weval.scoring import regex_translate, v8
 
 REGEX_TIMEOUT_S = 0.25  # per pattern; the reference has none (a bomb hangs it)
 _MEMORY_LIMIT = 256 * 1024 * 1024
@@ -73,6 +76,8 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 # ASCII-lowered strings match.
 _FOLDS_TO_ASCII = ("\u212a", "\u017f", "\u0131")
 _WORD_ESCAPES = frozenset(".*+?^${}()|[]\\")
+_NOT_BMP = re.compile("[\ud800-\udfff\U00010000-\U0010ffff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class RegexSyntaxError(Exception):
@@ -91,7 +96,7 @@ _SYNTAX_CACHE_MAX = 8192
 
 
 def _has_surrogate(text: str) -> bool:
-    return any("\ud800" <= ch <= "\udfff" for ch in text)
+    return _SURROGATE.search(text) is not None
 
 
 def is_literal(pattern: str) -> bool:
@@ -198,6 +203,7 @@ class TextMatcher:
         self.text = text
         self._outcomes: dict[tuple[str, str], Outcome] = {}
         self._ascii_lower: str | None = None
+        self._bmp: bool | None = None
 
     # -- fast paths (exact; anything they cannot decide goes to V8) -------------------------
 
@@ -207,16 +213,29 @@ class TextMatcher:
         return self._ascii_lower
 
     def _fast_test(self, pattern: str, flags: str) -> bool | None:
-        if not is_literal(pattern):
+        if is_literal(pattern):
+            if flags == "":
+                return pattern in self.text
+            if flags == "i" and pattern.isascii():
+                # Non-unicode `i` canonicalizes with toUpperCase but never maps a non-ASCII
+                # character onto an ASCII one, so an ASCII pattern matches exactly the text's
+                # ASCII case variants.
+                return pattern.translate(_ASCII_LOWER) in self._lowered()
+        if not self._code_points_are_units():
             return None
-        if flags == "":
-            return pattern in self.text
-        if flags == "i" and pattern.isascii():
-            # Non-unicode `i` canonicalizes with toUpperCase but never maps a non-ASCII
-            # character onto an ASCII one, so an ASCII pattern matches exactly the text's
-            # ASCII case variants.
-            return pattern.translate(_ASCII_LOWER) in self._lowered()
-        return None
+        translated = regex_translate.compiled(pattern, flags)
+        if translated is None:
+            return None
+        try:
+            return translated.search(self.text, timeout=REGEX_TIMEOUT_S, concurrent=True) is not None
+        except TimeoutError:
+            return None  # let V8 decide (and bound) it
+
+    def _code_points_are_units(self) -> bool:
+        """No astral character or surrogate: JS's UTF-16 units are Python's code points."""
+        if self._bmp is None:
+            self._bmp = _NOT_BMP.search(self.text) is None
+        return self._bmp
 
     def _fast_word(self, word: str, ignore_case: bool) -> bool | None:
         if ignore_case:
@@ -246,11 +265,12 @@ class TextMatcher:
 
     def decided_without_engine(self, job: tuple[str, str]) -> bool:
         """True when ``job`` is known or the Python fast path answers it (no V8 call)."""
-        return (
-            job in self._outcomes
-            or self._fast_test(*job) is not None
-            or _node20_rejects(*job) is not None
-        )
+        if job in self._outcomes or _node20_rejects(*job) is not None:
+            return True
+        fast = self._fast_test(*job)
+        if fast is not None:
+            self._outcomes[job] = fast
+        return fast is not None
 
     def word_job(self, word: str, ignore_case: bool) -> tuple[str, str] | None:
         """The V8 job ``contains_word`` needs, or None when the fast path decides it."""

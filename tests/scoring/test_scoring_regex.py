@@ -1,0 +1,139 @@
+"""The Python fast paths for regexes give exactly V8's answers: every corpus pattern and a few
+thousand generated ones, on texts built to probe the dialect's corners."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from pytest_weval.blueprint import load_blueprint
+from pytest_weval.scoring import PATTERN_FUNCTIONS
+from pytest_weval.scoring.regex_js import TextMatcher, _run_batch
+from pytest_weval.scoring.regex_translate import compiled, translate
+
+CORPUS = Path("/work/shared/corpus/weval-configs/blueprints")
+
+TEXTS = [
+    "A",
+    "B\n",
+    "Entailment",
+    "10",
+    "The answer is 42.\nFINAL_ANSWER: b",
+    '{ "Answer": "Option A" }',
+    "Algeria, DR Congo and Sudan; K2 then Kangchenjunga",
+    "naïve café — Paraná, 8,848 m; Mount Everest\u00a0K2",
+    "x\u2028y\u2029z\rw\ufeffv\u3000u",
+    "kelvin \u212a, long \u017f, dotless \u0131, sharp ß, CAPITAL É",
+    "",
+]
+
+
+def _corpus_patterns() -> list[tuple[str, str]]:
+    jobs: set[tuple[str, str]] = set()
+    for path in sorted(CORPUS.rglob("*.yml")):
+        try:
+            blueprint = load_blueprint(path, keep_unresolved_placeholders=True)
+        except Exception:
+            continue
+        for prompt in blueprint.prompts:
+            for point in prompt.points:
+                flags = PATTERN_FUNCTIONS.get(point.fn or "")
+                if flags is None or point.authoring_error:
+                    continue
+                args = point.fn_args
+                patterns = args if isinstance(args, list) else [args]
+                if isinstance(args, list) and len(args) == 2 and isinstance(args[1], list):
+                    patterns = args[1]
+                jobs.update((p, flags) for p in patterns if isinstance(p, str))
+    return sorted(jobs)
+
+
+def _compare(text: str, jobs: list[tuple[str, str]]) -> int:
+    """Check every job the translation accepts against V8; return how many were compared."""
+    accepted = [job for job in jobs if compiled(*job) is not None]
+    if not accepted:
+        return 0
+    on_v8 = _run_batch(text, accepted)
+    for job, expected in zip(accepted, on_v8):
+        got = compiled(*job).search(text) is not None
+        assert got == expected, (job, text, translate(*job))
+    return len(accepted)
+
+
+def test_corpus_patterns_agree_with_v8() -> None:
+    jobs = _corpus_patterns()
+    assert len(jobs) > 250  # distinct (pattern, flags) pairs
+    compared = sum(_compare(text, jobs) for text in TEXTS)
+    share = sum(1 for job in jobs if compiled(*job) is not None) / len(jobs)
+    assert share > 0.8  # the subset covers most real patterns
+    assert compared > 1000
+
+
+ATOMS = [
+    "a", "b", "K", "k", "s", "é", "É", "\\d", "\\D", "\\w", "\\W", "\\s", "\\S", ".", "[a-c]",
+    "[^a ]", "[\\s\\S]", "[\\w-]", "[A-Z\\d]", "\\.", "\\u00e9", "\\x41", "\\n", "[\\b]", "\\-",
+    "\\/", "[.]", "[^\\n]", "[a\\-c]", "\\0", "[\\u2028]", "\\r", "[^\\s]", "[\\d\\D]", "[^\\W]",
+    "[\\W\\d]", "\\u212a", "[\\x00-\\x7f]", "[\\u00c0-\\u00ff]", "\\x08",
+]
+ASSERTIONS = ["^", "$", "\\b", "\\B"]
+QUANTS = ["*", "+", "?", "{1,2}", "{2}", "{0,}", "*?", "+?", "??"]
+
+
+def _random_pattern(rng: random.Random, depth: int = 0) -> str:
+    parts = []
+    for _ in range(rng.randint(1, 4)):
+        roll = rng.random()
+        if roll < 0.15:
+            parts.append(rng.choice(ASSERTIONS))
+            continue
+        if roll < 0.3 and depth < 2:
+            inner = _random_pattern(rng, depth + 1)
+            if rng.random() < 0.3:
+                inner += "|" + _random_pattern(rng, depth + 1)
+            opener = rng.choice(["(", "(?:", "(?=", "(?!"])
+            atom = opener + inner + ")"
+        else:
+            atom = rng.choice(ATOMS)
+        if rng.random() < 0.4:
+            atom += rng.choice(QUANTS)
+        parts.append(atom)
+    pattern = "".join(parts)
+    if depth == 0 and rng.random() < 0.2:
+        pattern += "|" + _random_pattern(rng, 1)
+    return pattern
+
+
+ALPHABET = list("aAbBkKsS é É.-/_1\n") + ["\u212a", "\u017f", "\u0131", "\u2028", "\u00a0", "\ufeff", "\x08"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_generated_patterns_agree_with_v8(seed: int) -> None:
+    rng = random.Random(seed)
+    compared = 0
+    for _ in range(60):
+        text = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 12)))
+        jobs = [(_random_pattern(rng), rng.choice(["", "i"])) for _ in range(25)]
+        compared += _compare(text, jobs)
+    assert compared > 400
+
+
+def test_texts_with_astral_characters_go_to_v8() -> None:
+    matcher = TextMatcher("😀")
+    assert matcher._fast_test("^..$", "") is None
+    assert matcher.test("^..$") is True and matcher.test("^.$") is False
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["(a+)+$", "(a|aa)*b", "^[0-9]+(,[0-9]+)*$", "(?:x+x+)+y", r"\1(a)", "(?<=a)b", "(?<n>a)",
+     "a{1", "]", "[]", "[^]", r"\e", r"\p{L}", "[z-a]", r"[\d-z]", r"[\S]", "(?=a)*", r"\x4"],
+)
+def test_outside_the_subset(pattern: str) -> None:
+    assert translate(pattern, "") is None
+
+
+def test_i_flag_needs_an_ascii_pattern() -> None:
+    assert translate("é", "i") is None
+    assert translate("e", "i") is not None
