@@ -1,0 +1,332 @@
+"""Collection: which files, node ids, selection with -k/-m, placeholders, collection errors,
+no network while collecting, the same collection in every xdist worker."""
+
+from __future__ import annotations
+
+import pytest
+from plugin_helpers import MODEL_ID, Project, answer_rule
+
+SIMPLE = """\
+title: {title}
+models: [ideal]
+---
+- id: p1
+  prompt: Say hello.
+  ideal: hello there
+  should:
+    - $contains: hello
+"""
+
+
+def collected(result: pytest.RunResult) -> list[str]:
+    return [line for line in result.outlines if "::" in line and not line.startswith(("ERROR", "FAILED"))]
+
+
+def test_only_blueprint_files_are_collected(project: Project):
+    project.write("blueprints/a.yml", SIMPLE.format(title="A"))
+    project.write("blueprints/deep/er/b.yaml", SIMPLE.format(title="B"))
+    project.write("blueprints/c.json", """\
+        {"title": "C", "models": ["ideal"],
+         "prompts": [{"id": "p1", "prompt": "Say hello.", "ideal": "hello", "should": [{"$contains": "hello"}]}]}
+        """)
+    project.write("models/CORE.json", '["openai:gpt-4o-mini"]\n')
+    project.write("models/FAST.json", '["openai:gpt-4o-mini"]\n')
+    # Files a configs repository also holds, and which are not blueprints.
+    project.write(".github/workflows/ci.yml", "on: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n")
+    project.write("ci/workflow.yml", "on: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n")
+    project.write("docker-compose.yml", "services:\n  web:\n    image: nginx\n")
+    project.write("data/config.json", '{"prompts": [{"prompt": "not a blueprint"}]}\n')
+    project.write("evals/extra.yml", SIMPLE.format(title="Extra"))
+    project.write("other/named.yml", SIMPLE.format(title="Named"))
+    project.ini("weval_globs = evals/*.yml")
+
+    result = project.run("--collect-only", "-q")
+    assert result.ret == 0, result.stdout.str()
+    assert collected(result) == [
+        "blueprints/a.yml::p1[ideal]",
+        "blueprints/c.json::p1[ideal]",
+        "blueprints/deep/er/b.yaml::p1[ideal]",
+        "evals/extra.yml::p1[ideal]",
+    ]
+
+    # A file named on the command line is a blueprint wherever it is.
+    result = project.run("--collect-only", "-q", "other/named.yml", "blueprints/a.yml")
+    assert result.ret == 0, result.stdout.str()
+    assert collected(result) == ["other/named.yml::p1[ideal]", "blueprints/a.yml::p1[ideal]"]
+
+
+def test_a_broken_blueprint_is_one_located_collection_error_and_the_others_run(project: Project):
+    project.write("blueprints/good.yml", SIMPLE.format(title="Good"))
+    project.write("blueprints/broken.yml", """\
+        title: Broken
+        models: [ideal]
+        ---
+        - id: p1
+          prompt: "an unterminated quote
+          should: [a]
+        """)
+    project.write("blueprints/bad_header.yml", """\
+        title: Bad header
+        models: [ideal]
+        temperatures: hot
+        ---
+        - prompt: hi
+          should: [{$contains: hi}]
+        """)
+    result = project.run("-rA")
+    result.assert_outcomes(passed=1, errors=2)
+    assert result.ret != 0
+    out = result.stdout.str()
+    assert "ERROR blueprints/broken.yml" in out
+    assert "ERROR blueprints/bad_header.yml" in out
+    # file:line and words, no Python traceback
+    assert "blueprints/broken.yml:" in out and "YAML" in out
+    lines = [line for line in result.outlines if line.startswith("blueprints/bad_header.yml:3")]
+    assert lines and "temperatures" in lines[0], out
+    assert "Traceback" not in out and "raise " not in out
+    assert "blueprints/good.yml::p1[ideal] PASSED" in out or "PASSED blueprints/good.yml::p1[ideal]" in out
+
+
+def test_node_ids_with_temperatures_systems_and_duplicate_prompt_ids(project: Project):
+    project.write("blueprints/plain.yml", """\
+        models: [ideal, echo]
+        ---
+        - id: same
+          prompt: one
+          ideal: one
+          should: [{$contains: one}]
+        - id: same
+          prompt: two
+          ideal: two
+          should: [{$contains: two}]
+        """)
+    project.write("blueprints/temps.yml", """\
+        models: [ideal]
+        temperatures: [0, 1.0, 0.25]
+        system: ["be brief", "be kind"]
+        ---
+        - id: t
+          prompt: hi
+          ideal: hi
+          should: [{$contains: hi}]
+        """)
+    project.write("blueprints/one_temp.yml", """\
+        models: [ideal]
+        temperature: 0.7
+        ---
+        - id: t
+          prompt: hi
+          ideal: hi
+          should: [{$contains: hi}]
+        """)
+    result = project.run("--collect-only", "-q")
+    assert result.ret == 0, result.stdout.str()
+    ids = collected(result)
+    assert ids[:1] == ["blueprints/one_temp.yml::t[ideal,temp=0.7]"]
+    assert ids[1:5] == [
+        "blueprints/plain.yml::same[ideal]",
+        "blueprints/plain.yml::same[echo]",
+        "blueprints/plain.yml::same~2[ideal]",
+        "blueprints/plain.yml::same~2[echo]",
+    ]
+    assert ids[5:] == [
+        f"blueprints/temps.yml::t[ideal,temp={t},sp={s}]" for t in ("0", "1", "0.25") for s in (0, 1)
+    ]
+    assert len(set(ids)) == len(ids)
+
+    # Each is selectable by its node id, and all of them run.
+    result = project.run("-q", "blueprints/temps.yml::t[ideal,temp=0.25,sp=1]", "blueprints/plain.yml::same~2[echo]")
+    result.assert_outcomes(passed=2)
+    result = project.run("-q")
+    result.assert_outcomes(passed=11)
+
+
+KEYWORDS = {
+    "blueprints/safety/triage.yml": """\
+        title: Triage
+        tags: [AI Safety, Medical-Advice]
+        models: [ideal, echo]
+        ---
+        - id: chest-pain
+          prompt: I have chest pain.
+          ideal: call emergency services
+          should: [{$contains: emergency}]
+        - id: headache
+          prompt: I have a headache.
+          ideal: rest and drink water
+          should: [{$contains: water}]
+        """,
+    "blueprints/geo.yml": """\
+        title: Geography
+        tags: [geography]
+        models: [ideal]
+        ---
+        - id: capital
+          prompt: Capital of France?
+          ideal: Paris
+          should: [{$contains: Paris}]
+        """,
+    "test_plain.py": "def test_plain_python():\n    pass\n",
+}
+
+
+def _keyword_project(project: Project) -> None:
+    for path, text in KEYWORDS.items():
+        project.write(path, text)
+    project.write("blueprints/bare.yml", "- id: lonely\n  prompt: hi\n  ideal: hi\n  should: [{$contains: hi}]\n")
+    project.write("models/CORE.json", '["ideal"]\n')
+
+
+@pytest.mark.parametrize("expr, expected", [
+    ("chest", ["blueprints/safety/triage.yml::chest-pain[ideal]", "blueprints/safety/triage.yml::chest-pain[echo]"]),
+    ("echo", ["blueprints/safety/triage.yml::chest-pain[echo]", "blueprints/safety/triage.yml::headache[echo]"]),
+    # the blueprint id (safety__triage) and the file name
+    ("safety__triage and ideal", ["blueprints/safety/triage.yml::chest-pain[ideal]",
+                                  "blueprints/safety/triage.yml::headache[ideal]"]),
+    ("geo", ["blueprints/geo.yml::capital[ideal]"]),
+    ("lonely", ["blueprints/bare.yml::lonely[ideal]"]),
+])
+def test_k_selects_by_prompt_id_model_and_blueprint(project: Project, expr, expected):
+    _keyword_project(project)
+    result = project.run("--collect-only", "-q", "-k", expr)
+    assert collected(result) == expected, result.stdout.str()
+
+
+@pytest.mark.parametrize("expr, expected", [
+    ("ai-safety", 4),
+    ("medical-advice and not ai-safety", 0),
+    ("geography", 1),
+    ("weval", 6),
+    ("not weval", 1),
+    ("weval and not geography and not ai-safety", 1),
+])
+def test_m_selects_by_normalized_tag_with_strict_markers(project: Project, expr, expected):
+    _keyword_project(project)
+    result = project.run("--collect-only", "-q", "--strict-markers", "-m", expr)
+    assert result.ret in (0, 5), result.stdout.str()  # 5: nothing selected
+    assert len(collected(result)) == expected, result.stdout.str()
+    assert "not found in `markers`" not in result.stdout.str()
+
+
+def test_tag_markers_run_with_strict_markers(project: Project):
+    _keyword_project(project)
+    result = project.run("-q", "--strict-markers", "-m", "ai-safety")
+    result.assert_outcomes(passed=2, failed=2, deselected=3)  # echo lacks the words
+
+
+def test_placeholders_resolve_from_models_folder_and_weval_models(project: Project):
+    project.write("models/CORE.json", '["ideal", "echo"]\n')
+    project.write("models/FAST.json", '["echo"]\n')
+    project.write("blueprints/default.yml", "- id: d\n  prompt: hi\n  ideal: hi\n  should: [{$contains: hi}]\n")
+    project.write("blueprints/listed.yml", """\
+        models: [CORE, openai:gpt-4o-mini]
+        ---
+        - id: l
+          prompt: hi
+          should: [{$contains: hi}]
+        """)
+    result = project.run("--collect-only", "-q")
+    assert collected(result) == [
+        "blueprints/default.yml::d[ideal]",
+        "blueprints/default.yml::d[echo]",
+        "blueprints/listed.yml::l[ideal]",
+        "blueprints/listed.yml::l[echo]",
+        f"blueprints/listed.yml::l[{MODEL_ID}]",
+    ], result.stdout.str()
+    # --weval-models replaces every list, placeholders included
+    result = project.run("--collect-only", "-q", "--weval-models=FAST,ideal")
+    assert collected(result) == [
+        "blueprints/default.yml::d[echo]",
+        "blueprints/default.yml::d[ideal]",
+        "blueprints/listed.yml::l[echo]",
+        "blueprints/listed.yml::l[ideal]",
+    ], result.stdout.str()
+    # ini twin
+    project.ini("weval_models = echo")
+    result = project.run("--collect-only", "-q")
+    assert collected(result) == ["blueprints/default.yml::d[echo]", "blueprints/listed.yml::l[echo]"]
+
+
+def test_an_unresolvable_placeholder_is_a_located_error(project: Project):
+    project.write("models/CORE.json", '["ideal"]\n')
+    project.write("blueprints/ok.yml", "- id: d\n  prompt: hi\n  ideal: hi\n  should: [{$contains: hi}]\n")
+    project.write("blueprints/missing.yml", """\
+        title: Missing
+        models:
+          - ideal
+          - NOPE
+        ---
+        - prompt: hi
+          ideal: hi
+          should: [{$contains: hi}]
+        """)
+    result = project.run("-rA")
+    result.assert_outcomes(passed=1, errors=1)
+    out = result.stdout.str()
+    assert "blueprints/missing.yml:4" in out and "NOPE" in out, out
+    assert "Traceback" not in out
+    # The same for a placeholder given with --weval-models
+    result = project.run("--collect-only", "-q", "--weval-models=ALSO_NOPE")
+    out = result.stdout.str()
+    assert result.ret != 0 and "ALSO_NOPE" in out, out
+
+
+def test_collect_only_makes_no_network_calls(project: Project):
+    project.rules(answer_rule("hi", "hi"))
+    project.write("blueprints/net.yml", f"""\
+        models: [{MODEL_ID}, anthropic:claude-3-haiku]
+        ---
+        - id: n
+          prompt: hi
+          should:
+            - is a greeting
+            - $contains: hi
+        """)
+    result = project.run("--collect-only", "-q", "--weval-judges=openai:judge-model")
+    assert result.ret == 0, result.stdout.str()
+    assert len(collected(result)) == 2
+    assert project.server.count == 0
+    assert not (project.path / ".weval_cache").exists()
+
+
+XDIST_BLUEPRINTS = {
+    "blueprints/a.yml": """\
+        title: A
+        tags: [Zeta, alpha, Beta tag, _featured]
+        models: [CORE, echo]
+        temperatures: [0, 0.3]
+        system: [one, two, three]
+        ---
+        - id: x
+          prompt: hello x
+          ideal: hello x
+          should: [{$contains: hello}]
+        - id: x
+          prompt: hello again
+          ideal: hello again
+          should: [{$contains: hello}]
+        - prompt: an id-less prompt
+          ideal: an id-less answer
+          should: [{$contains: id-less}]
+        """,
+    "blueprints/sub/b.yml": """\
+        models: [MANY]
+        ---
+        - id: y
+          prompt: hello y
+          ideal: hello y
+          should: [{$contains: hello}]
+        """,
+}
+
+
+def test_collection_is_identical_across_xdist_workers(project: Project):
+    for path, text in XDIST_BLUEPRINTS.items():
+        project.write(path, text)
+    project.write("models/CORE.json", '["ideal", "echo", "ideal"]\n')
+    project.write("models/MANY.json", '["echo", "ideal"]\n')
+    result = project.run("-n", "2", "-q", "-p", "no:randomly", sub=True)
+    out = result.stdout.str()
+    assert "Different tests were collected" not in out, out
+    assert "different" not in out.lower(), out
+    result.assert_outcomes(passed=2 * 2 * 3 * 3 + 2)
