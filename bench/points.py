@@ -25,7 +25,11 @@ sys.path.insert(0, str(HERE.parent))
 
 from pytest_weval.blueprint import load_blueprint  # noqa: E402
 from pytest_weval.blueprint.model import EvalPoint  # noqa: E402
-from pytest_weval.scoring import PointContext, score_function_points  # noqa: E402
+from pytest_weval.scoring import (  # noqa: E402
+    REGISTERED_FUNCTIONS,
+    PointContext,
+    score_function_points,
+)
 from pytest_weval.scoring.v8 import STATS  # noqa: E402
 
 DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus" / "weval-configs"
@@ -114,7 +118,11 @@ def main() -> None:
 
     groups, n_files, failed = load_corpus(options.corpus)
     n_points = sum(len(g) for g in groups)
-    by_fn = collections.Counter(p.fn or "(authoring error)" for g in groups for p in g)
+    by_fn = collections.Counter(
+        p.fn if p.fn in REGISTERED_FUNCTIONS else "(unknown: an authoring error)"
+        for g in groups
+        for p in g
+    )
     print(f"corpus: {n_files} blueprint files ({len(failed)} refused by the parser), "
           f"{len(groups)} prompts with function points, {n_points} function points")
     print("functions: " + ", ".join(f"{fn} {n}" for fn, n in by_fn.most_common()))

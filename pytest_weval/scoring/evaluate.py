@@ -131,10 +131,14 @@ def _jobs_for(points: Sequence[EvalPoint], matcher: TextMatcher) -> list[tuple[s
 
 
 def _score_sync(
-    points: Sequence[EvalPoint], text: str, ctx: PointContext, skip: frozenset[str]
+    points: Sequence[EvalPoint],
+    text: str,
+    ctx: PointContext,
+    skip: frozenset[str],
+    matcher: TextMatcher | None = None,
 ) -> list[PointAssessment | None]:
     """Every point except those whose function is in ``skip`` (left as None)."""
-    env = CallEnv(text, ctx, TextMatcher(text))
+    env = CallEnv(text, ctx, matcher or TextMatcher(text))
     env.matcher.prefetch(_jobs_for([p for p in points if p.fn not in skip], env.matcher))
     out: list[PointAssessment | None] = []
     for point in points:
@@ -148,9 +152,9 @@ def _score_sync(
     return out
 
 
-def _needs_engine(points: Sequence[EvalPoint], text: str, skip: frozenset[str]) -> bool:
-    """Whether scoring would wait on V8 (then it runs off the caller's event loop)."""
-    matcher = TextMatcher(text)
+def _needs_engine(points: Sequence[EvalPoint], matcher: TextMatcher, skip: frozenset[str]) -> bool:
+    """Whether scoring would wait on V8 (then it runs off the caller's event loop). What the
+    Python paths decide on the way is kept in ``matcher``."""
     for point in points:
         if point.authoring_error or point.fn in skip:
             continue
@@ -189,11 +193,12 @@ async def score_function_points(
     ``authoring_error=True``. Without ``call_external``, ``$call`` points are point errors."""
     selected = _function_points(points)
     skip = EXTERNAL_FUNCTIONS if call_external is not None else frozenset()
-    if _needs_engine(selected, text, skip):
+    matcher = TextMatcher(text)
+    if _needs_engine(selected, matcher, skip):
         # Up to 100-250 ms per runaway script or pattern: keep the caller's loop free.
-        results = await asyncio.to_thread(_score_sync, selected, text, ctx, skip)
+        results = await asyncio.to_thread(_score_sync, selected, text, ctx, skip, matcher)
     else:
-        results = _score_sync(selected, text, ctx, skip)
+        results = _score_sync(selected, text, ctx, skip, matcher)
     assessments: list[PointAssessment] = []
     for point, result in zip(selected, results):
         if result is None:
