@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from decimal import ROUND_HALF_UP, Decimal
 
+from pytest_weval.blueprint.js import js_number_str as js_number  # one JS number formatter
+
 ELLIPSIS = "…"
-
-
-def round2(value: float) -> float:
-    """JS ``parseFloat(x.toFixed(2))``: half away from zero on the exact binary value."""
-    return float(Decimal(value).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
 
 
 def fmt_score(value: float | None) -> str:
@@ -36,36 +32,6 @@ def fmt_compare(value: float, bound: float) -> tuple[str, str]:
         if (value < bound) == (shown < Decimal(repr(bound))):
             return str(shown), bound_text
     return js_number(value), bound_text
-
-
-def js_number(value: float | int) -> str:
-    """JavaScript's Number-to-string: ``1`` not ``1.0``, ``0.00001``, ``1e-7``, ``1e+21``."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    x = float(value)
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    if x == 0:
-        return "0"
-    sign = "-" if x < 0 else ""
-    # repr gives the shortest round-tripping digits, which is what JS prints too.
-    tup = Decimal(repr(abs(x))).as_tuple()
-    digits = "".join(map(str, tup.digits)).rstrip("0") or "0"
-    n = len(tup.digits) + tup.exponent  # the value is 0.<digits> x 10**n
-    k = len(digits)
-    if k <= n <= 21:
-        body = digits + "0" * (n - k)
-    elif 0 < n <= 21:
-        body = digits[:n] + "." + digits[n:]
-    elif -6 < n <= 0:
-        body = "0." + "0" * (-n) + digits
-    else:
-        exp = n - 1
-        mantissa = digits if k == 1 else digits[0] + "." + digits[1:]
-        body = f"{mantissa}e{'+' if exp >= 0 else '-'}{abs(exp)}"
-    return sign + body
 
 
 def utf16_key(text: str) -> bytes:

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from pytest_weval.blueprint.model import Blueprint, Prompt
-from pytest_weval.report._fmt import round2, utf16_key
+from pytest_weval.report._fmt import utf16_key
+from pytest_weval.scoring import round2
 from pytest_weval.report.breakdown import aggregate
 from pytest_weval.report.rollup import Rollup, build_rollup, item_key
 from pytest_weval.results import ItemResult, PointAssessment
