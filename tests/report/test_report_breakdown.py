@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from report_data import chest_pain_points, function, judged
 
-from pytest_weval.report._fmt import round2
+from pytest_weval.scoring import round2
 from pytest_weval.report.breakdown import aggregate, breakdown
 from pytest_weval.results import PointAssessment
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_weval.report._fmt import fit_left, fmt_compare, fmt_score, js_number, round2, shorten, utf16_key
+from pytest_weval.report._fmt import fit_left, fmt_compare, fmt_score, js_number, shorten, utf16_key
+from pytest_weval.scoring import round2
 
 
 @pytest.mark.parametrize("value,text", [
