@@ -9,11 +9,10 @@ import asyncio
 import concurrent.futures
 import datetime as _dt
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
+from pytest_weval.files import write_atomic
 
 _KEY = re.compile(r"[0-9a-f]{64}\Z")
 
@@ -64,19 +63,7 @@ class FilesStore:
             },
         }
         text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        write_atomic(path, text.encode("utf-8"), durable=True)
 
     async def get(self, key: str) -> dict[str, Any] | None:
         return await asyncio.get_running_loop().run_in_executor(self._executor, self.get_sync, key)

@@ -16,7 +16,6 @@ import json
 import math
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -26,6 +25,7 @@ from pytest_weval.scoring import round2
 from pytest_weval.report.breakdown import aggregate
 from pytest_weval.report.rollup import Rollup, build_rollup, item_key
 from pytest_weval.results import ItemResult, PointAssessment
+from pytest_weval.files import write_atomic
 
 IDEAL_MODEL_ID = "IDEAL_BENCHMARK"
 DEFAULT_EMBEDDING_MODEL = "openai:text-embedding-3-small"
@@ -354,18 +354,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
         payload = text.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates: escape them, as JSON.stringify does
         payload = json.dumps(data, indent=2, ensure_ascii=True).encode("ascii")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomic(path, payload)
 
 
 def _file_stem(blueprint_id: str) -> str:

@@ -1,0 +1,29 @@
+"""Writing files so that a reader (or a run killed mid-write) never sees half of one."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_atomic(path: Path, payload: bytes, *, durable: bool = False) -> None:
+    """Write ``payload`` to a temporary file beside ``path``, then rename it into place.
+
+    ``durable`` also fsyncs before the rename, for entries that must survive a power cut.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
