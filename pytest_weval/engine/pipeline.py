@@ -121,7 +121,7 @@ class Pipeline:
     async def _evaluate_into(self, work: ItemWork, result: ItemResult, usage: dict[str, Usage]) -> None:
         prompt = work.prompt
         if prompt.validation_error:
-            result.error = f"prompt '{prompt.id}' is invalid: {prompt.validation_error}"
+            result.error = f"the blueprint's prompt '{prompt.id}' cannot run as written: {prompt.validation_error}"
             return
         conversation = await self._generate(work, usage)
         result.history = [dict(role=m["role"], content=m["content"]) for m in conversation.history]

@@ -17,6 +17,13 @@ from pytest_weval.plugin.state import WevalState, state_of
 BLUEPRINT_SUFFIXES = (".yml", ".yaml", ".json")
 
 
+# Findings worth a warning on every run: a placeholder with no models (rulings 5), and the
+# authoring mistakes whose items will error (rulings 3 and 9), so the file and line are shown.
+ALWAYS_WARN = frozenset({
+    "empty-collection", "unknown-function", "undefined-ref", "invalid-point", "invalid-prompt",
+})
+
+
 class WevalWarning(UserWarning):
     """A finding about a blueprint: it runs, but probably not as its author meant."""
 
@@ -61,7 +68,7 @@ class BlueprintFile(pytest.File):
             raise self.CollectError(str(exc)) from None
         self.blueprint = blueprint
         for finding in blueprint.findings:
-            if finding.code == "empty-collection" or state.settings.lint or state.settings.lint_strict:
+            if finding.code in ALWAYS_WARN or state.settings.lint or state.settings.lint_strict:
                 warnings.warn_explicit(
                     WevalWarning(f"{finding.message}"),
                     category=WevalWarning,
