@@ -263,7 +263,9 @@ def compiled(pattern: str, flags: str) -> Any | None:
     source = translate(pattern, flags)
     result = None
     if source is not None:
-        options = regex.ASCII | (regex.IGNORECASE if flags == "i" else 0)
+        # VERSION0 pinned: a process-wide regex.DEFAULT_VERSION = VERSION1 would otherwise
+        # turn on set operations in classes and full case folding.
+        options = regex.VERSION0 | regex.ASCII | (regex.IGNORECASE if flags == "i" else 0)
         try:
             result = regex.compile(source, options)
         except regex.error:
