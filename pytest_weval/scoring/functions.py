@@ -17,6 +17,7 @@ from pytest_weval.scoring.context import PointContext
 from pytest_weval.scoring.jsvalues import count_words, is_number, js_min
 from pytest_weval.scoring.regex_js import RegexSyntaxError, RegexTimeout, TextMatcher
 from pytest_weval.scoring.types import FnError, RawResult
+from pytest_weval.blueprint.functions import CANONICAL_FUNCTIONS, FUNCTION_ALIASES
 
 Job = tuple[str, str]
 
@@ -342,55 +343,15 @@ _POSITIVE: dict[str, FunctionSpec] = {
     "tool_call_order": FunctionSpec(_tool(tools.tool_call_order)),
 }
 
-# Aliases of the reference's index.ts (singular forms, `expr`, `external`).
-_ALIASES = {
-    "contain": "contains",
-    "match": "matches",
-    "contain_all_of": "contains_all_of",
-    "match_all_of": "matches_all_of",
-    "icontain": "icontains",
-    "imatch": "imatches",
-    "icontain_all_of": "icontains_all_of",
-    "icontain_any_of": "icontains_any_of",
-    "istart_with": "istarts_with",
-    "iend_with": "iends_with",
-    "contain_at_least_n_of": "contains_at_least_n_of",
-    "icontain_at_least_n_of": "icontains_at_least_n_of",
-    "match_at_least_n_of": "matches_at_least_n_of",
-    "expr": "js",
-    "external": "call",
-    "contain_word": "contains_word",
-    "icontain_word": "icontains_word",
-}
-
-# The negations and their singular aliases.
-_NEGATED = {
-    "contains": ("contain",),
-    "icontains": ("icontain",),
-    "contains_any_of": ("contain_any_of",),
-    "icontains_any_of": ("icontain_any_of",),
-    "contains_all_of": ("contain_all_of",),
-    "icontains_all_of": ("icontain_all_of",),
-    "matches": ("match",),
-    "imatches": ("imatch",),
-    "starts_with": ("start_with",),
-    "istarts_with": ("istart_with",),
-    "ends_with": ("end_with",),
-    "iends_with": ("iend_with",),
-    "contains_word": ("contain_word",),
-    "icontains_word": ("icontain_word",),
-}
-
-
 def _build_registry() -> dict[str, FunctionSpec]:
-    registry = dict(_POSITIVE)
-    for alias, target in _ALIASES.items():
-        registry[alias] = _POSITIVE[target]
-    for base, singulars in _NEGATED.items():
-        spec = _negate(base, _POSITIVE[base])
-        registry["not_" + base] = spec
-        for singular in singulars:
-            registry["not_" + singular] = spec
+    """Implementations for every name the parser knows (one table of names and aliases, in
+    ``blueprint.functions``): negations wrap their positive function."""
+    registry: dict[str, FunctionSpec] = {}
+    for name in CANONICAL_FUNCTIONS:
+        base = name.removeprefix("not_")
+        registry[name] = _negate(base, _POSITIVE[base]) if name != base else _POSITIVE[name]
+    for alias, target in FUNCTION_ALIASES.items():
+        registry[alias] = registry[target]
     return registry
 
 

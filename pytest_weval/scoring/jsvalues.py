@@ -13,6 +13,7 @@ import math
 import re
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
+from pytest_weval.blueprint.js import js_number_str
 
 # ECMAScript WhiteSpace + LineTerminator (what `\s` and `trim()` use): Unicode Zs, the ASCII
 # controls \t\n\v\f\r, U+2028/U+2029 and U+FEFF. Python's str.split()/strip() also treat
@@ -70,44 +71,8 @@ def js_min(a: float, b: float) -> float:
     return a if a <= b else b
 
 
-def number_to_string(value: float) -> str:
-    """``Number.prototype.toString()``: shortest round-trip digits, ``1`` not ``1.0``,
-    fixed notation for 1e-7 <= |x| < 1e21, else ``1e+21`` / ``1e-7`` style."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        value = float(value) if abs(value) >= 2**53 else value
-        if isinstance(value, int):
-            return str(value)
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0:
-        return "0"
-    sign = "-" if value < 0 else ""
-    digits, exponent = _shortest_digits(abs(value))
-    k = len(digits)
-    n = exponent + k  # position of the decimal point relative to the digit string
-    if k <= n <= 21:
-        return sign + digits + "0" * (n - k)
-    if 0 < n <= 21:
-        return sign + digits[:n] + "." + digits[n:]
-    if -6 < n <= 0:
-        return sign + "0." + "0" * (-n) + digits
-    e = n - 1
-    mantissa = digits[0] + ("." + digits[1:] if k > 1 else "")
-    return f"{sign}{mantissa}e{'+' if e >= 0 else '-'}{abs(e)}"
-
-
-def _shortest_digits(x: float) -> tuple[str, int]:
-    """Digits and exponent of repr(x) (Python's repr is the shortest round-trip form, as JS)."""
-    d = Decimal(repr(x))
-    sign, digits, exponent = d.as_tuple()
-    text = "".join(map(str, digits)).rstrip("0")
-    exponent += len(digits) - len(text)
-    text = text.lstrip("0") or "0"
-    return text, int(exponent)
+# ``Number.prototype.toString()`` lives with the parser, which needs it for ids and hashes.
+number_to_string = js_number_str
 
 
 def to_fixed(value: float, digits: int = 2) -> str:
