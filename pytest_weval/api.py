@@ -45,7 +45,15 @@ class Judgement:
             lines.append(f"error: {self.error}")
         for point in self.points:
             value = "error" if point.coverage_extent is None else f"{point.coverage_extent:.2f}"
-            lines.append(f"  [{value}] {point.key_point_text}" + (f" - {point.error}" if point.error else ""))
+            label = ("should not: " if point.is_inverted else "") + point.key_point_text
+            lines.append(f"  [{value}] {label}" + (f" - {point.error}" if point.error else ""))
+            # the judges' (or the function's) reasons: what a failing assert should show
+            if point.individual_judgements:
+                for verdict in point.individual_judgements:
+                    lines.append(f"      {verdict.judge_model_id}: {verdict.coverage_extent:.2f} - "
+                                 f"{verdict.reflection or '(no reason given)'}")
+            elif point.reflection and not point.error:
+                lines.append(f"      {point.reflection}")
         return "\n".join(lines)
 
 
