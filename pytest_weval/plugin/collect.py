@@ -67,14 +67,25 @@ class BlueprintFile(pytest.File):
         except BlueprintError as exc:
             raise self.CollectError(str(exc)) from None
         self.blueprint = blueprint
-        for finding in blueprint.findings:
-            if finding.code in ALWAYS_WARN or state.settings.lint or state.settings.lint_strict:
-                warnings.warn_explicit(
-                    WevalWarning(f"{finding.message}"),
-                    category=WevalWarning,
-                    filename=str(self.path),
-                    lineno=finding.location.line or 1,
-                )
+        settings = state.settings
+        if settings.lint or settings.lint_strict:
+            from pytest_weval.plugin import lint
+
+            findings = lint.lint_findings(self.path, blueprint, settings.max_file_mb)
+            if settings.lint_strict:  # findings fail this file's lint item instead
+                lint.register_marker(self.config)
+                yield lint.LintItem.from_parent(self, name=lint.LINT_ITEM_NAME, findings=findings)
+                findings = [f for f in findings if f.code in ALWAYS_WARN]
+            lint.warn_findings(findings, self.path, WevalWarning)
+        else:
+            for finding in blueprint.findings:
+                if finding.code in ALWAYS_WARN:
+                    warnings.warn_explicit(
+                        WevalWarning(f"{finding.message}"),
+                        category=WevalWarning,
+                        filename=str(self.path),
+                        lineno=finding.location.line or 1,
+                    )
         yield from make_items(self, blueprint, state)
 
 

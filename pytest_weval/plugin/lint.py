@@ -1,0 +1,71 @@
+"""`--weval-lint` and `--weval-lint-strict`: the linter (pytest_weval.lint) at collection.
+
+* `--weval-lint`: every finding is a warning naming the blueprint file and line, and the
+  blueprint's items run as usual.
+* `--weval-lint-strict`: each blueprint file gets one more item, `<file>::lint` (marker
+  `weval_lint`), which fails listing the file's findings and passes when there are none. So a
+  CI job on a blueprint repository fails on any finding, the junit report names each file, and
+  `pytest --weval-lint-strict -m weval_lint blueprints/` lints without calling any model.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+from pytest_weval.blueprint.model import Blueprint, Finding
+from pytest_weval.lint import format_finding, lint_blueprint, read_source
+
+LINT_ITEM_NAME = "lint"
+LINT_MARKER = "weval_lint"
+
+
+def lint_findings(path: Path, blueprint: Blueprint, max_file_mb: float) -> list[Finding]:
+    """The linter's findings (the parser's included) for a blueprint already parsed from `path`."""
+    source = read_source(path, display_path=blueprint.path, max_file_mb=max_file_mb)
+    return lint_blueprint(blueprint, source)
+
+
+def warn_findings(findings: list[Finding], path: Path, category: type[Warning]) -> None:
+    for finding in findings:
+        warnings.warn_explicit(
+            category(f"[{finding.code}] {finding.message}"),
+            category=category,
+            filename=str(path),
+            lineno=finding.location.line or 1,
+        )
+
+
+class LintFailure(Exception):
+    pass
+
+
+class LintItem(pytest.Item):
+    """One blueprint file's lint result under `--weval-lint-strict`."""
+
+    def __init__(self, *, findings: list[Finding], **kwargs):
+        super().__init__(**kwargs)
+        self.findings = findings
+        self.add_marker(LINT_MARKER)
+
+    def runtest(self) -> None:
+        if self.findings:
+            raise LintFailure()
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, LintFailure):
+            count = len(self.findings)
+            lines = [f"{count} lint finding{'s' if count != 1 else ''} in {self.path.name} "
+                     "(--weval-lint-strict fails on any):"]
+            lines += [f"  {format_finding(f)}" for f in self.findings]
+            return "\n".join(lines)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.path.name}::{LINT_ITEM_NAME}"
+
+
+def register_marker(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{LINT_MARKER}: the blueprint linter's item for one file (--weval-lint-strict)")
