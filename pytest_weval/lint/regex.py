@@ -69,7 +69,9 @@ def dialect_problems(pattern: str, flags: str = "") -> list[str]:
     if inline:
         letters = inline.group(1)
         advice = []
-        if "i" in letters:
+        if "i" in letters and "i" in flags:
+            advice.append("remove it: this function already matches case-insensitively")
+        elif "i" in letters:
             advice.append("for case-insensitive matching use $imatches (or $not_imatches, "
                           "$imatches_all_of -> $imatch_all_of)")
         if "s" in letters:
