@@ -1,0 +1,169 @@
+"""Throughput of a judged suite through pytest, against the fake server with real latency.
+
+    python bench/throughput.py [--items 400] [--latency-ms 100] [--concurrency 20]
+
+Starts the fake server (``python -m tests.fakeserver``) with ``--latency-ms``, writes a suite of
+blueprints into a temp dir (every item: one generation, two judged points, two function points),
+and runs it through ``pytest`` in a fresh process: serial, then with ``-n 2``, each with a fresh
+cache; then serial again over the warm cache. For each run it prints the wall time beside the
+ideal (HTTP requests x latency / concurrency, the concurrency being ``--weval-concurrency``),
+the HTTP requests the server saw beside the distinct requests among them, and the most it had in
+flight at once; for the cached run, the time per item.
+
+Targets: wall within 1.3x the ideal, no request sent twice, -n 2 no slower than serial.
+The wall time includes pytest's start-up and collection, printed separately as ``floor``
+(``pytest --collect-only`` of the same suite).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.fakeserver import FakeServerProcess  # noqa: E402
+
+PROMPTS_PER_BLUEPRINT = 10
+MODELS = ("openai:bench-model-a", "openai:bench-model-b")
+JUDGE = "openai:bench-judge"
+JUDGE_REPLY = "<reflection>The text meets it.</reflection><classification>CLASS_MAJOR</classification>"
+
+
+def write_suite(folder: Path, items: int) -> int:
+    """Blueprints with ``items`` items in all (prompts x models); returns the item count."""
+    prompts = -(-items // len(MODELS))
+    blueprints = -(-prompts // PROMPTS_PER_BLUEPRINT)
+    written = 0
+    for b in range(blueprints):
+        lines = [f"title: Bench {b}", "models:"] + [f"  - {m}" for m in MODELS] + ["---"]
+        for p in range(PROMPTS_PER_BLUEPRINT):
+            if written >= prompts:
+                break
+            n = b * PROMPTS_PER_BLUEPRINT + p
+            lines += [
+                f"- id: q{n}",
+                f"  prompt: Question number {n}, explain topic {n} in one line.",
+                "  should:",
+                f"    - explains topic {n} clearly",
+                f"    - mentions the number {n}",
+                f"    - $icontains: topic {n}",
+                "    - $js: \"r.length > 5\"",
+                "  should_not:",
+                "    - $icontains: forbidden",
+            ]
+            written += 1
+        path = folder / "blueprints" / f"group{b % 4}" / f"bench{b:03d}.yml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (folder / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    return written * len(MODELS)
+
+
+def run_pytest(suite: Path, env: dict[str, str], *args: str) -> tuple[float, subprocess.CompletedProcess]:
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *args]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=suite, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    return wall, proc
+
+
+def reset(server: FakeServerProcess) -> None:
+    import httpx
+
+    httpx.post(server.url + "/__reset", timeout=10)
+
+
+def summary_line(proc: subprocess.CompletedProcess) -> str:
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    return lines[-1] if lines else proc.stderr.strip()[-300:]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--items", type=int, default=400)
+    parser.add_argument("--latency-ms", type=float, default=100.0)
+    parser.add_argument("--concurrency", type=int, default=20, help="--weval-concurrency for every run")
+    parser.add_argument("--keep", action="store_true", help="keep the temp dir")
+    parser.add_argument("--profile", help="py-spy record the serial run into this SVG")
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="weval-bench-"))
+    suite = tmp / "suite"
+    suite.mkdir()
+    items = write_suite(suite, args.items)
+    rules = tmp / "rules.json"
+    # Each model answers differently, so every judge request is distinct too.
+    rules.write_text(json.dumps([{"model": JUDGE.split(":", 1)[1], "reply": JUDGE_REPLY}] + [
+        {"model": m.split(":", 1)[1], "reply": "{model} says: {last}"} for m in MODELS]))
+
+    latency = args.latency_ms / 1000
+    results: dict[str, dict] = {}
+    with FakeServerProcess("--latency-ms", str(args.latency_ms), "--rules", str(rules)) as server:
+        env = dict(os.environ)
+        for name in list(env):
+            if name.endswith(("_API_KEY", "_BASE_URL")) or name in ("PYTEST_ADDOPTS",):
+                env.pop(name)
+        env.update(server.env())
+        common = (f"--weval-judges={JUDGE}", f"--weval-concurrency={args.concurrency}")
+
+        floor, proc = run_pytest(suite, env, "--collect-only", *common)
+        print(f"suite: {items} items, each 1 generation + 2 judged + 3 function points; "
+              f"latency {args.latency_ms:g} ms; --weval-concurrency={args.concurrency}")
+        print(f"floor (pytest --collect-only, fresh process): {floor:.2f} s")
+
+        runs = [
+            ("serial", ("--weval-cache-dir", str(tmp / "cache-serial"))),
+            ("-n 2", ("-n", "2", "--weval-cache-dir", str(tmp / "cache-xdist"))),
+            ("serial, cached", ("--weval-cache-dir", str(tmp / "cache-serial"))),
+            ("-n 2, cached", ("-n", "2", "--weval-cache-dir", str(tmp / "cache-xdist"))),
+        ]
+        for label, extra in runs:
+            reset(server)
+            if args.profile and label == "serial":
+                cmd_prefix = ["py-spy", "record", "-o", args.profile, "--subprocesses", "--"]
+                start = time.perf_counter()
+                proc = subprocess.run(cmd_prefix + [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                                    *common, *extra], cwd=suite, env=env, capture_output=True, text=True)
+                wall = time.perf_counter() - start
+            else:
+                wall, proc = run_pytest(suite, env, *common, *extra)
+            log = server.log()
+            results[label] = dict(wall=wall, count=log["count"], distinct=log["distinct"],
+                                  max_in_flight=log["max_in_flight"], outcome=summary_line(proc),
+                                  rc=proc.returncode)
+            ideal = log["count"] * latency / args.concurrency
+            if log["count"]:
+                arrivals = sorted(r["at"] for r in log["requests"])
+                # from the first request's arrival to the last reply: the request phase
+                span = arrivals[-1] - arrivals[0] + latency
+                print(f"{label:>15}: wall {wall:6.2f} s  ideal {ideal:5.2f} s  ratio {wall / ideal:4.2f}x  "
+                      f"(minus floor {(wall - floor) / ideal:4.2f}x; request phase {span:5.2f} s = "
+                      f"{span / ideal:4.2f}x)  requests {log['count']} distinct {log['distinct']}  "
+                      f"max in flight {log['max_in_flight']}  | {summary_line(proc)}")
+            else:
+                print(f"{label:>15}: wall {wall:6.2f} s  requests 0  per item {1000 * wall / items:.2f} ms "
+                      f"(minus floor {1000 * (wall - floor) / items:.2f} ms)  | {summary_line(proc)}")
+            if proc.returncode not in (0, 1):
+                print(proc.stdout[-3000:], proc.stderr[-3000:])
+
+    serial, xdist = results["serial"], results["-n 2"]
+    print()
+    print(f"duplicates: serial {serial['count'] - serial['distinct']}, -n 2 {xdist['count'] - xdist['distinct']}")
+    print(f"-n 2 / serial wall: {xdist['wall'] / serial['wall']:.2f}")
+    if args.keep:
+        print(f"kept {tmp}")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
