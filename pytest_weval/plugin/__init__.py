@@ -36,6 +36,13 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     return None
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    from pytest_weval.plugin.running import announce
+
+    announce(item, nextitem)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     from pytest_weval.plugin.reporting import decorate_report

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import time
 import warnings
 from typing import TYPE_CHECKING
 
@@ -58,8 +59,9 @@ class Runner:
         # Enough evaluations in flight to keep every provider's cap busy, few enough that a
         # 100k-item run does not hold 100k coroutines.
         self._window = max(256, 8 * (settings.concurrency or 64))
-        self._urgent: asyncio.Queue[str] | None = None
-        self._started: set[str] = set()
+        self._urgent: asyncio.Queue[str] = asyncio.Queue()  # bound to the engine loop on first use
+        self._started: set[str] = set()  # touched on the engine loop only
+        self._running: set[asyncio.Task] = set()
         self._feeder = self.engine.run_coroutine(self._feed())
 
     def _work(self, item: "WevalItem", priority: int) -> ItemWork:
@@ -69,31 +71,41 @@ class Runner:
         )
 
     async def _feed(self) -> None:
-        self._urgent = asyncio.Queue()
+        """Start every item in collection order, a bounded window at a time; items pytest is
+        about to run start at once, ahead of the window, at the top priority. Under xdist every
+        worker does this over the whole collection (an evaluation ahead only of the items xdist
+        has handed out would keep too little in flight); the shared store and the engine's
+        claims make sure no request is sent twice (docs/engine.md)."""
+        urgent = asyncio.ensure_future(self._feed_urgent())
         slots = asyncio.Semaphore(self._window)
-        pending = iter(self._items)
-        running: set[asyncio.Task] = set()
+        try:
+            for item in self._items:
+                await slots.acquire()
+                if item.nodeid in self._started:
+                    slots.release()
+                    continue
+                self._start(item, self._order[item.nodeid], slots)
+            await urgent
+        finally:
+            urgent.cancel()
+
+    async def _feed_urgent(self) -> None:
         while True:
-            await slots.acquire()
-            item = None
-            while not self._urgent.empty():
-                nodeid = self._urgent.get_nowait()
-                if nodeid not in self._started:
-                    item = self._items[self._order[nodeid]]
-                    priority = -1
-                    break
-            if item is None:
-                item = next((i for i in pending if i.nodeid not in self._started), None)
-                priority = self._order[item.nodeid] if item is not None else 0
-            if item is None:
+            nodeid = await self._urgent.get()
+            if nodeid not in self._started:
+                self._start(self._items[self._order[nodeid]], -1, None)
+
+    def _start(self, item: "WevalItem", priority: int, slots: asyncio.Semaphore | None) -> None:
+        self._started.add(item.nodeid)
+        task = asyncio.ensure_future(self._evaluate(item, priority))
+        self._running.add(task)
+
+        def done(t: asyncio.Task) -> None:
+            self._running.discard(t)
+            if slots is not None:
                 slots.release()
-                nodeid = await self._urgent.get()
-                await self._urgent.put(nodeid)
-                continue
-            self._started.add(item.nodeid)
-            task = asyncio.ensure_future(self._evaluate(item, priority))
-            running.add(task)
-            task.add_done_callback(lambda t: (running.discard(t), slots.release()))
+
+        task.add_done_callback(done)
 
     async def _evaluate(self, item: "WevalItem", priority: int) -> None:
         future = self._futures[item.nodeid]
@@ -104,26 +116,66 @@ class Runner:
             return
         future.set_result(result)
 
+    def hurry(self, item: "WevalItem") -> None:
+        """Start ``item`` now if it is not running yet (it is next, or about to be)."""
+        if item.nodeid in self._futures and item.nodeid not in self._started:
+            self.engine.loop.call_soon_threadsafe(self._urgent.put_nowait, item.nodeid)
+
     def result_for(self, item: "WevalItem") -> ItemResult:
         future = self._futures.get(item.nodeid)
         if future is None:  # an item the session did not select up front (should not happen)
             return self.engine.run_coroutine(self.pipeline.evaluate(self._work(item, -1))).result()
-        if item.nodeid not in self._started and self._urgent is not None:
-            self.engine.loop.call_soon_threadsafe(self._urgent.put_nowait, item.nodeid)
+        self.hurry(item)
         return future.result()
 
-    def close(self) -> None:
+    def close(self, drain_s: float = 30.0) -> None:
+        """Stop evaluating. Under xdist, first let the requests this process holds claims on
+        finish: another worker may be waiting for them (xdist stops a worker as soon as it has
+        nothing left to run, while the others still run theirs), and an abandoned claim would be
+        sent again by the waiter."""
         self._feeder.cancel()
+        coordinator = getattr(self.engine, "coordinator", None)
+        if coordinator is None or self.engine.loop is None:
+            return
+
+        async def drain() -> None:
+            for task in list(self._running):
+                task.cancel()  # the engine's requests are shielded: they go on
+            deadline = time.monotonic() + drain_s
+            while coordinator.held and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+
+        try:
+            self.engine.run_coroutine(drain()).result(drain_s + 5)
+        except Exception:  # noqa: BLE001 - closing goes on; the engine abandons what is left
+            pass
 
 
-def wait_for_result(item: "WevalItem") -> None:
+def runner_for(item: pytest.Item) -> Runner:
     state = state_of(item.config)
     if state.runner is None:
         from pytest_weval.plugin.collect import WevalItem
 
         selected = [i for i in item.session.items if isinstance(i, WevalItem)]
         state.runner = Runner(state, selected)
-    result = state.runner.result_for(item)
+    return state.runner
+
+
+def announce(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """pytest is about to run ``item``: start it and the item after it if not yet under way
+    (under xdist they may belong to another worker's share)."""
+    from pytest_weval.plugin.collect import WevalItem
+
+    if not isinstance(item, WevalItem):
+        return
+    runner = runner_for(item)
+    runner.hurry(item)
+    if isinstance(nextitem, WevalItem):
+        runner.hurry(nextitem)
+
+
+def wait_for_result(item: "WevalItem") -> None:
+    result = runner_for(item).result_for(item)
     item.weval_result = result
     item.user_properties.extend(junit_properties(result))
     if result.outcome == "error":
