@@ -215,8 +215,11 @@ def run_script(src: str, response: str, messages: list[dict[str, Any]], model_id
             try:
                 out = json.loads(_SANDBOX.eval(code, JS_TIMEOUT_S))
             except v8.JsTimeout:
-                if attempt == 1 and not _SANDBOX.probe():
-                    # Not this script: a job an earlier one left behind still holds the isolate.
+                if attempt == 1:
+                    # Either a job an earlier script left behind still holds the isolate, or the
+                    # machine was too busy to give this script its 100 ms (a loaded CI runner):
+                    # one more run on a fresh isolate tells a slow machine from a script that
+                    # never ends, at the cost of a second 100 ms for the latter.
                     _SANDBOX.reset()
                     continue
                 prefix = "Expression evaluation failed"
