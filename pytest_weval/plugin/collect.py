@@ -37,7 +37,17 @@ def is_blueprint_path(file_path: Path, config: pytest.Config, state: WevalState)
     if any(fnmatch.fnmatch(rel, glob) for glob in state.settings.globs):
         return True
     # The configs-repository layout: anything below a folder named `blueprints`.
-    return "blueprints" in file_path.parent.parts
+    return "blueprints" in _project_folders(file_path, state.settings.rootdir)
+
+
+def _project_folders(path: Path, root: Path) -> tuple[str, ...]:
+    """The folders holding ``path`` from the rootdir (its own name included) down. Folders
+    above the rootdir do not count: a checkout in ``~/blueprints/repo`` must not turn every
+    YAML file of the repository into a blueprint."""
+    try:
+        return path.parent.relative_to(root.parent).parts
+    except ValueError:
+        return path.parent.parts
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -50,10 +60,10 @@ def _rel(path: Path, root: Path) -> str:
 def blueprint_rel_path(path: Path, root: Path) -> str:
     """The path a blueprint id derives from: relative to its `blueprints/` folder, as Weval's
     GitHub runs do, else relative to the rootdir."""
-    parts = path.parts
-    if "blueprints" in parts[:-1]:
-        last = len(parts) - 1 - list(reversed(parts[:-1])).index("blueprints") - 1
-        return Path(*parts[last + 1 :]).as_posix()
+    folders = _project_folders(path, root)
+    if "blueprints" in folders:
+        last = len(folders) - 1 - folders[::-1].index("blueprints")
+        return Path(*folders[last + 1 :], path.name).as_posix()
     return _rel(path, root)
 
 

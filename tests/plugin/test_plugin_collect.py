@@ -4,7 +4,7 @@ no network while collecting, the same collection in every xdist worker."""
 from __future__ import annotations
 
 import pytest
-from plugin_helpers import MODEL_ID, Project, answer_rule
+from plugin_helpers import INI, MODEL_ID, Project, answer_rule, section
 
 SIMPLE = """\
 title: {title}
@@ -330,3 +330,46 @@ def test_collection_is_identical_across_xdist_workers(project: Project):
     assert "Different tests were collected" not in out, out
     assert "different" not in out.lower(), out
     result.assert_outcomes(passed=2 * 2 * 3 * 3 + 2)
+
+
+def test_folders_above_the_rootdir_do_not_count(project: Project):
+    """A checkout that happens to live in a folder named `blueprints` (`~/blueprints/repo`)."""
+    repo = project.path / "blueprints" / "repo"
+    project.write("blueprints/repo/pytest.ini", INI)
+    project.write("blueprints/repo/ci.yml", "on: push\njobs: {}\n")
+    project.write("blueprints/repo/docker-compose.yml", "services: {}\n")
+    project.write("blueprints/repo/blueprints/safety/a.yml", SIMPLE.format(title="A"))
+    project.monkeypatch.chdir(repo)
+    result = project.run("--collect-only", "-q", "--junitxml=junit.xml")
+    assert result.ret == 0, result.stdout.str()
+    assert collected(result) == ["blueprints/safety/a.yml::p1[ideal]"]
+    # and the blueprint id comes from the path below the `blueprints` folder inside the repo
+    project.run("--junitxml=junit.xml").assert_outcomes(passed=1)
+    props = project.junit("blueprints/repo/junit.xml")["p1[ideal]"]["properties"]
+    assert props["weval_blueprint_id"] == "safety__a"
+
+
+def test_run_from_inside_the_blueprints_folder(project: Project):
+    project.write("configs/blueprints/sub/a.yml", SIMPLE.format(title="A"))
+    project.write("configs/blueprints/pytest.ini", INI)
+    project.monkeypatch.chdir(project.path / "configs" / "blueprints")
+    result = project.run("--junitxml=junit.xml")
+    result.assert_outcomes(passed=1)
+    props = project.junit("configs/blueprints/junit.xml")["p1[ideal]"]["properties"]
+    assert props["weval_blueprint_id"] == "sub__a"
+
+
+def test_an_empty_collection_is_a_located_warning_and_no_items(project: Project):
+    project.write("models/FRONTIER.json", "[]\n")
+    project.write("blueprints/frontier.yml", """\
+        title: Frontier
+        models: [FRONTIER]
+        ---
+        - prompt: hi
+          should: [{$contains: hi}]
+        """)
+    project.write("blueprints/ok.yml", SIMPLE.format(title="OK"))
+    result = project.run("-rA")
+    result.assert_outcomes(passed=1, warnings=1)
+    warned = "\n".join(section(result.outlines, "warnings summary"))
+    assert "blueprints/frontier.yml:2" in warned and "FRONTIER" in warned, warned
