@@ -111,12 +111,15 @@ def _summary(result: pytest.RunResult) -> list[str]:
 def test_terminal_summary_and_out_files_are_the_same_serial_and_with_xdist(project: Project):
     _suite(project)
     common = (f"--weval-judges={JUDGE_ID}", "-p", "no:randomly")
-    serial = project.run(*common, "--weval-out=out-serial", "--weval-cache-dir=cache-serial", sub=True)
+    serial = project.run(*common, "--weval-out=out-serial", "--weval-cache-dir=cache-serial",
+                         "--junitxml=junit-serial.xml", sub=True)
     serial.assert_outcomes(passed=8, failed=2)
     requests_serial = project.server.count
-    parallel = project.run(*common, "-n", "2", "--weval-out=out-xdist", "--weval-cache-dir=cache-xdist", sub=True)
+    parallel = project.run(*common, "-n", "2", "--weval-out=out-xdist", "--weval-cache-dir=cache-xdist",
+                           "--junitxml=junit-xdist.xml", sub=True)
     parallel.assert_outcomes(passed=8, failed=2)
     assert project.server.count == 2 * requests_serial  # a fresh cache each: the same requests
+    assert project.junit("junit-xdist.xml") == project.junit("junit-serial.xml")
 
     summary = _summary(serial)
     text = "\n".join(summary)
