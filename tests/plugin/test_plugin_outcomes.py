@@ -297,3 +297,17 @@ def test_a_passing_run_has_no_failure_text_and_exit_code_0(project: Project):
     result = project.run()
     assert result.ret == 0
     result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("tb", ["long", "native", "short", "line"])
+def test_no_python_traceback_in_any_tb_style(project: Project, tb: str):
+    project.rules(answer_rule("Please answer fine.", "nope"))
+    project.write("blueprints/e.yml", ERRORS)
+    result = project.run("-rA", "-vv", f"--tb={tb}")
+    result.assert_outcomes(failed=1, errors=1)
+    out = result.stdout.str()
+    for word in ("Traceback", "WevalItemError", "WevalScoreFailure", "running.py", "raise "):
+        assert word not in out, (word, out)
+    if tb != "line":
+        assert "Score 0.00 is below the pass mark 0.50" in out
+        assert "No score: The model provider's API key is missing" in out
