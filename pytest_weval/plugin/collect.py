@@ -146,6 +146,12 @@ def make_items(parent: BlueprintFile, blueprint: Blueprint, state: WevalState) -
 class WevalItem(pytest.Item):
     def __init__(self, *, blueprint: Blueprint, prompt: Prompt, model: ModelSpec,
                  temperature: float | None, system_index: int, **kwargs):
+        if "nodeid" not in kwargs and "[" in kwargs.get("name", ""):
+            # pytest 9 keeps node ids structured: from `name` alone it would make the bracket
+            # part of the name, while the ids it reads back (--lf, --ff, --sw) are parsed into
+            # name and params, so "p[model]" would never match itself. Built from the string,
+            # the id is parsed the same way both times (and pytest 8 takes the string as is).
+            kwargs["nodeid"] = f"{kwargs['parent'].nodeid}::{kwargs['name']}"
         super().__init__(**kwargs)
         self.blueprint = blueprint
         self.prompt = prompt

@@ -181,7 +181,8 @@ def wait_for_result(item: "WevalItem") -> None:
     if result.outcome == "error":
         raise WevalItemError(result)
     if result.outcome == "skipped":
-        pytest.skip(result.error or "nothing to score")
+        # reported at the prompt's line in the blueprint, not at this line of the plugin
+        raise pytest.skip.Exception(result.error or "nothing to score", _use_item_location=True)
 
 
 def check_outcome(item: "WevalItem") -> None:

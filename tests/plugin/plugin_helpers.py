@@ -86,8 +86,9 @@ class Project:
         return [r for r in list(self.server.requests) if model is None or r.model == model]
 
     # -- running -------------------------------------------------------------------------
-    def run(self, *args: str, sub: bool = False, timeout: float = 180) -> pytest.RunResult:
-        args = ("-p", "no:cacheprovider", *args)
+    def run(self, *args: str, sub: bool = False, timeout: float = 180, cacheprovider: bool = False) -> pytest.RunResult:
+        if not cacheprovider:
+            args = ("-p", "no:cacheprovider", *args)
         if sub:
             return self.pytester.runpytest_subprocess(*args, timeout=timeout)
         return self.pytester.runpytest(*args)
