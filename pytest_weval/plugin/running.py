@@ -188,10 +188,16 @@ def wait_for_result(item: "WevalItem") -> None:
 def check_outcome(item: "WevalItem") -> None:
     result = item.weval_result
     for point in result.point_errors:
-        warnings.warn(WevalPointError(
-            f"{result.blueprint_path}: prompt '{result.prompt_id}' [{result.effective_model_id}]: "
-            f"point '{point.key_point_text}' errored and was left out of the score: {point.error}"
-        ))
+        # located at the prompt in the blueprint (not at this line of the plugin)
+        warnings.warn_explicit(
+            WevalPointError(
+                f"{result.blueprint_path}: prompt '{result.prompt_id}' [{result.effective_model_id}]: "
+                f"point '{point.key_point_text}' errored and was left out of the score: {point.error}"
+            ),
+            category=WevalPointError,
+            filename=str(item.path),
+            lineno=item.prompt.location.line or 1,
+        )
     if result.outcome == "failed":
         raise WevalScoreFailure(result)
 

@@ -260,6 +260,7 @@ def test_an_errored_point_is_a_warning_at_the_end_naming_file_prompt_point(proje
     warned = "\n".join(section(result.outlines, "warnings summary"))
     assert "blueprints/js.yml" in warned and "'boom'" in warned and "kaboom" in warned, warned
     assert "$js" in warned or "js(" in warned, warned
+    assert "blueprints/js.yml:3: WevalPointError" in warned and "running.py" not in warned, warned
     # with xdist too (warnings travel from the workers)
     result = project.run("-rA", "-n", "2", "--weval-cache=off", sub=True)
     result.assert_outcomes(passed=2, warnings=1)
