@@ -180,3 +180,15 @@ class WevalItem(pytest.Item):
         if text is not None:
             return text
         return super().repr_failure(excinfo, style=style)
+
+    def _repr_failure_py(self, excinfo, style=None):
+        # pytest renders a *setup* error with this, not repr_failure. An item error is said in
+        # words (decorate_report replaces the report's longrepr), so skip building a traceback
+        # that would be thrown away: it ast-parses every frame's source, about 0.2 s per error,
+        # which made an offline `--weval-models=ideal` corpus run (5,000+ errors) take 12 minutes.
+        from pytest_weval.plugin.running import describe_failure
+
+        text = describe_failure(self, excinfo)
+        if text is not None:
+            return text
+        return super()._repr_failure_py(excinfo, style=style)
