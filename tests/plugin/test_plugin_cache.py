@@ -111,3 +111,19 @@ def test_xdist_workers_share_the_cache_and_send_nothing_twice(project: Project, 
         again = project.run(f"--weval-judges={JUDGE_ID}", "-n", "2", "-rA", sub=True)
         again.assert_outcomes(passed=36)
         assert project.server.count == 6 * 8
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_concurrency_caps_the_whole_run(project: Project, workers: int):
+    _setup(project, blueprints=2)
+    project.server.latency_ms = 50
+    xdist = ("-n", str(workers)) if workers else ()
+    result = project.run(f"--weval-judges={JUDGE_ID}", "--weval-concurrency=4", *xdist, sub=bool(workers))
+    result.assert_outcomes(passed=12)
+    assert 2 <= project.server.max_in_flight <= 4
+    # the provider cap (ini) applies too
+    project.server.reset()
+    project.ini("weval_provider_concurrency = openai:2")
+    result = project.run(f"--weval-judges={JUDGE_ID}", "--weval-cache=refresh", *xdist, sub=bool(workers))
+    result.assert_outcomes(passed=12)
+    assert project.server.max_in_flight <= 2
