@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fnmatch
-import warnings
 from pathlib import Path
 from typing import Iterator
 
@@ -78,24 +77,18 @@ class BlueprintFile(pytest.File):
             raise self.CollectError(str(exc)) from None
         self.blueprint = blueprint
         settings = state.settings
-        if settings.lint or settings.lint_strict:
-            from pytest_weval.plugin import lint
+        from pytest_weval.plugin import lint
 
+        if settings.lint or settings.lint_strict:
             findings = lint.lint_findings(self.path, blueprint, settings.max_file_mb)
             if settings.lint_strict:  # findings fail this file's lint item instead
                 lint.register_marker(self.config)
                 yield lint.LintItem.from_parent(self, name=lint.LINT_ITEM_NAME, findings=findings)
-                findings = [f for f in findings if f.code in ALWAYS_WARN]
+                findings = [f for f in findings if f.code in ALWAYS_WARN or f.code in lint.ALWAYS_WARN]
             lint.warn_findings(findings, self.path, WevalWarning)
         else:
-            for finding in blueprint.findings:
-                if finding.code in ALWAYS_WARN:
-                    warnings.warn_explicit(
-                        WevalWarning(f"{finding.message}"),
-                        category=WevalWarning,
-                        filename=str(self.path),
-                        lineno=finding.location.line or 1,
-                    )
+            findings = [f for f in blueprint.findings if f.code in ALWAYS_WARN] + lint.invalid_regexes(blueprint)
+            lint.warn_findings(findings, self.path, WevalWarning, with_code=False)
         yield from make_items(self, blueprint, state)
 
 

@@ -17,9 +17,18 @@ import pytest
 
 from pytest_weval.blueprint.model import Blueprint, Finding
 from pytest_weval.lint import format_finding, lint_blueprint, read_source
+from pytest_weval.lint.rules import regexes
 
 LINT_ITEM_NAME = "lint"
 LINT_MARKER = "weval_lint"
+# Linter codes warned on every run, lint or not: authoring mistakes whose items will error
+# (rulings.md 9: an invalid regex is one, like an unknown function or a missing $ref).
+ALWAYS_WARN = frozenset({"invalid-regex"})
+
+
+def invalid_regexes(blueprint: Blueprint) -> list[Finding]:
+    """Patterns JavaScript rejects (their points error on every response), for every run."""
+    return [f for f in regexes(blueprint) if f.code == "invalid-regex"]
 
 
 def lint_findings(path: Path, blueprint: Blueprint, max_file_mb: float) -> list[Finding]:
@@ -28,10 +37,10 @@ def lint_findings(path: Path, blueprint: Blueprint, max_file_mb: float) -> list[
     return lint_blueprint(blueprint, source)
 
 
-def warn_findings(findings: list[Finding], path: Path, category: type[Warning]) -> None:
+def warn_findings(findings: list[Finding], path: Path, category: type[Warning], *, with_code: bool = True) -> None:
     for finding in findings:
         warnings.warn_explicit(
-            category(f"[{finding.code}] {finding.message}"),
+            category(f"[{finding.code}] {finding.message}" if with_code else finding.message),
             category=category,
             filename=str(path),
             lineno=finding.location.line or 1,

@@ -106,3 +106,21 @@ def test_strict_with_an_unreadable_blueprint_is_a_collection_error(project):
     result = project.runpytest("blueprints", "--weval-lint-strict", "-m", "weval_lint", "-p", "no:cacheprovider")
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*ERROR collecting*broken.yml*", "*broken.yml:1:*"])
+
+
+def test_an_invalid_regex_warns_on_every_run(project):
+    # rulings.md 9: like an unknown function, a pattern JavaScript rejects is an authoring
+    # mistake; collection says so with file and line, lint or not, and the item errors.
+    (project.path / "blueprints" / "regex.yml").write_text(textwrap.dedent("""\
+        models: [ideal]
+        ---
+        - id: shout
+          prompt: Shout.
+          ideal: HELLO
+          should:
+            - $matches: "(?i)hello"
+        """))
+    result = project.runpytest("blueprints/regex.yml", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1, warnings=1)
+    result.stdout.fnmatch_lines(["*blueprints/regex.yml:7: WevalWarning: $matches pattern '(?i)hello' is not a "
+                                 "valid JavaScript regex*use $imatches*"])
