@@ -116,9 +116,19 @@ def main() -> None:
         common = (f"--weval-judges={JUDGE}", f"--weval-concurrency={args.concurrency}")
 
         floor, proc = run_pytest(suite, env, "--collect-only", *common)
+        # What xdist itself costs here: the same number of empty Python tests, serial and -n 2.
+        empty = tmp / "empty"
+        empty.mkdir()
+        (empty / "test_empty.py").write_text(
+            f"import pytest\n@pytest.mark.parametrize('i', range({items}))\ndef test_empty(i):\n    pass\n")
+        (empty / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+        empty_serial, _ = run_pytest(empty, env)
+        empty_xdist, _ = run_pytest(empty, env, "-n", "2")
         print(f"suite: {items} items, each 1 generation + 2 judged + 3 function points; "
-              f"latency {args.latency_ms:g} ms; --weval-concurrency={args.concurrency}")
-        print(f"floor (pytest --collect-only, fresh process): {floor:.2f} s")
+              f"latency {args.latency_ms:g} ms; --weval-concurrency={args.concurrency}; {os.cpu_count()} CPUs, "
+              f"load average {os.getloadavg()[0]:.2f}")
+        print(f"floor (pytest --collect-only, fresh process): {floor:.2f} s; {items} empty tests: "
+              f"serial {empty_serial:.2f} s, -n 2 {empty_xdist:.2f} s (xdist's own cost {empty_xdist - empty_serial:+.2f} s)")
 
         runs = [
             ("serial", ("--weval-cache-dir", str(tmp / "cache-serial"))),
@@ -158,7 +168,9 @@ def main() -> None:
     serial, xdist = results["serial"], results["-n 2"]
     print()
     print(f"duplicates: serial {serial['count'] - serial['distinct']}, -n 2 {xdist['count'] - xdist['distinct']}")
-    print(f"-n 2 / serial wall: {xdist['wall'] / serial['wall']:.2f}")
+    print(f"-n 2 / serial wall: {xdist['wall'] / serial['wall']:.2f} "
+          f"(without xdist's own cost: {(xdist['wall'] - (empty_xdist - empty_serial)) / serial['wall']:.2f}); "
+          f"load average now {os.getloadavg()[0]:.2f}")
     if args.keep:
         print(f"kept {tmp}")
     else:
