@@ -92,7 +92,7 @@ def build_transcript(
 
 def _has_description(description: str | None) -> bool:
     # The reference tests `description?.trim() !== ''`, which is true for a missing description
-    # and then shows the literal "undefined". We leave the block out instead (docs/compat-judges.md).
+    # and then shows the literal "undefined". We leave the block out instead (docs/compatibility.md).
     return description is not None and js_trim(str(description)) != ""
 
 

@@ -47,7 +47,7 @@ RULES: dict[str, str] = {
     "undeclared-tool": "a tool check naming a tool the header's tools do not declare",
 }
 
-#: Codes the parser emits (reused as lint findings; see docs/compat-blueprint.md).
+#: Codes the parser emits (reused as lint findings; see docs/compatibility.md).
 PARSER_CODES: tuple[str, ...] = (
     "ignored-key", "unknown-header-key", "ignored-header-id", "prompt-in-header", "prompt-not-object",
     "points-not-list", "duplicate-prompt-id", "unknown-function", "undefined-ref", "invalid-point",

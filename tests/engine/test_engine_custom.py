@@ -74,7 +74,7 @@ def test_completions_raw(make_engine, server):
 
 
 def test_anthropic_inherit_sends_system_as_system(make_engine, server):
-    """Fix over the reference, which dropped the system message (docs/compat-engine.md)."""
+    """Fix over the reference, which dropped the system message (docs/compatibility.md)."""
     engine = make_engine(env={})
     spec = custom(server, url=server.url + "/proxy/v1/messages", inherit="anthropic")
     reply = engine.complete_sync(request(spec, "hi", system="Be kind"))

@@ -124,7 +124,7 @@ def test_description_only_for_holistic(approach):
 @pytest.mark.parametrize("description", [None, "", "   "])
 def test_no_description_block_without_a_description(description):
     # The reference shows the literal "undefined" when there is no description: fixed
-    # (docs/compat-judges.md); an empty or blank description omits the block, as the reference.
+    # (docs/compatibility.md); an empty or blank description omits the block, as the reference.
     system, _ = _msgs(approach="holistic", description=description)
     assert "BROAD_EVALUATION_DESCRIPTION" not in system["content"]
     assert "undefined" not in system["content"]

@@ -1,6 +1,6 @@
 """Custom model objects: any HTTP endpoint in a provider's format (§4.3 "generic custom models").
 
-Fixes over the reference (docs/compat-engine.md): generation passes the system prompt as a
+Fixes over the reference (docs/compatibility.md): generation passes the system prompt as a
 message, so an anthropic-inherit model sends it as ``system`` (the reference dropped it) and a
 google-inherit model as ``systemInstruction`` (the reference sent a ``system`` role inside
 ``contents``, which Gemini rejects). ``${VAR}`` in ``url`` and ``headers`` is substituted for
