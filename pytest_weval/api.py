@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -25,22 +24,6 @@ from pytest_weval.engine import Engine, EngineSettings
 from pytest_weval.engine.generation import generate_conversation
 from pytest_weval.engine.pipeline import Pipeline, PipelineSettings
 from pytest_weval.results import PointAssessment, Usage
-
-
-def _fail_sniffio_import_fast() -> None:
-    """httpcore asks ``import sniffio`` for every lock, event and connection check it makes.
-    anyio 4 no longer installs sniffio, and without it each ask is a failed search of sys.path:
-    under load that was a third of the engine thread's time (bench/throughput.py). A ``None`` in
-    sys.modules makes the import fail at once; httpcore then assumes asyncio, as before."""
-    if "sniffio" in sys.modules:
-        return
-    try:
-        import sniffio  # noqa: F401
-    except ImportError:
-        sys.modules["sniffio"] = None  # type: ignore[assignment]
-
-
-_fail_sniffio_import_fast()
 
 
 @dataclasses.dataclass

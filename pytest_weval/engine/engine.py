@@ -11,6 +11,7 @@ redactor.
 from __future__ import annotations
 
 import asyncio
+import datetime as _dt
 import concurrent.futures
 import dataclasses
 import json
@@ -79,6 +80,7 @@ class Engine:
         self.cache = ResponseCache(None, self.settings.cache_mode)
         self.coordinator: Coordinator | None = None
         self.run_id = self.settings.run_id or f"local-{uuid.uuid4().hex}"
+        self.run_started = self.settings.run_started or time.time()
         self._counts = {"http_requests": 0, "cache_hits": 0, "coalesced": 0, "from_other_workers": 0,
                         "memo_hits": 0, "errors": 0}
         self._usage: dict[str, _Usage] = {}
@@ -271,10 +273,18 @@ class Engine:
         if self.cache.readable(request):
             entry = await self.cache.get(key)
             if entry is not None:
-                self._counts["cache_hits"] += 1
-                usage.cache_hits += 1
+                if _created_at(entry) < self.run_started:
+                    self._counts["cache_hits"] += 1
+                    usage.cache_hits += 1
+                    usage.responses += 1
+                    return reply_from_entry(entry)
+                # Recorded during this run (by another worker, or by an identical request of
+                # ours): counted as the fresh response it is, so -n 2 reports what serial does.
+                reply = reply_from_entry(entry, cached=False)
                 usage.responses += 1
-                return reply_from_entry(entry)
+                usage.input_tokens += reply.input_tokens
+                usage.output_tokens += reply.output_tokens
+                return reply
         memo = self._memo.get(key)
         if memo is not None:
             self._counts["memo_hits"] += 1
@@ -459,3 +469,14 @@ class Engine:
                            retryable=exc.status in RETRY_STATUSES, rate_limited=exc.status == 429)
         reply.latency_s = time.monotonic() - started
         return reply
+
+
+def _created_at(entry: dict) -> float:
+    """An entry's creation time in seconds (the files store keeps it as ISO text)."""
+    created = entry.get("created")
+    if isinstance(created, (int, float)):
+        return float(created)
+    try:
+        return _dt.datetime.fromisoformat(str(created)).timestamp()
+    except ValueError:
+        return 0.0

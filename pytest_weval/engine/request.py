@@ -79,6 +79,9 @@ class EngineSettings:
     worker_count: int = 1
     worker_id: str = "main"
     run_id: str | None = None  # shared by all xdist workers of one run
+    # When the run began (all xdist workers share the controller's): a stored reply created
+    # since then was fetched by this run, not replayed from an earlier one.
+    run_started: float | None = None
     coordinate: bool | None = None  # cross-process claims; None: when worker_count > 1
     claim_lease_s: float = 30.0  # a claim's lease, renewed by its holder every lease/3
     poll_interval_s: float = 0.05  # how often a waiter looks for a result another process sends

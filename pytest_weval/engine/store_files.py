@@ -51,7 +51,7 @@ class FilesStore:
         document = {
             "key": entry["key"],
             "model": entry["model"],
-            "created": _dt.datetime.fromtimestamp(created, _dt.timezone.utc).isoformat(timespec="seconds")
+            "created": _dt.datetime.fromtimestamp(created, _dt.timezone.utc).isoformat(timespec="microseconds")
             if isinstance(created, (int, float)) else created,
             "request": entry["request"],
             "reply": {

@@ -69,3 +69,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     from pytest_weval.plugin.reporting import close_runner
 
     close_runner(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """xdist controller: every worker learns when the run began, so a reply another worker
+    fetched during this run is not mistaken for a replay from an earlier one."""
+    import time
+
+    node.workerinput.setdefault("weval_run_started", time.time())

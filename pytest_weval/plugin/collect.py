@@ -8,7 +8,6 @@ from typing import Iterator
 
 import pytest
 
-from pytest_weval.blueprint import load_blueprint
 from pytest_weval.blueprint.ids import js_number_str
 from pytest_weval.blueprint.model import Blueprint, BlueprintError, ModelSpec, Prompt
 from pytest_weval.plugin.state import WevalState, state_of

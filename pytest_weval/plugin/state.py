@@ -53,6 +53,7 @@ class WevalState:
                     worker_count=int(worker["workercount"]) if worker else 1,
                     worker_id=str(worker["workerid"]) if worker else "main",
                     run_id=str(worker["testrunuid"]) if worker else None,
+                    run_started=worker.get("weval_run_started") if worker else None,
                 ),
             )
         return self._weval

@@ -75,7 +75,7 @@ def test_cache_never_holds_a_key(make_engine, server, tmp_path, store):
 def test_custom_url_secret_is_redacted_from_connection_errors(make_engine, server):
     env = {"TOKEN": CANARY}
     engine = make_engine(env=env, allowed_env=frozenset({"TOKEN"}), max_attempts=1, timeout_s=1)
-    spec = ModelSpec(id="local:y", custom={"id": "local:y", "url": f"http://127.0.0.1:9/v1/chat?token=${{TOKEN}}",
+    spec = ModelSpec(id="local:y", custom={"id": "local:y", "url": "http://127.0.0.1:9/v1/chat?token=${TOKEN}",
                                            "modelName": "y", "headers": {"Authorization": "Bearer ${TOKEN}"}})
     with pytest.raises(ModelCallError) as info:
         engine.complete_sync(request(spec))

@@ -184,15 +184,6 @@ def _without_cache_hits(value):
     return value
 
 
-CACHED_WITHIN_THE_RUN = (
-    "engine: under xdist a reply another worker obtained earlier in the same run is read from the "
-    "response store and comes back with ModelReply.cached=True (engine.py _obtain, cache hit path), "
-    "so the usage 'cached' column and summary.json cacheHits count it as a cache hit, while the "
-    "serial run coalesces the same request in flight and counts 0"
-)
-
-
-@pytest.mark.xfail(reason=CACHED_WITHIN_THE_RUN, strict=False)
 def test_usage_cache_hits_are_the_same_serial_and_with_xdist(project: Project):
     _suite(project)
     common = (f"--weval-judges={JUDGE_ID}", "-p", "no:randomly")
