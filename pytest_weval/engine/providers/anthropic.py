@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from pytest_weval.engine.keys import api_key, base_url
-from pytest_weval.engine.providers.base import Adapter, BodyError, MalformedReply, as_int, dig, tool_call_line
+from pytest_weval.engine.providers.base import Adapter, BodyError, MalformedReply, dig, reply_from_blocks
 from pytest_weval.engine.request import ChatMessage, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
 
@@ -35,17 +35,8 @@ def parse_messages_reply(data: Any) -> ModelReply:
             texts.append(block["text"])
         elif block.get("type") == "tool_use":
             calls.append({"name": block.get("name"), "arguments": block.get("input")})
-    lines = [tool_call_line(c["name"], c["arguments"]) for c in calls]
-    joined = "".join(texts).strip()
-    if joined:
-        lines.append(joined)
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    return ModelReply(
-        text="\n".join(lines),
-        input_tokens=as_int(usage.get("input_tokens")),
-        output_tokens=as_int(usage.get("output_tokens")),
-        tool_calls=calls,
-    )
+    return reply_from_blocks(texts, calls, usage.get("input_tokens"), usage.get("output_tokens"))
 
 
 class Anthropic(Adapter):

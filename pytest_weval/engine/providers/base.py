@@ -161,3 +161,19 @@ def body_error(data: Any) -> BodyError | None:
         status = code if isinstance(code, int) and 100 <= code < 600 else 502
         return BodyError(status, str(error.get("message") or json.dumps(error)))
     return BodyError(502, str(error))
+
+
+def reply_from_blocks(texts: list[str], calls: list[dict[str, Any]], input_tokens: Any,
+                      output_tokens: Any) -> ModelReply:
+    """A reply whose text is one TOOL_CALL line per native tool call, then the joined text
+    blocks (how the reference turns Anthropic and Google tool use into scoreable text)."""
+    lines = [tool_call_line(c["name"], c["arguments"]) for c in calls]
+    joined = "".join(texts).strip()
+    if joined:
+        lines.append(joined)
+    return ModelReply(
+        text="\n".join(lines),
+        input_tokens=as_int(input_tokens),
+        output_tokens=as_int(output_tokens),
+        tool_calls=calls,
+    )

@@ -6,7 +6,7 @@ from typing import Any, Mapping
 from urllib.parse import quote
 
 from pytest_weval.engine.keys import api_key, base_url
-from pytest_weval.engine.providers.base import Adapter, BodyError, MalformedReply, as_int, tool_call_line
+from pytest_weval.engine.providers.base import Adapter, BodyError, MalformedReply, reply_from_blocks
 from pytest_weval.engine.request import ChatMessage, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
 
@@ -48,17 +48,8 @@ def parse_generate_content(data: Any) -> ModelReply:
         elif isinstance(part.get("functionCall"), dict):
             call = part["functionCall"]
             calls.append({"name": call.get("name"), "arguments": call.get("args")})
-    lines = [tool_call_line(c["name"], c["arguments"]) for c in calls]
-    joined = "".join(texts).strip()
-    if joined:
-        lines.append(joined)
     usage = data.get("usageMetadata") if isinstance(data.get("usageMetadata"), dict) else {}
-    return ModelReply(
-        text="\n".join(lines),
-        input_tokens=as_int(usage.get("promptTokenCount")),
-        output_tokens=as_int(usage.get("candidatesTokenCount")),
-        tool_calls=calls,
-    )
+    return reply_from_blocks(texts, calls, usage.get("promptTokenCount"), usage.get("candidatesTokenCount"))
 
 
 class Google(Adapter):
