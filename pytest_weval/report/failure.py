@@ -113,11 +113,14 @@ def explain_failure(result: ItemResult, *, verbose: bool = False) -> str:
         *_where(result),
         "",
     ]
-    response = result.response or ""
+    # The points scored every generated turn (joined as Weval joins them), so show them all.
+    turns = result.generated_texts
+    response = "\n\n".join(turns) if len(turns) > 1 else (result.response or "")
     if response:
         shown = response if verbose else shorten(response, RESPONSE_CHARS)
         cut = "" if shown == response else f", first {RESPONSE_CHARS} of {len(response)} characters"
-        lines.append(f"What the model answered{cut}:")
+        turns_note = f" ({len(turns)} generated turns)" if len(turns) > 1 else ""
+        lines.append(f"What the model answered{turns_note}{cut}:")
         lines += _indent(shown)
     else:
         lines.append("What the model answered: (nothing)")

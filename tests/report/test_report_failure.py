@@ -125,3 +125,17 @@ def test_error_from_a_blueprint_mistake_lists_the_points(results):
     assert text.startswith("No score: The blueprint has a mistake")
     assert "Points with problems (1 of 1):" in text
     assert "Unknown point function: 'contans'" in text
+
+
+def test_a_multi_turn_failure_shows_every_generated_turn() -> None:
+    # Points score all generated turns joined (weval-semantics §3.1.4), so the message shows them all.
+    from pytest_weval.results import ItemResult
+
+    result = ItemResult(
+        blueprint_id="b", blueprint_path="b.yml", prompt_id="p", model_id="m",
+        effective_model_id="m[temp:0]", outcome="failed", score=0.2, threshold=0.5,
+        response="second turn", generated_texts=["first turn", "second turn"],
+    )
+    text = explain_failure(result)
+    assert "2 generated turns" in text
+    assert text.index("first turn") < text.index("second turn")
