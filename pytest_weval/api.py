@@ -19,7 +19,6 @@ from typing import Any, Sequence
 from pytest_weval import judges as judging
 from pytest_weval import scoring
 from pytest_weval.blueprint import parse_points
-from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine import Engine, EngineSettings
 from pytest_weval.engine.generation import generate_conversation
 from pytest_weval.engine.pipeline import Pipeline, PipelineSettings
@@ -161,7 +160,3 @@ class Weval:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def model_spec(model_id: str, custom_models: dict[str, dict[str, Any]]) -> ModelSpec:
-    return ModelSpec(id=model_id, custom=custom_models.get(model_id))

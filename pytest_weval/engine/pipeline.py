@@ -321,7 +321,3 @@ def _builtin_conversation(work: ItemWork) -> Conversation:
         generated_texts=generated_texts, final_text=final,
         error=None if final else "nothing was generated",
     )
-
-
-def points_of(prompt: Prompt) -> list[EvalPoint]:
-    return list(prompt.points)
