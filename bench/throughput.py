@@ -68,11 +68,16 @@ def write_suite(folder: Path, items: int) -> int:
     return written * len(MODELS)
 
 
+LAST_RUN: dict[str, float] = {}  # epoch start/end of the last run, to place the server's log in it
+
+
 def run_pytest(suite: Path, env: dict[str, str], *args: str) -> tuple[float, subprocess.CompletedProcess]:
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *args]
+    LAST_RUN["start"] = time.time()
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=suite, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
+    LAST_RUN["end"] = time.time()
     return wall, proc
 
 
@@ -93,6 +98,8 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=100.0)
     parser.add_argument("--concurrency", type=int, default=20, help="--weval-concurrency for every run")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir")
+    parser.add_argument("--runs", default="serial,-n 2,serial cached,-n 2 cached",
+                        help="comma separated subset of the four runs (a cached run needs its uncached one)")
     parser.add_argument("--profile", help="py-spy record the serial run into this SVG")
     args = parser.parse_args()
 
@@ -133,10 +140,13 @@ def main() -> None:
         runs = [
             ("serial", ("--weval-cache-dir", str(tmp / "cache-serial"))),
             ("-n 2", ("-n", "2", "--weval-cache-dir", str(tmp / "cache-xdist"))),
-            ("serial, cached", ("--weval-cache-dir", str(tmp / "cache-serial"))),
-            ("-n 2, cached", ("-n", "2", "--weval-cache-dir", str(tmp / "cache-xdist"))),
+            ("serial cached", ("--weval-cache-dir", str(tmp / "cache-serial"))),
+            ("-n 2 cached", ("-n", "2", "--weval-cache-dir", str(tmp / "cache-xdist"))),
         ]
+        wanted = {r.strip() for r in args.runs.split(",")}
         for label, extra in runs:
+            if label not in wanted:
+                continue
             reset(server)
             if args.profile and label == "serial":
                 cmd_prefix = ["py-spy", "record", "-o", args.profile, "--subprocesses", "--"]
@@ -155,9 +165,12 @@ def main() -> None:
                 arrivals = sorted(r["at"] for r in log["requests"])
                 # from the first request's arrival to the last reply: the request phase
                 span = arrivals[-1] - arrivals[0] + latency
+                before = arrivals[0] - LAST_RUN["start"]
+                after = LAST_RUN["end"] - (arrivals[-1] + latency)
                 print(f"{label:>15}: wall {wall:6.2f} s  ideal {ideal:5.2f} s  ratio {wall / ideal:4.2f}x  "
-                      f"(minus floor {(wall - floor) / ideal:4.2f}x; request phase {span:5.2f} s = "
-                      f"{span / ideal:4.2f}x)  requests {log['count']} distinct {log['distinct']}  "
+                      f"(minus floor {(wall - floor) / ideal:4.2f}x; start to first request {before:4.2f} s, "
+                      f"request phase {span:5.2f} s = {span / ideal:4.2f}x, last reply to exit {after:4.2f} s)  "
+                      f"requests {log['count']} distinct {log['distinct']}  "
                       f"max in flight {log['max_in_flight']}  | {summary_line(proc)}")
             else:
                 print(f"{label:>15}: wall {wall:6.2f} s  requests 0  per item {1000 * wall / items:.2f} ms "
@@ -165,12 +178,13 @@ def main() -> None:
             if proc.returncode not in (0, 1):
                 print(proc.stdout[-3000:], proc.stderr[-3000:])
 
-    serial, xdist = results["serial"], results["-n 2"]
-    print()
-    print(f"duplicates: serial {serial['count'] - serial['distinct']}, -n 2 {xdist['count'] - xdist['distinct']}")
-    print(f"-n 2 / serial wall: {xdist['wall'] / serial['wall']:.2f} "
-          f"(without xdist's own cost: {(xdist['wall'] - (empty_xdist - empty_serial)) / serial['wall']:.2f}); "
-          f"load average now {os.getloadavg()[0]:.2f}")
+    if "serial" in results and "-n 2" in results:
+        serial, xdist = results["serial"], results["-n 2"]
+        print()
+        print(f"duplicates: serial {serial['count'] - serial['distinct']}, -n 2 {xdist['count'] - xdist['distinct']}")
+        print(f"-n 2 / serial wall: {xdist['wall'] / serial['wall']:.2f} "
+              f"(without xdist's own cost: {(xdist['wall'] - (empty_xdist - empty_serial)) / serial['wall']:.2f}); "
+              f"load average now {os.getloadavg()[0]:.2f}")
     if args.keep:
         print(f"kept {tmp}")
     else:

@@ -96,36 +96,42 @@ class Coordinator:
     async def claim(self, key: str) -> Landed | bool:
         """A Landed outcome if one is already recorded, True if we now hold the claim, False
         if another live process holds it."""
+        return (await self.claim_many([key]))[key]
 
-        def attempt(conn: sqlite3.Connection) -> Landed | bool:
-            rows = rows_as_dicts(conn.execute(
-                "SELECT * FROM run_results WHERE run_id = ? AND key = ?", (self.run_id, key)))
-            if rows:
-                return _landed(rows[0])
-            now = time.time()
-            taken = conn.execute(
-                "INSERT INTO claims (key, owner, host, pid, expires) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET owner = excluded.owner, host = excluded.host, "
-                "pid = excluded.pid, expires = excluded.expires "
-                "WHERE claims.expires < ? OR claims.owner = excluded.owner RETURNING owner",
-                (key, self.owner, self.host, self.pid, now + self.lease_s, now),
-            ).fetchall()
-            if taken:
-                return True
-            holder = conn.execute("SELECT owner, host, pid FROM claims WHERE key = ?", (key,)).fetchone()
-            if holder and holder[1] == self.host and holder[2] != self.pid and not _pid_alive(holder[2]):
-                conn.execute(
-                    "UPDATE claims SET owner = ?, host = ?, pid = ?, expires = ? WHERE key = ? AND owner = ?",
-                    (self.owner, self.host, self.pid, now + self.lease_s, key, holder[0]),
-                )
-                self.takeovers += 1
-                return True
-            return False
+    async def claim_many(self, keys: list[str]) -> dict[str, Landed | bool]:
+        """``claim`` for several keys in one transaction (the scheduler claims items in runs)."""
 
-        outcome = await self.db.run(lambda conn: transaction(conn, attempt))
-        if outcome is True:
-            self.held.add(key)
-        return outcome
+        def attempt(conn: sqlite3.Connection) -> dict[str, Landed | bool]:
+            return {key: self._claim_one(conn, key) for key in keys}
+
+        outcomes = await self.db.run(lambda conn: transaction(conn, attempt))
+        self.held.update(key for key, outcome in outcomes.items() if outcome is True)
+        return outcomes
+
+    def _claim_one(self, conn: sqlite3.Connection, key: str) -> Landed | bool:
+        rows = rows_as_dicts(conn.execute(
+            "SELECT * FROM run_results WHERE run_id = ? AND key = ?", (self.run_id, key)))
+        if rows:
+            return _landed(rows[0])
+        now = time.time()
+        taken = conn.execute(
+            "INSERT INTO claims (key, owner, host, pid, expires) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET owner = excluded.owner, host = excluded.host, "
+            "pid = excluded.pid, expires = excluded.expires "
+            "WHERE claims.expires < ? OR claims.owner = excluded.owner RETURNING owner",
+            (key, self.owner, self.host, self.pid, now + self.lease_s, now),
+        ).fetchall()
+        if taken:
+            return True
+        holder = conn.execute("SELECT owner, host, pid FROM claims WHERE key = ?", (key,)).fetchone()
+        if holder and holder[1] == self.host and holder[2] != self.pid and not _pid_alive(holder[2]):
+            conn.execute(
+                "UPDATE claims SET owner = ?, host = ?, pid = ?, expires = ? WHERE key = ? AND owner = ?",
+                (self.owner, self.host, self.pid, now + self.lease_s, key, holder[0]),
+            )
+            self.takeovers += 1
+            return True
+        return False
 
     async def finish(self, key: str, *, in_store: bool = False, text: str | None = None,
                      input_tokens: int = 0, output_tokens: int = 0, error_kind: str | None = None,

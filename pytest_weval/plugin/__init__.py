@@ -36,6 +36,12 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     return None
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    from pytest_weval.plugin.running import start_runner
+
+    start_runner(session)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     from pytest_weval.plugin.running import announce

@@ -59,7 +59,8 @@ def finish_session(session: pytest.Session) -> None:
     from pytest_weval.report.rollup import build_rollup
 
     config = session.config
-    close_runner(config)
+    interrupted = bool(session.shouldstop or session.shouldfail) or session.exitstatus == pytest.ExitCode.INTERRUPTED
+    close_runner(config, drain=not interrupted)
     if _is_worker(config):
         return
     state = state_of(config)
@@ -111,5 +112,5 @@ def write_terminal_summary(terminalreporter, config: pytest.Config) -> None:
         terminalreporter.write_line(f"weval results written to {out_dir}")
 
 
-def close_runner(config: pytest.Config) -> None:
-    state_of(config).close()
+def close_runner(config: pytest.Config, *, drain: bool = False) -> None:
+    state_of(config).close(drain=drain)

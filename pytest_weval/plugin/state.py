@@ -24,7 +24,7 @@ class WevalState:
     custom_models: dict[str, dict[str, Any]]
     blueprints: dict[Path, Blueprint] = dataclasses.field(default_factory=dict)
     results: list[ItemResult] = dataclasses.field(default_factory=list)
-    runner: Any = None  # plugin.running.Runner, created when the first item runs
+    runner: Any = None  # plugin.running.Runner, created when collection is final
     markers: set[str] = dataclasses.field(default_factory=set)
     _weval: Any = None  # api.Weval: one engine per process, shared by items and fixtures
 
@@ -58,10 +58,12 @@ class WevalState:
             )
         return self._weval
 
-    def close(self) -> None:
+    def close(self, *, drain: bool = False) -> None:
+        """``drain``: the run ended normally, so evaluations another xdist worker may be
+        waiting for are finished first."""
         if self.runner is not None:
             runner, self.runner = self.runner, None
-            runner.close()
+            runner.close(drain=drain)
         if self._weval is not None:
             weval, self._weval = self._weval, None
             weval.close()

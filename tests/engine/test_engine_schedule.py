@@ -1,0 +1,94 @@
+"""The item scheduler: items evaluated ahead of pytest, and under xdist shared out between
+worker processes so each item is evaluated once (engine/schedule.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from pytest_weval.blueprint import parse_blueprint_text
+from pytest_weval.engine import Engine, EngineSettings
+from pytest_weval.engine.pipeline import ItemWork, Pipeline, PipelineSettings
+from pytest_weval.engine.schedule import ItemScheduler
+from tests.engine.schedule_worker import blueprint_text
+from tests.engine.test_engine_processes import wait_until
+from tests.fakeserver import FakeServer
+
+WORKER = Path(__file__).with_name("schedule_worker.py")
+
+
+def spawn(tmp_path: Path, name: str, **config) -> tuple[subprocess.Popen, Path]:
+    out = tmp_path / f"{name}.out.json"
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(dict(config, out=str(out))))
+    process = subprocess.Popen([sys.executable, str(WORKER), str(path)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return process, out
+
+
+def finish(process: subprocess.Popen, out: Path) -> dict:
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    return json.loads(out.read_text())
+
+
+def run_pair(tmp_path: Path, server: FakeServer, items: int, a: dict, b: dict) -> tuple[dict, dict]:
+    common = dict(url=server.url, cache_dir=str(tmp_path / "cache"), run_id="run-sched", worker_count=2,
+                  items=items, go=str(tmp_path / "go"))
+    pa, out_a = spawn(tmp_path, "a", worker_id="gw0", ready=str(tmp_path / "ra"), **common, **a)
+    pb, out_b = spawn(tmp_path, "b", worker_id="gw1", ready=str(tmp_path / "rb"), **common, **b)
+    wait_until(lambda: (tmp_path / "ra").exists() and (tmp_path / "rb").exists())
+    (tmp_path / "go").write_text("go")
+    return finish(pa, out_a), finish(pb, out_b)
+
+
+def test_two_workers_evaluate_each_item_once_and_both_report_them(tmp_path):
+    items = 60
+    with FakeServer(latency_ms=40) as server:
+        # like xdist: each worker reports a different share of the items
+        a, b = run_pair(tmp_path, server, items,
+                        dict(ask=list(range(0, items, 2))), dict(ask=list(range(1, items, 2))))
+        log = server.log()
+    assert a["evaluated_here"] + b["evaluated_here"] == items
+    assert a["evaluated_here"] > 0 and b["evaluated_here"] > 0
+    assert a["received"] + b["received"] > 0  # some reported items were evaluated by the other
+    results = {**a["results"], **b["results"]}
+    assert len(results) == items
+    assert all(r["outcome"] == "passed" and r["score"] == 1.0 for r in results.values())
+    assert results["sched.yml::p7"]["response"] == "echo: question 7"
+    assert log["count"] == log["distinct"] == items
+
+
+def test_a_worker_that_stops_early_gives_its_items_back(tmp_path):
+    items = 40
+    with FakeServer(latency_ms=200) as server:
+        # A claims a window of items, reports one and stops without finishing the others (an
+        # interrupted run); B reports every item, taking A's unfinished ones over.
+        a, b = run_pair(tmp_path, server, items, dict(ask=[0], drain=False, window=8), dict(ask=list(range(items))))
+        log = server.log()
+    assert list(a["results"]) == ["sched.yml::p0"] and a["http_requests"] >= 1
+    assert len(b["results"]) == items
+    assert all(r["outcome"] == "passed" for r in b["results"].values())
+    assert a["evaluated_here"] + b["evaluated_here"] <= items
+    assert log["count"] == log["distinct"] == items  # requests A had sent were not sent again
+
+
+def test_serial_scheduler_answers_items_in_any_order(tmp_path):
+    blueprint = parse_blueprint_text(blueprint_text(12), fmt="yaml", rel_path="sched.yml")
+    works = [ItemWork(nodeid=f"n{p.id}", blueprint=blueprint, prompt=p, model=blueprint.models[0],
+                      temperature=None, system_index=0) for p in blueprint.prompts]
+    with FakeServer(latency_ms=20) as server:
+        engine = Engine(EngineSettings(cache_dir=str(tmp_path / "cache"), env=server.env())).start()
+        try:
+            scheduler = ItemScheduler(engine, Pipeline(engine, PipelineSettings()), works, window=4)
+            last = scheduler.result("np11")  # beyond the window: started at once when asked for
+            firsts = [scheduler.result(f"np{i}") for i in range(11)]
+            scheduler.close(drain=True)
+        finally:
+            engine.close()
+        assert server.count == 12
+    assert last.response == "echo: question 11"
+    assert [r.outcome for r in firsts] == ["passed"] * 11
+    assert scheduler.evaluated_here == 12 and scheduler.received == 0
