@@ -17,6 +17,7 @@ import dataclasses
 import json
 import logging
 import random
+import sys
 import tempfile
 import hashlib
 import threading
@@ -26,12 +27,14 @@ from pathlib import Path
 from typing import Any, Coroutine, TypeVar
 
 import httpx
+import sniffio
 
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine.cache import ResponseCache, cache_key, make_entry, reply_from_entry
 from pytest_weval.engine.claims import Coordinator, Landed
 from pytest_weval.engine.db import SqliteDB
 from pytest_weval.engine.errors import ModelCallError, ProviderError, ReplayMissError, rebuild_error
+from pytest_weval.engine.http import async_client
 from pytest_weval.engine.limits import Limits, Priority
 from pytest_weval.engine.providers import Adapter, BodyError, HttpCall, MalformedReply, adapter_for, error_message
 from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
@@ -62,6 +65,7 @@ class Engine:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._http: httpx.AsyncClient | None = None
+        self._urls: dict[str, httpx.URL] = {}  # parsed once: httpx parses a str URL on every send
         self._adapters: dict[str, Adapter] = {}
         self._flights: dict[tuple[str, bool], tuple[asyncio.Task[ModelReply], Priority]] = {}
         # Replies the persistent cache does not serve (modes refresh/off, no_cache requests):
@@ -121,7 +125,11 @@ class Engine:
 
     async def _open(self) -> None:
         settings = self.settings
-        self._http = httpx.AsyncClient(
+        # httpcore and anyio ask sniffio which async library runs on every lock, event and
+        # socket timeout (~30 times a request); this thread only ever runs this asyncio loop,
+        # so say so once (sniffio's documented per-thread setting) instead of letting it sniff.
+        sniffio.thread_local.name = "asyncio"
+        self._http = async_client(
             timeout=httpx.Timeout(settings.timeout_s),
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
             follow_redirects=False,
@@ -433,12 +441,17 @@ class Engine:
         self._counts["http_requests"] += 1
         self._usage_of(model_id).http_requests += 1
         try:
-            # The whole attempt is bounded (httpx's timeouts are per phase); wait_for, not
-            # asyncio.timeout, keeps Python 3.10 working.
-            response = await asyncio.wait_for(
-                self._http.post(call.url, headers=dict(call.headers), json=call.body, timeout=timeout),
-                timeout,
-            )
+            url = self._urls.get(call.url)
+            if url is None:
+                url = self._urls[call.url] = httpx.URL(call.url)
+            post = self._http.post(url, headers=dict(call.headers), json=call.body, timeout=timeout)
+            # The whole attempt is bounded (httpx's timeouts are per phase). asyncio.timeout
+            # where there is one: wait_for runs the request in a Task of its own (Python 3.11).
+            if sys.version_info >= (3, 11):
+                async with asyncio.timeout(timeout):
+                    response = await post
+            else:
+                response = await asyncio.wait_for(post, timeout)
         except (asyncio.TimeoutError, TimeoutError, httpx.TimeoutException):
             return Failure(None, f"no reply within {timeout:g} s (timeout)", retryable=True)
         except httpx.TransportError as exc:
