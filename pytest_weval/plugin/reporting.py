@@ -7,10 +7,11 @@ made and every reporter runs once, on the controller, from those records only.
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from pytest_weval.plugin.state import state_of
-from pytest_weval.results import ItemResult
 
 _GATE_LINES = pytest.StashKey[list]()
 
@@ -34,6 +35,8 @@ def record_report(config: pytest.Config, report: pytest.TestReport) -> None:
     data = getattr(report, "weval_result", None)
     if not data:
         return
+    from pytest_weval.results import ItemResult  # not at start-up: the xdist controller needs it late
+
     result = ItemResult.model_validate(data)
     if not result.nodeid:
         result.nodeid = report.nodeid
@@ -68,6 +71,9 @@ def finish_session(session: pytest.Session) -> None:
         return
     rollup = build_rollup(state.results)
     config.stash[_ROLLUP] = rollup
+    # The xdist controller never collects (running.settle_collected_objects): the results it
+    # holds stay until exit, where each full collection of its heap costs ~0.1 s.
+    gc.freeze()
     if state.settings.min_score is not None:
         lines = check_min_score(rollup, state.settings.min_score)
         config.stash[_GATE_LINES] = lines

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_weval.blueprint import load_blueprint, load_model_defs
-from pytest_weval.blueprint.model import Blueprint, BlueprintError, Location
 from pytest_weval.plugin.options import WevalSettings, settings_from_config
-from pytest_weval.results import ItemResult
+
+if TYPE_CHECKING:
+    from pytest_weval.blueprint.model import Blueprint
+    from pytest_weval.results import ItemResult
 
 _KEY = pytest.StashKey["WevalState"]()
 
@@ -69,6 +70,7 @@ class WevalState:
             weval.close()
 
     def load(self, path: Path) -> Blueprint:
+        from pytest_weval.blueprint import load_blueprint
         from pytest_weval.plugin.collect import blueprint_rel_path
 
         if path not in self.blueprints:
@@ -99,6 +101,9 @@ def create_state(config: pytest.Config) -> WevalState:
     settings = settings_from_config(config)
     custom_models: dict[str, dict[str, Any]] = {}
     if settings.model_defs is not None:
+        from pytest_weval.blueprint import load_model_defs
+        from pytest_weval.blueprint.model import BlueprintError, Location
+
         try:
             custom_models = load_model_defs(settings.model_defs)
         except BlueprintError as exc:
