@@ -1,8 +1,9 @@
 """Carrying results from items to the reporters, also across xdist workers.
 
-Each item's ``ItemResult`` rides on its test report as plain JSON (``report.weval_result``);
+Each item's ``ItemResult`` rides on its test report as a JSON string (``report.weval_result``);
 xdist serialises report attributes, so the controller rebuilds the same records the workers
-made and every reporter runs once, on the controller, from those records only.
+made and every reporter runs once, on the controller, from those records only. A string, not
+nested dicts: execnet's serialiser and pydantic's dict validation cost ten times more.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def decorate_report(item: pytest.Item, call: pytest.CallInfo, report: pytest.Tes
         return
     errored_in_setup = call.when == "setup" and report.outcome != "passed"
     if call.when == "call" or errored_in_setup:
-        report.weval_result = result.model_dump(mode="json")
+        report.weval_result = result.model_dump_json()
     if errored_in_setup and call.excinfo is not None and isinstance(call.excinfo.value, WevalItemError):
         # pytest renders setup errors as tracebacks; an item error is the provider's or the
         # blueprint's problem, so say it in words instead.
@@ -37,7 +38,7 @@ def record_report(config: pytest.Config, report: pytest.TestReport) -> None:
         return
     from pytest_weval.results import ItemResult  # not at start-up: the xdist controller needs it late
 
-    result = ItemResult.model_validate(data)
+    result = ItemResult.model_validate_json(data) if isinstance(data, str) else ItemResult.model_validate(data)
     if not result.nodeid:
         result.nodeid = report.nodeid
     state_of(config).results.append(result)
