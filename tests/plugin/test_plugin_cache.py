@@ -113,6 +113,16 @@ def test_xdist_workers_share_the_cache_and_send_nothing_twice(project: Project, 
         assert project.server.count == 6 * 8
 
 
+@pytest.mark.parametrize("dist", ["each", "loadfile"])
+def test_xdist_workers_share_item_evaluations_whatever_the_distribution(project: Project, dist: str):
+    # --dist each: both workers report every item, one evaluation each; loadfile: a worker
+    # reports whole files, some of which the other evaluated.
+    _setup(project, blueprints=4)
+    result = project.run(f"--weval-judges={JUDGE_ID}", "-n", "2", "--dist", dist, "--weval-cache=off", sub=True)
+    result.assert_outcomes(passed=24 * (2 if dist == "each" else 1))
+    assert project.server.count == 4 * 8 == _distinct(project)
+
+
 @pytest.mark.parametrize("workers", [0, 2])
 def test_concurrency_caps_the_whole_run(project: Project, workers: int):
     _setup(project, blueprints=2)
