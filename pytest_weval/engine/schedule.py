@@ -59,6 +59,7 @@ class ItemScheduler:
         self._decided: dict[str, asyncio.Event] = {}
         self._local: dict[str, asyncio.Task[None]] = {}
         self._urgent: set[str] = set()
+        self._followers: dict[str, asyncio.Task[None]] = {}
         self.evaluated_here = 0
         self.received = 0
         self._feeder = engine.run_coroutine(self._feed())
@@ -162,7 +163,30 @@ class ItemScheduler:
                 decisions[nodeid] = "elsewhere"
             self._state[nodeid] = decisions[nodeid]
             self._decided.pop(nodeid).set()
+            if decisions[nodeid] == "elsewhere":
+                self._follow(nodeid)
         return decisions
+
+    def _follow(self, nodeid: str) -> asyncio.Task[None]:
+        """Take in ``nodeid``'s result as soon as its holder publishes it, so it is at hand
+        when pytest asks here (one poll serves every followed item). Bounded by the items the
+        other workers have in flight: a published result stops being followed."""
+        task = self._followers.get(nodeid)
+        if task is None:
+            task = self._followers[nodeid] = asyncio.ensure_future(self._await_elsewhere(nodeid))
+            task.add_done_callback(lambda _: self._followers.pop(nodeid, None))
+        return task
+
+    async def _await_elsewhere(self, nodeid: str) -> None:
+        assert self._coordinator is not None
+        landed = await self._coordinator.wait(self._item_prefix + nodeid)
+        if self._state.get(nodeid) != "elsewhere":
+            return
+        if landed is not None:
+            self._receive(nodeid, landed)
+            self._state[nodeid] = "done"
+        else:  # the holder gave it up without a result: whoever asks for it claims it
+            del self._state[nodeid]
 
     def _evaluate_here(self, nodeid: str, priority: int, slots: asyncio.Semaphore | None) -> None:
         self._state[nodeid] = "local"
@@ -229,14 +253,8 @@ class ItemScheduler:
                 elif state is None:
                     if (await self._claim([nodeid]))[nodeid] == "local":
                         self._evaluate_here(nodeid, -1, None)
-                else:  # elsewhere
-                    assert self._coordinator is not None
-                    landed = await self._coordinator.wait(self._item_prefix + nodeid)
-                    if landed is not None:
-                        self._receive(nodeid, landed)
-                        self._state[nodeid] = "done"
-                    else:  # the claim lapsed without a result: claim it ourselves
-                        self._state.pop(nodeid, None)
+                else:  # elsewhere: its follower takes the result in, or gives the item back
+                    await asyncio.shield(self._follow(nodeid))
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - surfaced on the item that asked
