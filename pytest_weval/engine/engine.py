@@ -45,7 +45,6 @@ from pytest_weval.engine.store_sqlite import FILENAME as SQLITE_FILENAME, Sqlite
 
 log = logging.getLogger("pytest_weval.engine")
 T = TypeVar("T")
-_WAIT = object()  # another process holds the claim
 
 
 @dataclasses.dataclass
@@ -328,34 +327,37 @@ class Engine:
 
     async def _coordinated(self, adapter: Adapter, request: ModelRequest, key: str, summary: dict,
                            priority: Priority) -> ModelReply:
+        """Claim, then send; or wait for the process holding the claim. The claim is taken
+        before a concurrency slot, so the slot covers the HTTP exchange only (a claim is a
+        database round trip). Under xdist items are shared out first (schedule.py), so a
+        worker claims only requests of items it evaluates."""
         coordinator = self.coordinator
         assert coordinator is not None
         while True:
-            try:
-                outcome = await self._send(adapter, request, priority, claim_key=key)
-            except ModelCallError as exc:
-                if key in coordinator.held:
+            outcome = await coordinator.claim(key)
+            if outcome is True:
+                try:
+                    reply = await self._send(adapter, request, priority)
+                except ModelCallError as exc:
                     await coordinator.finish(
                         key, error_kind=exc.kind, error_status=getattr(exc, "status", None),
                         error_message=self.redactor.redact(exc.message),
                     )
-                raise
-            except BaseException:
-                if key in coordinator.held:
+                    raise
+                except BaseException:
                     await asyncio.shield(coordinator.abandon(key))
-                raise
-            if isinstance(outcome, ModelReply):
+                    raise
                 try:
-                    in_store = await self._store(request, key, summary, outcome)
+                    in_store = await self._store(request, key, summary, reply)
                     await coordinator.finish(
-                        key, in_store=in_store, text=None if in_store else outcome.text,
-                        input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens,
+                        key, in_store=in_store, text=None if in_store else reply.text,
+                        input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
                     )
                 except BaseException:
                     if key in coordinator.held:
                         await asyncio.shield(coordinator.abandon(key))
                     raise
-                return outcome
+                return reply
             landed = outcome if isinstance(outcome, Landed) else await coordinator.wait(key)
             if landed is not None:
                 reply = await self._from_landed(landed, key, request.model.id)
@@ -384,10 +386,8 @@ class Engine:
         self._counts["from_other_workers"] += 1
         return reply
 
-    async def _send(self, adapter: Adapter, request: ModelRequest, priority: Priority,
-                    claim_key: str | None = None) -> Any:
-        """Send with retries. With ``claim_key``, the first attempt claims it once a slot is
-        held, and may return a Landed outcome or _WAIT instead of a reply."""
+    async def _send(self, adapter: Adapter, request: ModelRequest, priority: Priority) -> ModelReply:
+        """Send with retries, each attempt holding a concurrency slot."""
         settings = self.settings
         model_id = request.model.id
         attempts = request.max_attempts or settings.max_attempts
@@ -398,10 +398,6 @@ class Engine:
         while attempt < attempts:
             attempt += 1
             async with self.limits.slot(adapter.provider, priority) as limiter:
-                if claim_key is not None and attempt == 1 and not adapted:
-                    claimed = await self.coordinator.claim(claim_key)  # type: ignore[union-attr]
-                    if claimed is not True:
-                        return claimed if isinstance(claimed, Landed) else _WAIT
                 call = adapter.build(request, settings.environ, self.redactor)
                 outcome = await self._attempt(adapter, call, timeout, model_id)
             if isinstance(outcome, ModelReply):

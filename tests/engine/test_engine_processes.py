@@ -62,8 +62,9 @@ def test_two_workers_never_send_a_request_twice(tmp_path, cache_mode, cache_stor
         assert {p: r.get("text") for p, r in result["results"].items()} == {p: f"echo: {p}" for p in prompts}
     assert log["count"] == log["distinct"] == 50  # every distinct request exactly once
     assert result_a["http_requests"] + result_b["http_requests"] == 50
-    # The shared requests were spread: each worker used some the other one sent.
-    assert result_a["from_other_workers"] > 0 and result_b["from_other_workers"] > 0
+    # Both sent some; each shared request went out once, from whichever worker claimed it first
+    # (a claim is taken before a concurrency slot), and served the other one too.
+    assert result_a["http_requests"] > 0 and result_b["http_requests"] > 0
     # Each worker took 1/2 of the whole-run cap: never more than 4 + 4 in flight.
     assert log["max_in_flight"] <= 8
 
