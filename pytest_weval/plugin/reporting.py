@@ -63,18 +63,19 @@ def finish_session(session: pytest.Session) -> None:
     from pytest_weval.report.rollup import build_rollup
 
     config = session.config
+    state = state_of(config)
+    ran_items = state.runner is not None or bool(state.results)
     interrupted = bool(session.shouldstop or session.shouldfail) or session.exitstatus == pytest.ExitCode.INTERRUPTED
     close_runner(config, drain=not interrupted)
-    if _is_worker(config):
-        return
-    state = state_of(config)
-    if not state.results:
+    if ran_items:
+        # The results held here stay until exit, where each full collection of the heap costs
+        # ~0.1 s, several times (running.settle_collected_objects froze what collection built;
+        # the xdist controller collects nothing).
+        gc.freeze()
+    if _is_worker(config) or not state.results:
         return
     rollup = build_rollup(state.results)
     config.stash[_ROLLUP] = rollup
-    # The xdist controller never collects (running.settle_collected_objects): the results it
-    # holds stay until exit, where each full collection of its heap costs ~0.1 s.
-    gc.freeze()
     if state.settings.min_score is not None:
         lines = check_min_score(rollup, state.settings.min_score)
         config.stash[_GATE_LINES] = lines
