@@ -254,11 +254,26 @@ def _problems(results: Sequence[ItemResult]) -> tuple[tuple[PointProblem, ...], 
                                      r.error or "unknown error", r.nodeid))
         for p in r.points:
             if p.error:
+                score_kept = p.coverage_extent is not None
+                error = p.error
+                if score_kept:  # partial consensus: say which judges failed, and why
+                    failures = _judge_failures(p.reflection)
+                    if failures:
+                        error = f"{error} Failed: {'; '.join(failures)}."
                 points.append(PointProblem(
                     r.blueprint_path, r.prompt_id, r.effective_model_id, p.key_point_text,
-                    p.error, p.coverage_extent is not None, r.nodeid,
+                    error, score_kept, r.nodeid,
                 ))
     return tuple(points), tuple(items)
+
+
+def _judge_failures(reflection: str | None) -> list[str]:
+    """The "- judge: error" lines judges/consensus.py appends under "Judge failures:" (the
+    point's ``error`` keeps the reference's fixed sentence, which names no judge)."""
+    if not reflection or "Judge failures:" not in reflection:
+        return []
+    tail = reflection.split("Judge failures:", 1)[1]
+    return [line[2:].strip() for line in tail.splitlines() if line.startswith("- ")]
 
 
 def _agreement(results: Sequence[ItemResult], agreement: Agreement) -> dict[str, Any] | None:

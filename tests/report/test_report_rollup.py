@@ -181,3 +181,21 @@ def test_folder_of():
     assert folder_of("a/b/c.yml") == "a/b"
     assert folder_of("c.yml") == ""
     assert folder_of("./c.yml") == ""
+
+
+def test_partial_consensus_problem_names_the_failing_judge():
+    from pytest_weval.blueprint.model import EvalPoint
+    from pytest_weval.judges import JudgeOutcome, JudgeSpec, consensus_assessment
+
+    point = EvalPoint(text="Mentions the deadline", display_text="Mentions the deadline")
+    good, bad = JudgeSpec(None, "test:a", "holistic"), JudgeSpec(None, "test:b", "standard")
+    assessment = consensus_assessment(point, [JudgeOutcome(good, score=1.0, reflection="yes"),
+                                              JudgeOutcome(bad, error="HTTP 503: overloaded")],
+                                      uses_defaults=False)
+    result = ItemResult(blueprint_id="b", blueprint_path="b.yml", prompt_id="p", model_id="m",
+                        effective_model_id="m", outcome="passed", threshold=0.5, score=1.0,
+                        points=[assessment])
+    (problem,) = build_rollup([result]).point_problems
+    assert problem.score_kept
+    assert problem.error.startswith("1 of 2 judges failed to return a valid assessment.")
+    assert problem.error.endswith("Failed: standard(test:b): HTTP 503: overloaded.")
