@@ -25,10 +25,11 @@ class ExternalExecutor:
             self._client = httpx.AsyncClient(follow_redirects=False)
         return self._client
 
-    async def call(self, request: Any) -> tuple[int, str]:
-        """Send ``request`` (a scoring ExternalRequest); return (status, body text)."""
+    async def call(self, request: Any) -> tuple[int, str, bool]:
+        """Send ``request`` (a scoring ExternalRequest); return (status, body text, whether
+        it came from this run's cache: the explanation then says so, as the reference's)."""
         if request.cache and request.cache_key in self._cache:
-            return self._cache[request.cache_key]
+            return (*self._cache[request.cache_key], True)
         attempts = max(1, int(request.max_retries) + 1)
         last_error: Exception | None = None
         for attempt in range(1, attempts + 1):
@@ -49,7 +50,7 @@ class ExternalExecutor:
                     outcome = (response.status_code, response.text)
                     if request.cache and 200 <= response.status_code < 300:
                         self._cache[request.cache_key] = outcome
-                    return outcome
+                    return (*outcome, False)
             if attempt < attempts:
                 await asyncio.sleep(request.retry_backoff_s * attempt)
         # Only the transport failure's class goes out: its text can carry the URL's query.

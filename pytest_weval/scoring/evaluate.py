@@ -23,7 +23,8 @@ from pytest_weval.scoring.jsvalues import clamp01, to_fixed
 from pytest_weval.scoring.regex_js import TextMatcher
 from pytest_weval.scoring.types import FnError, FnScore, RawResult
 
-ExternalExecutor = Callable[[ExternalRequest], Awaitable[tuple[int, str]]]
+# (status, body) or (status, body, served from the executor's cache)
+ExternalExecutor = Callable[[ExternalRequest], Awaitable["tuple[int, str] | tuple[int, str, bool]"]]
 
 
 def subject_text(generated_texts: Sequence[str], final_text: str) -> str:
@@ -81,10 +82,11 @@ async def _call_external(
     if isinstance(request, FnError):
         return request
     try:
-        status, body = await call_external(request)
+        reply = await call_external(request)
     except Exception as exc:  # transport failure after the executor's retries
         return FnError(f"External service call failed: {exc}")
-    return read_external_response(status, body)
+    status, body = reply[0], reply[1]
+    return read_external_response(status, body, cached=len(reply) > 2 and bool(reply[2]))
 
 
 def to_assessment(point: EvalPoint, raw: RawResult) -> PointAssessment:

@@ -366,3 +366,17 @@ def test_scores_are_numbers_not_bools_for_graded_functions() -> None:
     result = call_point_function("contains_all_of", ["a"], "a", CTX)
     assert result == 1.0 and not isinstance(result, bool)
     assert isinstance(call_point_function("js", "({score: true})", "a", CTX), FnScore)
+
+
+def test_a_reply_served_from_the_executors_cache_says_so() -> None:
+    calls = 0
+
+    async def executor(request: ExternalRequest) -> tuple[int, str, bool]:
+        nonlocal calls
+        calls += 1
+        return 200, '{"score": 0.5, "explain": "fine"}', calls > 1
+
+    first = score([point("call", {"url": "http://svc/x"})], "abc", call_external=executor)
+    again = score([point("call", {"url": "http://svc/x"})], "abc", call_external=executor)
+    assert (first[0].reflection, again[0].reflection) == ("fine", "fine (cached)")
+    assert first[0].coverage_extent == again[0].coverage_extent == 0.5
