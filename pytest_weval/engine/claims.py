@@ -64,7 +64,13 @@ def _pid_alive(pid: int) -> bool:
         return True
     except OSError:
         return True
-    return True
+    # A killed xdist worker stays a zombie until the controller reaps it; signal 0 still
+    # reaches a zombie, /proc says what it is (elsewhere the lease runs out instead).
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
 
 
 class Coordinator:
@@ -104,9 +110,16 @@ class Coordinator:
         def attempt(conn: sqlite3.Connection) -> dict[str, Landed | bool]:
             return {key: self._claim_one(conn, key) for key in keys}
 
-        outcomes = await self.db.run(lambda conn: transaction(conn, attempt))
-        self.held.update(key for key, outcome in outcomes.items() if outcome is True)
-        return outcomes
+        claiming = asyncio.ensure_future(self.db.run(lambda conn: transaction(conn, attempt)))
+
+        def note_held(done: asyncio.Future) -> None:
+            # Also when the caller was cancelled meanwhile: what was claimed is renewed and
+            # released like any other claim.
+            if not done.cancelled() and done.exception() is None:
+                self.held.update(key for key, outcome in done.result().items() if outcome is True)
+
+        claiming.add_done_callback(note_held)
+        return await asyncio.shield(claiming)
 
     def _claim_one(self, conn: sqlite3.Connection, key: str) -> Landed | bool:
         rows = rows_as_dicts(conn.execute(
@@ -153,6 +166,12 @@ class Coordinator:
         finally:
             self.held.discard(key)
 
+    async def forget(self, key: str) -> None:
+        """Drop this run's recorded outcome for ``key`` (it pointed at a store entry that cannot
+        be read), so the next claim can be taken."""
+        await self.db.run(lambda conn: conn.execute(
+            "DELETE FROM run_results WHERE run_id = ? AND key = ?", (self.run_id, key)))
+
     async def abandon(self, key: str) -> None:
         """Drop a claim without an outcome (cancelled): another process may take it at once."""
         self.held.discard(key)
@@ -182,7 +201,7 @@ class Coordinator:
             keys = list(self._waiting)
             try:
                 found = await self.db.run(lambda conn: transaction(conn, lambda c: self._look(c, keys), immediate=False))
-            except sqlite3.Error as exc:  # busy beyond the timeout: try again next round
+            except Exception as exc:  # noqa: BLE001 - busy beyond the timeout, or worse: try again next round
                 log.warning("weval claims: poll failed: %s", exc)
                 continue
             for key, outcome in found.items():

@@ -363,6 +363,9 @@ class Engine:
                 reply = await self._from_landed(landed, key, request.model.id)
                 if reply is not None:
                     return reply
+                # Recorded as in the store, but the entry cannot be read here (pruned, corrupt):
+                # forget the outcome, or every claim would find it again; then ask afresh.
+                await coordinator.forget(key)
             # The claim lapsed without an outcome: maybe another session cached it; else claim.
             if self.cache.readable(request):
                 entry = await self.cache.get(key)

@@ -91,7 +91,9 @@ class ItemScheduler:
             return
 
         async def stop() -> None:
-            deadline = time.monotonic() + drain_s
+            # Interrupted: requests still queued for a slot need not go out; a few seconds for
+            # those on the wire, then the engine releases the rest of its claims.
+            deadline = time.monotonic() + (drain_s if drain else 5.0)
             if drain and self._coordinator is not None:
                 running = [task for task in self._local.values() if not task.done()]
                 if running:
@@ -206,13 +208,19 @@ class ItemScheduler:
         try:
             result = await self.pipeline.evaluate(work)
         except BaseException as exc:
-            # Cancelled (closing): give the item back so another worker can take it.
+            # Surfaced first: pytest may be waiting on it. Then (cancelled while closing, or a
+            # bug) the item goes back so another worker can take it.
             self._state.pop(nodeid, None)
-            if self._coordinator is not None and self._item_prefix + nodeid in self._coordinator.held:
-                await asyncio.shield(self._coordinator.abandon(self._item_prefix + nodeid))
             if not isinstance(exc, asyncio.CancelledError) and not future.done():
                 future.set_exception(exc)
-            raise
+            if self._coordinator is not None and self._item_prefix + nodeid in self._coordinator.held:
+                try:
+                    await asyncio.shield(self._coordinator.abandon(self._item_prefix + nodeid))
+                except Exception as release_error:  # noqa: BLE001 - the lease runs out instead
+                    log.warning("weval: could not release the claim on %s: %s", nodeid, release_error)
+            if not isinstance(exc, Exception):  # cancelled, or an interpreter exit
+                raise
+            return  # the error is on the item's future
         self.evaluated_here += 1
         self._state[nodeid] = "done"
         if not future.done():

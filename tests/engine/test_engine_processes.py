@@ -113,3 +113,55 @@ def test_sigkill_mid_run_loses_only_in_flight_requests(tmp_path):
     db = sqlite3.connect(db_path)
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert db.execute("SELECT count(*) FROM responses").fetchone()[0] == 40
+
+
+def test_a_claim_held_by_a_killed_unreaped_worker_is_taken_over_at_once(tmp_path):
+    # A worker killed with SIGKILL stays a zombie until xdist reaps it; its claims must not
+    # wait for their lease to run out.
+    import asyncio
+    import socket
+
+    from pytest_weval.engine.claims import Coordinator
+    from pytest_weval.engine.db import SqliteDB
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    stat = Path(f"/proc/{child.pid}/stat")
+    if not stat.exists():
+        child.wait()
+        pytest.skip("no /proc here: the lease decides")
+    wait_until(lambda: stat.read_bytes().rsplit(b")", 1)[1].split()[0] == b"Z")  # exited, not reaped
+    db = SqliteDB(tmp_path / "claims.sqlite")
+
+    async def scenario():
+        await db.run(lambda conn: conn.execute(
+            "INSERT INTO claims (key, owner, host, pid, expires) VALUES ('k', 'gone', ?, ?, ?)",
+            (socket.gethostname(), child.pid, time.time() + 3600)))
+        coordinator = Coordinator(db, run_id="r", worker_id="gw1", lease_s=30, poll_s=0.05)
+        return await coordinator.claim("k"), coordinator.takeovers
+
+    try:
+        assert asyncio.run(scenario()) == (True, 1)
+    finally:
+        db.close()
+        child.wait()
+
+
+def test_an_outcome_recorded_in_a_store_entry_that_cannot_be_read_is_asked_again(tmp_path):
+    # Another worker recorded "in the store", but the entry is gone here (pruned, corrupt):
+    # the request goes out once instead of the claim finding that outcome forever.
+    from engine_helpers import request
+
+    from pytest_weval.engine import Engine, EngineSettings
+
+    with FakeServer() as server:
+        engine = Engine(EngineSettings(cache_dir=str(tmp_path / "cache"), env=server.env(), worker_count=2,
+                                       worker_id="gw0", run_id="run-gone")).start()
+        try:
+            asked = request("openai:gpt-4o-mini", "lost entry")
+            key = engine.key_for(asked)
+            engine.run_coroutine(engine.coordinator.finish(key, in_store=True)).result()
+            reply = engine.complete_sync(asked, timeout=20)
+        finally:
+            engine.close()
+        assert reply.text == "echo: lost entry"
+        assert server.count == 1
