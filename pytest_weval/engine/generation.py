@@ -65,8 +65,7 @@ async def generate_conversation(
             purpose="generate",
         )
         reply = await engine.complete(request)
-        usage.add(Usage(requests=1, cache_hits=int(reply.cached),
-                        input_tokens=reply.input_tokens, output_tokens=reply.output_tokens))
+        usage.add(reply.usage())
         if not reply.text or not reply.text.strip():
             raise ModelCallError(f"{model.id} returned an empty reply", model_id=model.id)
         return reply.text

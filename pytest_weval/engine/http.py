@@ -92,10 +92,3 @@ def async_client(**kwargs: Any) -> httpx.AsyncClient:
         if isinstance(backend, httpcore.AsyncNetworkBackend) and not isinstance(backend, _Backend):
             pool._network_backend = _Backend(backend)  # type: ignore[union-attr]
     return client
-
-
-def uses_fast_backend(client: httpx.AsyncClient) -> bool:
-    """Whether every pool of ``client`` goes through ``_Backend`` (for tests)."""
-    transports = [t for t in (client._transport, *client._mounts.values()) if t is not None]
-    return all(isinstance(getattr(getattr(t, "_pool", None), "_network_backend", None), _Backend)
-               for t in transports)

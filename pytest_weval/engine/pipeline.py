@@ -249,10 +249,7 @@ class Pipeline:
                 max_attempts=2,  # weval-semantics §3.2: judges retry once
             )
             reply = await self.engine.complete(request)
-            _add_usage(usage, model.id, Usage(
-                requests=1, cache_hits=int(reply.cached),
-                input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
-            ))
+            _add_usage(usage, model.id, reply.usage())
             return reply.text
 
         return ask

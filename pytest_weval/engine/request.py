@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from pytest_weval.blueprint.model import ModelSpec
+from pytest_weval.results import Usage
 
 CACHE_MODES = ("rw", "ro", "refresh", "off")
 CACHE_STORES = ("sqlite", "files")
@@ -55,6 +56,11 @@ class ModelReply:
     cached: bool = False  # served from the cache store (this or an earlier run)
     tool_calls: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     latency_s: float = 0.0
+
+    def usage(self) -> Usage:
+        """What this reply adds to an item's usage record."""
+        return Usage(requests=1, cache_hits=int(self.cached),
+                     input_tokens=self.input_tokens, output_tokens=self.output_tokens)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,6 +24,7 @@ from .consensus import (
     ALL_FAILED,
     JudgeOutcome,
     consensus_assessment,
+    failed_judges,
     judge_points,
     judge_points_with,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "prompt_context_text",
     "JudgeOutcome",
     "ALL_FAILED",
+    "failed_judges",
     "judge_points",
     "judge_points_with",
     "consensus_assessment",

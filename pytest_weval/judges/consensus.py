@@ -31,6 +31,7 @@ __all__ = [
     "JudgeOne",
     "ALL_FAILED",
     "consensus_assessment",
+    "failed_judges",
     "backup_needed",
     "judge_points",
     "judge_points_with",
@@ -82,8 +83,20 @@ def backup_needed(panel_uses_defaults: bool, primaries: Sequence[JudgeOutcome], 
     return all(o.judge.model != backup.model for o in successes)
 
 
+_FAILURES = "Judge failures:"
+
+
 def _failure_lines(outcomes: Iterable[JudgeOutcome]) -> list[str]:
     return [f"- {o.judge.label}: {o.error}" for o in outcomes if not o.ok]
+
+
+def failed_judges(reflection: str | None) -> list[str]:
+    """The "judge: why" entries a consensus reflection lists under "Judge failures:" (the
+    point's ``error`` keeps the reference's fixed sentence, which names no judge)."""
+    if not reflection or _FAILURES not in reflection:
+        return []
+    tail = reflection.split(_FAILURES, 1)[1]
+    return [line[2:].strip() for line in tail.splitlines() if line.startswith("- ")]
 
 
 def consensus_assessment(
@@ -124,7 +137,7 @@ def consensus_assessment(
 
     if not successes:
         details = _failure_lines(considered)
-        reflection = ("Judge failures:\n" + "\n".join(details)) if details else None
+        reflection = (_FAILURES + "\n" + "\n".join(details)) if details else None
         return PointAssessment(error=ALL_FAILED, reflection=reflection, **common)
 
     average = sum(o.score for o in successes) / len(successes)  # type: ignore[misc]
@@ -142,7 +155,7 @@ def consensus_assessment(
         reflection += f"\n\nWARNING: {error}"
         details = _failure_lines(considered)
         if details:
-            reflection += "\n\nJudge failures:\n" + "\n".join(details)
+            reflection += "\n\n" + _FAILURES + "\n" + "\n".join(details)
     elif backup_used:
         reflection += "\n\nNOTE: Backup judge was used to supplement failed primary judges."
 

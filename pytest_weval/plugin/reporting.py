@@ -38,7 +38,7 @@ def record_report(config: pytest.Config, report: pytest.TestReport) -> None:
         return
     from pytest_weval.results import ItemResult  # not at start-up: the xdist controller needs it late
 
-    result = ItemResult.model_validate_json(data) if isinstance(data, str) else ItemResult.model_validate(data)
+    result = ItemResult.model_validate_json(data)
     if not result.nodeid:
         result.nodeid = report.nodeid
     state_of(config).results.append(result)

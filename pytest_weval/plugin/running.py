@@ -78,7 +78,7 @@ class Runner:
             return self.engine.run_coroutine(self.pipeline.evaluate(item_work(item, -1))).result()
         return self.scheduler.result(item.nodeid)
 
-    def close(self, *, drain: bool = True) -> None:
+    def close(self, *, drain: bool) -> None:
         self.scheduler.close(drain=drain)
 
 
@@ -107,14 +107,10 @@ def settle_collected_objects() -> None:
     gc.freeze()
 
 
-def runner_for(item: pytest.Item) -> Runner:
+def runner_for(item: "WevalItem") -> Runner:
     state = state_of(item.config)
-    if state.runner is None:
-        start_runner(item.session)
-    if state.runner is None:  # collect-only and the like: the item still runs on its own
-        from pytest_weval.plugin.collect import WevalItem
-
-        state.runner = Runner(state, [i for i in item.session.items if isinstance(i, WevalItem)] or [item])
+    if state.runner is None:  # not started at collection end (--setup-plan): this item alone
+        state.runner = Runner(state, [item])
     return state.runner
 
 

@@ -16,6 +16,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
+from pytest_weval.judges.consensus import failed_judges
 from pytest_weval.results import ItemResult, PointAssessment, Usage
 
 ROOT = ""  # the folder that holds the whole run
@@ -257,7 +258,7 @@ def _problems(results: Sequence[ItemResult]) -> tuple[tuple[PointProblem, ...], 
                 score_kept = p.coverage_extent is not None
                 error = p.error
                 if score_kept:  # partial consensus: say which judges failed, and why
-                    failures = _judge_failures(p.reflection)
+                    failures = failed_judges(p.reflection)
                     if failures:
                         error = f"{error} Failed: {'; '.join(failures)}."
                 points.append(PointProblem(
@@ -265,15 +266,6 @@ def _problems(results: Sequence[ItemResult]) -> tuple[tuple[PointProblem, ...], 
                     error, score_kept, r.nodeid,
                 ))
     return tuple(points), tuple(items)
-
-
-def _judge_failures(reflection: str | None) -> list[str]:
-    """The "- judge: error" lines judges/consensus.py appends under "Judge failures:" (the
-    point's ``error`` keeps the reference's fixed sentence, which names no judge)."""
-    if not reflection or "Judge failures:" not in reflection:
-        return []
-    tail = reflection.split("Judge failures:", 1)[1]
-    return [line[2:].strip() for line in tail.splitlines() if line.startswith("- ")]
 
 
 def _agreement(results: Sequence[ItemResult], agreement: Agreement) -> dict[str, Any] | None:

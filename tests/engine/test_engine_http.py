@@ -14,11 +14,18 @@ import pytest
 import sniffio
 
 from pytest_weval.engine import ProviderError
-from pytest_weval.engine.http import _Backend, _Stream, async_client, uses_fast_backend
+from pytest_weval.engine.http import _Backend, _Stream, async_client
 from tests.engine.engine_helpers import request
 
 REPLY = b'{"choices":[{"message":{"role":"assistant","content":"hi"}}],"usage":{}}'
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+def uses_fast_backend(client: httpx.AsyncClient) -> bool:
+    """Whether every pool of ``client`` goes through the engine's backend."""
+    transports = [t for t in (client._transport, *client._mounts.values()) if t is not None]
+    return all(isinstance(getattr(getattr(t, "_pool", None), "_network_backend", None), _Backend)
+               for t in transports)
 
 
 async def read_request(reader: asyncio.StreamReader) -> None:
