@@ -18,24 +18,58 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
+import enum
 import logging
 import time
-from typing import Literal, Sequence
+from typing import Sequence
 
+from pytest_weval.engine import Engine
 from pytest_weval.engine.claims import Coordinator, Landed
-from pytest_weval.engine.pipeline import ItemWork, Pipeline
 from pytest_weval.results import ItemResult
+from pytest_weval.run.pipeline import ItemWork, Pipeline
 
-log = logging.getLogger("pytest_weval.engine")
+log = logging.getLogger("pytest_weval.run")
 
-State = Literal["claiming", "local", "elsewhere", "done"]
 _CLAIM_RUN = 32  # items claimed per transaction when the window has room for several
+
+
+class Phase(enum.Enum):
+    """Where one item's evaluation stands, in this process.
+
+    ``WAITING`` -> ``CLAIMING`` -> one of:
+      ``LOCAL``     claimed here: evaluating here, then ``DONE``;
+      ``ELSEWHERE`` another worker holds it: its published result makes it ``DONE``, or, if
+                    that worker gives it up, it goes back to ``WAITING`` for whoever asks;
+      ``DONE``      its result is on the item's future (evaluated here or received).
+    A local evaluation that is cancelled or raises also goes back to ``WAITING``.
+    """
+
+    WAITING = "waiting"
+    CLAIMING = "claiming"
+    LOCAL = "local"
+    ELSEWHERE = "elsewhere"
+    DONE = "done"
+
+
+@dataclasses.dataclass(eq=False)
+class ScheduledItem:
+    """One item of the run and everything the scheduler knows of it."""
+
+    work: ItemWork
+    position: int  # in the run's order; the request priority of an item started ahead
+    # Resolved with the result, on the engine loop; waited on from pytest's thread.
+    future: concurrent.futures.Future[ItemResult]
+    phase: Phase = Phase.WAITING
+    decided: asyncio.Event | None = None  # set when a claim attempt ends (``CLAIMING`` only)
+    evaluation: asyncio.Task[None] | None = None  # ``LOCAL`` only
+    follower: asyncio.Task[None] | None = None  # ``ELSEWHERE``: takes the result in when it lands
+    urgent: bool = False  # pytest is about to ask for it
 
 
 class ItemScheduler:
     def __init__(
         self,
-        engine,
+        engine: Engine,
         pipeline: Pipeline,
         works: Sequence[ItemWork],
         *,
@@ -44,22 +78,15 @@ class ItemScheduler:
     ):
         self.engine = engine
         self.pipeline = pipeline
-        self._works = {work.nodeid: work for work in works}
-        self._order = list(self._works)
-        self._position = {nodeid: index for index, nodeid in enumerate(self._order)}
-        self._futures: dict[str, concurrent.futures.Future[ItemResult]] = {
-            nodeid: concurrent.futures.Future() for nodeid in self._order
+        # Touched on the engine loop only, but for each future's result.
+        self._items = {
+            work.nodeid: ScheduledItem(work, position, concurrent.futures.Future())
+            for position, work in enumerate(works)
         }
         self._window = max(1, window)
         coordinator: Coordinator | None = engine.coordinator
         self._coordinator = coordinator if exchange else None
         self._item_prefix = f"item:{engine.run_id}:"
-        # Touched on the engine loop only.
-        self._state: dict[str, State] = {}
-        self._decided: dict[str, asyncio.Event] = {}
-        self._local: dict[str, asyncio.Task[None]] = {}
-        self._urgent: set[str] = set()
-        self._followers: dict[str, asyncio.Task[None]] = {}
         self.evaluated_here = 0
         self.received = 0
         self._feeder = engine.run_coroutine(self._feed())
@@ -68,15 +95,16 @@ class ItemScheduler:
     # -- called from pytest's thread ------------------------------------------------------
     def hurry(self, nodeid: str) -> None:
         """``nodeid`` is about to be asked for: start it now if nobody has."""
-        if nodeid in self._futures and not self._futures[nodeid].done():
-            self.engine.loop.call_soon_threadsafe(self._start_urgent, nodeid)
+        item = self._items.get(nodeid)
+        if item is not None and not item.future.done():
+            self.engine.loop.call_soon_threadsafe(self._start_urgent, item)
 
     def result(self, nodeid: str) -> ItemResult:
         self.hurry(nodeid)
-        return self._futures[nodeid].result()
+        return self._items[nodeid].future.result()
 
     def __contains__(self, nodeid: str) -> bool:
-        return nodeid in self._futures
+        return nodeid in self._items
 
     def close(self, *, drain: bool, drain_s: float = 60.0) -> None:
         """Stop starting items. With ``drain`` (a run that was not interrupted), let this
@@ -94,11 +122,12 @@ class ItemScheduler:
             # Interrupted: requests still queued for a slot need not go out; a few seconds for
             # those on the wire, then the engine releases the rest of its claims.
             deadline = time.monotonic() + (drain_s if drain else 5.0)
+            evaluations = [i.evaluation for i in self._items.values() if i.evaluation is not None]
             if drain and self._coordinator is not None:
-                running = [task for task in self._local.values() if not task.done()]
+                running = [task for task in evaluations if not task.done()]
                 if running:
                     await asyncio.wait(running, timeout=drain_s)
-            for task in list(self._local.values()):
+            for task in evaluations:
                 task.cancel()  # the engine's requests are shielded: they go on
             coordinator = self.engine.coordinator
             # Requests this process holds claims on: another worker may be waiting for them.
@@ -116,101 +145,108 @@ class ItemScheduler:
     async def _feed(self) -> None:
         """Start items in order, at most ``window`` of this process's evaluations at a time."""
         slots = asyncio.Semaphore(self._window)
-        order = iter(self._order)
+        order = iter(self._items.values())
         while True:
             await slots.acquire()
             batch = [next(order, None)]
             while batch[-1] is not None and len(batch) < _CLAIM_RUN and not slots.locked():
                 await slots.acquire()  # free at once: the window has room for more
                 batch.append(next(order, None))
-            taken = [nodeid for nodeid in batch if nodeid is not None and nodeid not in self._state]
+            taken = [item for item in batch if item is not None and item.phase is Phase.WAITING]
             for _ in range(len(batch) - len(taken)):
                 slots.release()
             if taken:
-                decisions = await self._claim(taken)
-                for nodeid in taken:
-                    if decisions[nodeid] == "local":
-                        self._evaluate_here(nodeid, self._position[nodeid], slots)
+                await self._claim(taken)
+                for item in taken:
+                    if item.phase is Phase.LOCAL:
+                        self._evaluate_here(item, item.position, slots)
                     else:
                         slots.release()
             if batch[-1] is None:
                 return
 
-    async def _claim(self, nodeids: list[str]) -> dict[str, State]:
-        """Decide who evaluates each item: here (claimed), done (published already) or
-        elsewhere (another worker holds it)."""
-        for nodeid in nodeids:
-            self._state[nodeid] = "claiming"
-            self._decided[nodeid] = asyncio.Event()
+    async def _claim(self, items: list[ScheduledItem]) -> None:
+        """Decide who evaluates each item: here (``LOCAL``), nobody (``DONE``: published
+        already) or another worker (``ELSEWHERE``)."""
+        for item in items:
+            item.phase = Phase.CLAIMING
+            item.decided = asyncio.Event()
         try:
             if self._coordinator is None:
-                outcomes: dict[str, Landed | bool] = {nodeid: True for nodeid in nodeids}
+                outcomes: dict[str, Landed | bool] = {item.work.nodeid: True for item in items}
             else:
-                keys = {self._item_prefix + nodeid: nodeid for nodeid in nodeids}
+                keys = {self._item_prefix + item.work.nodeid: item.work.nodeid for item in items}
                 claimed = await self._coordinator.claim_many(list(keys))
                 outcomes = {keys[key]: outcome for key, outcome in claimed.items()}
         except BaseException:
-            for nodeid in nodeids:
-                del self._state[nodeid]
-                self._decided.pop(nodeid).set()
+            for item in items:
+                item.phase = Phase.WAITING
+                self._decide(item)
             raise
-        decisions: dict[str, State] = {}
-        for nodeid, outcome in outcomes.items():
+        for item in items:
+            outcome = outcomes[item.work.nodeid]
             if outcome is True:
-                decisions[nodeid] = "local"
+                item.phase = Phase.LOCAL
             elif isinstance(outcome, Landed):
-                self._receive(nodeid, outcome)
-                decisions[nodeid] = "done"
+                self._receive(item, outcome)
+                item.phase = Phase.DONE
             else:
-                decisions[nodeid] = "elsewhere"
-            self._state[nodeid] = decisions[nodeid]
-            self._decided.pop(nodeid).set()
-            if decisions[nodeid] == "elsewhere":
-                self._follow(nodeid)
-        return decisions
+                item.phase = Phase.ELSEWHERE
+            self._decide(item)
+            if item.phase is Phase.ELSEWHERE:
+                self._follow(item)
 
-    def _follow(self, nodeid: str) -> asyncio.Task[None]:
-        """Take in ``nodeid``'s result as soon as its holder publishes it, so it is at hand
+    @staticmethod
+    def _decide(item: ScheduledItem) -> None:
+        decided, item.decided = item.decided, None
+        if decided is not None:
+            decided.set()
+
+    def _follow(self, item: ScheduledItem) -> asyncio.Task[None]:
+        """Take in the item's result as soon as its holder publishes it, so it is at hand
         when pytest asks here (one poll serves every followed item). Bounded by the items the
         other workers have in flight: a published result stops being followed."""
-        task = self._followers.get(nodeid)
-        if task is None:
-            task = self._followers[nodeid] = asyncio.ensure_future(self._await_elsewhere(nodeid))
-            task.add_done_callback(lambda _: self._followers.pop(nodeid, None))
-        return task
+        if item.follower is None:
+            item.follower = asyncio.ensure_future(self._await_elsewhere(item))
 
-    async def _await_elsewhere(self, nodeid: str) -> None:
+            def forget(_: asyncio.Task[None]) -> None:
+                item.follower = None
+
+            item.follower.add_done_callback(forget)
+        return item.follower
+
+    async def _await_elsewhere(self, item: ScheduledItem) -> None:
         assert self._coordinator is not None
-        landed = await self._coordinator.wait(self._item_prefix + nodeid)
-        if self._state.get(nodeid) != "elsewhere":
+        landed = await self._coordinator.wait(self._item_prefix + item.work.nodeid)
+        if item.phase is not Phase.ELSEWHERE:
             return
         if landed is not None:
-            self._receive(nodeid, landed)
-            self._state[nodeid] = "done"
+            self._receive(item, landed)
+            item.phase = Phase.DONE
         else:  # the holder gave it up without a result: whoever asks for it claims it
-            del self._state[nodeid]
+            item.phase = Phase.WAITING
 
-    def _evaluate_here(self, nodeid: str, priority: int, slots: asyncio.Semaphore | None) -> None:
-        self._state[nodeid] = "local"
-        task = asyncio.ensure_future(self._evaluate(nodeid, priority))
-        self._local[nodeid] = task
+    def _evaluate_here(self, item: ScheduledItem, priority: int, slots: asyncio.Semaphore | None) -> None:
+        item.phase = Phase.LOCAL
+        item.evaluation = asyncio.ensure_future(self._evaluate(item, priority))
 
-        def done(_: asyncio.Task) -> None:
-            self._local.pop(nodeid, None)
+        def done(_: asyncio.Task[None]) -> None:
+            item.evaluation = None
             if slots is not None:
                 slots.release()
 
-        task.add_done_callback(done)
+        item.evaluation.add_done_callback(done)
 
-    async def _evaluate(self, nodeid: str, priority: int) -> None:
-        work = dataclasses.replace(self._works[nodeid], priority=priority)
-        future = self._futures[nodeid]
+    async def _evaluate(self, item: ScheduledItem, priority: int) -> None:
+        nodeid = item.work.nodeid
+        work = dataclasses.replace(item.work, priority=priority)
+        future = item.future
         try:
             result = await self.pipeline.evaluate(work)
         except BaseException as exc:
             # Surfaced first: pytest may be waiting on it. Then (cancelled while closing, or a
             # bug) the item goes back so another worker can take it.
-            self._state.pop(nodeid, None)
+            item.phase = Phase.WAITING
             if not isinstance(exc, asyncio.CancelledError) and not future.done():
                 future.set_exception(exc)
             if self._coordinator is not None and self._item_prefix + nodeid in self._coordinator.held:
@@ -222,7 +258,7 @@ class ItemScheduler:
                 raise
             return  # the error is on the item's future
         self.evaluated_here += 1
-        self._state[nodeid] = "done"
+        item.phase = Phase.DONE
         if not future.done():
             future.set_result(result)
         if self._coordinator is not None:
@@ -231,38 +267,44 @@ class ItemScheduler:
             except Exception as exc:  # noqa: BLE001 - a worker waiting for it takes the item over
                 log.warning("weval: could not publish the result of %s: %s", nodeid, exc)
 
-    def _receive(self, nodeid: str, landed: Landed) -> None:
-        future = self._futures[nodeid]
-        if future.done():
+    def _receive(self, item: ScheduledItem, landed: Landed) -> None:
+        if item.future.done():
             return
         self.received += 1
         try:
-            future.set_result(ItemResult.model_validate_json(landed.text or ""))
+            item.future.set_result(ItemResult.model_validate_json(landed.text or ""))
         except ValueError as exc:
-            future.set_exception(RuntimeError(f"the result another worker published for {nodeid} is unreadable: {exc}"))
+            item.future.set_exception(RuntimeError(
+                f"the result another worker published for {item.work.nodeid} is unreadable: {exc}"
+            ))
 
-    def _start_urgent(self, nodeid: str) -> None:
-        if nodeid not in self._urgent and not self._futures[nodeid].done():
-            self._urgent.add(nodeid)
-            task = asyncio.ensure_future(self._settle(nodeid))
-            task.add_done_callback(lambda _: self._urgent.discard(nodeid))
+    def _start_urgent(self, item: ScheduledItem) -> None:
+        if not item.urgent and not item.future.done():
+            item.urgent = True
+            task = asyncio.ensure_future(self._settle(item))
 
-    async def _settle(self, nodeid: str) -> None:
-        """Get ``nodeid``'s result soon: evaluate it here at the top priority, or wait for the
+            def calm(_: asyncio.Task[None]) -> None:
+                item.urgent = False
+
+            task.add_done_callback(calm)
+
+    async def _settle(self, item: ScheduledItem) -> None:
+        """Get the item's result soon: evaluate it here at the top priority, or wait for the
         worker that claimed it (and take it over if that worker gives it up)."""
-        future = self._futures[nodeid]
+        future = item.future
         try:
             while not future.done():
-                state = self._state.get(nodeid)
-                if state == "claiming":
-                    await self._decided[nodeid].wait()
-                elif state in ("local", "done"):
+                if item.phase is Phase.CLAIMING:
+                    assert item.decided is not None
+                    await item.decided.wait()
+                elif item.phase in (Phase.LOCAL, Phase.DONE):
                     return  # the running evaluation resolves the future
-                elif state is None:
-                    if (await self._claim([nodeid]))[nodeid] == "local":
-                        self._evaluate_here(nodeid, -1, None)
+                elif item.phase is Phase.WAITING:
+                    await self._claim([item])
+                    if item.phase is Phase.LOCAL:
+                        self._evaluate_here(item, -1, None)
                 else:  # elsewhere: its follower takes the result in, or gives the item back
-                    await asyncio.shield(self._follow(nodeid))
+                    await asyncio.shield(self._follow(item))
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - surfaced on the item that asked
@@ -270,7 +312,7 @@ class ItemScheduler:
                 future.set_exception(exc)
 
 
-def _log_failure(future: concurrent.futures.Future) -> None:
+def _log_failure(future: concurrent.futures.Future[None]) -> None:
     # Items the feeder did not start are still started when asked for (``result``).
     if not future.cancelled() and future.exception() is not None:
         log.warning("weval: starting items ahead stopped: %s", future.exception())

@@ -11,20 +11,18 @@ import dataclasses
 import time
 from typing import Any
 
+from pytest_weval import judges as judging
+from pytest_weval import scoring
 from pytest_weval.blueprint.ids import effective_model_id
 from pytest_weval.blueprint.model import Blueprint, EvalPoint, ModelSpec, Prompt
 from pytest_weval.engine.external import ExternalExecutor
 from pytest_weval.engine.generation import Conversation, generate_conversation
-from pytest_weval.engine.request import ChatMessage, ModelRequest
+from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
+from pytest_weval.judges.config import JudgePanel
 from pytest_weval.results import ItemResult, PointAssessment, Usage
-from pytest_weval import judges as judging
-from pytest_weval import scoring
+from pytest_weval.run.outcome import decide
 
 BUILTIN_MODELS = frozenset({"ideal", "echo"})
-NO_JUDGE_HINT = (
-    "judged points need a judge model: set OPENROUTER_API_KEY for the default judges, "
-    "or pass --weval-judges=<model id> (any model you have a key for, or one from weval_model_defs)"
-)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -78,7 +76,7 @@ class PipelineSettings:
 class Pipeline:
     """Runs items on an engine. Create once per process; call ``evaluate`` on the engine loop."""
 
-    def __init__(self, engine: Any, settings: PipelineSettings):
+    def __init__(self, engine: ModelClient, settings: PipelineSettings):
         self.engine = engine
         self.settings = settings
         self.external = ExternalExecutor()
@@ -140,7 +138,7 @@ class Pipeline:
         if not points and prompt.ideal:
             points = await judging.extract_key_points(
                 prompt_text=judging.prompt_context_text(prompt.messages), ideal=prompt.ideal, panel=panel,
-                ask=self._asker(work.priority, usage, purpose="extract"),
+                ask=self.asker(work.priority, usage, purpose="extract"),
             ) or []
         if not points:
             result.outcome = "skipped"
@@ -157,13 +155,14 @@ class Pipeline:
             config=work.blueprint.config,
             description=work.blueprint.description,
             panel=panel,
-            ask=self._asker(work.priority, usage, purpose="judge"),
+            ask=self.asker(work.priority, usage, purpose="judge"),
         )
-        judged = [p for p in assessments if p.kind == "judged"]
         result.points = assessments
-        result.judge_agreement = judging.judge_agreement(assessments) if judged else None
+        if any(p.kind == "judged" for p in assessments):
+            result.judge_agreement = judging.judge_agreement(assessments)
         result.score = scoring.round2(scoring.aggregate(assessments))
-        self._decide(result, judged)
+        verdict = decide(assessments, result.score, result.threshold)
+        result.outcome, result.error = verdict.outcome, verdict.error
 
     async def assess(
         self,
@@ -176,8 +175,8 @@ class Pipeline:
         prompt_id: str,
         config: dict[str, Any],
         description: str | None,
-        panel: Any,
-        ask: Any,
+        panel: JudgePanel,
+        ask: judging.Ask,
     ) -> list[PointAssessment]:
         """Score ``text`` against ``points``: function points first, then judged ones (§3.1.7)."""
         ctx = scoring.PointContext(
@@ -205,21 +204,6 @@ class Pipeline:
         function_results, judged = await asyncio.gather(function_task, judge_task)
         return list(function_results) + list(judged)
 
-    def _decide(self, result: ItemResult, judged: list[PointAssessment]) -> None:
-        authoring = [p for p in result.points if p.authoring_error]
-        if authoring:
-            result.outcome = "error"
-            result.error = "the blueprint has a mistake in this prompt's points: " + "; ".join(
-                f"{p.key_point_text}: {p.error}" for p in authoring
-            )
-            return
-        if judged and all(p.coverage_extent is None for p in judged):
-            reasons = sorted({_judge_failure_reason(p) for p in judged})
-            result.outcome = "error"
-            result.error = "no judge could score this item's judged points: " + "; ".join(reasons)
-            return
-        result.outcome = "passed" if (result.score or 0) >= result.threshold else "failed"
-
     async def _generate(self, work: ItemWork, usage: dict[str, Usage]) -> Conversation:
         prompt = work.prompt
         if work.model.id in BUILTIN_MODELS and work.model.custom is None:
@@ -236,7 +220,7 @@ class Pipeline:
         _add_usage(usage, work.model.id, conversation.usage)
         return conversation
 
-    def _asker(self, priority: int, usage: dict[str, Usage], *, purpose: str):
+    def asker(self, priority: int, usage: dict[str, Usage], *, purpose: str):
         async def ask(judge: Any, messages: list[dict], temperature: float, max_tokens: int) -> str:
             model = self.model_spec(judge.model)
             request = ModelRequest(
@@ -246,7 +230,6 @@ class Pipeline:
                 max_tokens=max_tokens,
                 priority=priority,
                 purpose=purpose,
-                max_attempts=2,  # weval-semantics §3.2: judges retry once
             )
             reply = await self.engine.complete(request)
             _add_usage(usage, model.id, reply.usage())
@@ -263,15 +246,6 @@ def _add_usage(usage: dict[str, Usage], model_id: str, extra: Usage | None) -> N
     if extra is None:
         return
     usage.setdefault(model_id, Usage()).add(extra)
-
-
-def _judge_failure_reason(point: PointAssessment) -> str:
-    """Why no judge scored this point. The consensus `error` is the reference's fixed sentence;
-    each judge's own reason (a missing key, say) is in the reflection."""
-    reason = (point.reflection or point.error or "all judges failed").strip()
-    if "_API_KEY" in reason or "API key" in reason:
-        reason += f" ({NO_JUDGE_HINT})"
-    return reason
 
 
 def _builtin_conversation(work: ItemWork) -> Conversation:

@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from pytest_weval.blueprint import parse_blueprint_text  # noqa: E402
 from pytest_weval.engine import Engine, EngineSettings  # noqa: E402
-from pytest_weval.engine.pipeline import ItemWork, Pipeline, PipelineSettings  # noqa: E402
-from pytest_weval.engine.schedule import ItemScheduler  # noqa: E402
+from pytest_weval.run.pipeline import ItemWork, Pipeline, PipelineSettings  # noqa: E402
+from pytest_weval.run.schedule import ItemScheduler  # noqa: E402
 from tests.fakeserver import provider_env  # noqa: E402
 
 

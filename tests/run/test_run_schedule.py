@@ -10,9 +10,9 @@ from pathlib import Path
 
 from pytest_weval.blueprint import parse_blueprint_text
 from pytest_weval.engine import Engine, EngineSettings
-from pytest_weval.engine.pipeline import ItemWork, Pipeline, PipelineSettings
-from pytest_weval.engine.schedule import ItemScheduler
-from tests.engine.schedule_worker import blueprint_text
+from pytest_weval.run.pipeline import ItemWork, Pipeline, PipelineSettings
+from pytest_weval.run.schedule import ItemScheduler
+from tests.run.schedule_worker import blueprint_text
 from tests.engine.test_engine_processes import wait_until
 from tests.fakeserver import FakeServer
 
