@@ -6,10 +6,12 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from pytest_weval.jsvalues import is_number, truthy
+
 from .checks import prompt_validation_error, run_axes
 from .collections import resolve_models
 from .ids import blueprint_id_from_path, content_hash
-from .js import is_number, js_string, truthy
+from .js import js_string
 from .loader import RawSource
 from .locate import Locator
 from .model import Blueprint, BlueprintError, Finding, Location, Message, Prompt

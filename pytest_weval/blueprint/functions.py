@@ -68,13 +68,6 @@ FUNCTION_NAMES: frozenset[str] = CANONICAL_FUNCTIONS | frozenset(FUNCTION_ALIASE
 assert set(FUNCTION_ALIASES.values()) <= CANONICAL_FUNCTIONS
 
 
-def canonical_function(name: str) -> str | None:
-    """The registered function a name calls, or None if the reference does not know it."""
-    if name in CANONICAL_FUNCTIONS:
-        return name
-    return FUNCTION_ALIASES.get(name)
-
-
 def pluralise_function_name(name: str) -> str:
     """The parser's rewrite of singular names: `contain…` -> `contains…`, `match…` -> `matches…`."""
     if name.startswith("contain") and not name.startswith("contains"):

@@ -11,7 +11,9 @@ import re
 import unicodedata
 from typing import Any, Iterable
 
-from .js import ABSENT, JS_WHITESPACE, js_json, js_number_str, js_string, js_trim, stable_stringify
+from pytest_weval.jsvalues import ABSENT, JS_WHITESPACE, js_trim
+
+from .js import js_json, js_number_str, js_string, stable_stringify
 
 __all__ = [
     "blueprint_id_from_path",

@@ -3,7 +3,8 @@
 The reference parser is TypeScript: it tests values with `||`, `??` and `typeof`, prints them
 with `String()` and `JSON.stringify`, and hashes JSON text. Blueprint data arrives here as
 plain Python values (dict, list, str, int, float, bool, None, date), and a key missing from a
-dict plays JS `undefined`. `ABSENT` stands for `undefined` where a value must be passed around.
+dict plays JS `undefined` (`pytest_weval.jsvalues.ABSENT`, with `truthy`, `is_number` and
+`js_trim`).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from decimal import Decimal
 from json.encoder import encode_basestring  # the C escaper when available; ensure_ascii=False
 from typing import Any
 
+from pytest_weval.jsvalues import ABSENT, truthy
+
 __all__ = [
-    "ABSENT",
     "js_json",
     "js_key_order",
     "js_nullish",
@@ -25,60 +27,9 @@ __all__ = [
     "js_or",
     "js_property_key",
     "js_string",
-    "js_trim",
     "js_typeof",
-    "is_number",
     "stable_stringify",
-    "truthy",
 ]
-
-
-class _Absent:
-    """JS `undefined`: a key that is not there."""
-
-    _instance: "_Absent | None" = None
-
-    def __new__(cls) -> "_Absent":
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-ABSENT: Any = _Absent()
-
-# JS `\s` and String.prototype.trim(): whitespace plus line terminators.
-JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
-    "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-
-
-def js_trim(text: str) -> str:
-    return text.strip(JS_WHITESPACE)
-
-
-def is_number(value: Any) -> bool:
-    """`typeof value === 'number'` (bool is not a number in JS)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def truthy(value: Any) -> bool:
-    """JS ToBoolean: undefined, null, false, 0, NaN and '' are false; every object is true."""
-    if value is None or value is False or value is ABSENT:
-        return False
-    if value is True:
-        return True
-    if isinstance(value, str):
-        return value != ""
-    if isinstance(value, (int, float)):
-        return value == value and value != 0
-    return True  # lists and dicts, even empty ones, are objects
 
 
 def js_or(*values: Any) -> Any:

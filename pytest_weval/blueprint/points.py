@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from pytest_weval.jsvalues import ABSENT, is_number, truthy
+
 from .functions import FUNCTION_NAMES, did_you_mean, pluralise_function_name, unknown_function_message
-from .js import ABSENT, is_number, js_json, js_nullish, js_or, js_string, truthy
+from .js import js_json, js_nullish, js_or, js_string
 from .model import BlueprintError, EvalPoint, Finding, Location
 
 # A point list mirrors its structure in locations: one Location per point, a list of them

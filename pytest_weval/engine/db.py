@@ -82,9 +82,6 @@ class SqliteDB:
             self._conn = conn
         return self._conn
 
-    def run_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        return self._executor.submit(lambda: fn(self._connection())).result()
-
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, lambda: fn(self._connection()))

@@ -107,6 +107,3 @@ class Breaker:
     def release_probe(self, model_id: str) -> None:
         """A probe that ended without a verdict (rate limit, cancellation)."""
         self._probing.discard(model_id)
-
-    def is_open(self, model_id: str) -> bool:
-        return model_id in self._opened

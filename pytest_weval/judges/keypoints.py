@@ -7,10 +7,10 @@ import re
 from typing import Sequence
 
 from pytest_weval.blueprint.model import EvalPoint
+from pytest_weval.jsvalues import js_trim
 
 from .config import KEYPOINT_MAX_TOKENS, KEYPOINT_TEMPERATURE, JudgePanel, JudgeSpec
 from .consensus import Ask
-from .parse import js_trim
 
 __all__ = ["build_keypoint_messages", "parse_key_points", "extract_key_points", "KEYPOINT_EXTRACTOR_ID"]
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pytest_weval.jsvalues import js_trim
+
 __all__ = [
     "ScaleClass",
     "Scale",
@@ -17,7 +19,6 @@ __all__ = [
     "get_scale",
     "JudgeReplyError",
     "parse_judge_reply",
-    "js_trim",
 ]
 
 
@@ -94,18 +95,6 @@ def get_scale(scale: "str | int | Scale") -> Scale:
         return _SCALES[str(scale)]
     except KeyError:
         raise ValueError(f"unknown classification scale {scale!r}: expected '9' or '5'") from None
-
-
-# JavaScript's String.prototype.trim() set: WhiteSpace (incl. U+FEFF and category Zs) plus
-# LineTerminator. Python's str.strip() differs (it strips U+001C-U+001F and U+0085, keeps U+FEFF).
-_JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
-    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-
-
-def js_trim(text: str) -> str:
-    return text.strip(_JS_WHITESPACE)
 
 
 class JudgeReplyError(ValueError):

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from .parse import Scale, get_scale, js_trim
+from pytest_weval.jsvalues import js_trim
+
+from .parse import Scale, get_scale
 
 __all__ = [
     "TRANSCRIPT_SEPARATOR",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pytest_weval.scoring.jsvalues import is_number
+from pytest_weval.jsvalues import is_number
 
 Range = tuple[float, float]
 ALWAYS = (1.0, 1.0)

@@ -11,8 +11,9 @@ import re
 import textwrap
 
 from pytest_weval.report._fmt import fmt_score, js_number, one_line, plural, shorten
-from pytest_weval.report.breakdown import Breakdown, breakdown, is_required
+from pytest_weval.report.breakdown import Breakdown, breakdown
 from pytest_weval.results import ItemResult, PointAssessment
+from pytest_weval.scoring.aggregate import is_required
 
 RESPONSE_CHARS = 600
 REFLECTION_CHARS = 240

@@ -38,7 +38,3 @@ def check_min_score(rollup: Rollup, min_score: float, *, per_model: bool = False
         if folder.overall.mean is not None and folder.overall.mean < min_score:
             lines.append(_line("folder", path + "/", folder.overall, min_score))
     return lines
-
-
-# The brief's name for the same check.
-evaluate_min_score = check_min_score

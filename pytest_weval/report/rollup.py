@@ -16,8 +16,10 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
+from pytest_weval.judges.agreement import judge_agreement
 from pytest_weval.judges.consensus import failed_judges
 from pytest_weval.results import ItemResult, PointAssessment, Usage
+from pytest_weval.scoring.aggregate import prompt_weight
 
 ROOT = ""  # the folder that holds the whole run
 
@@ -46,19 +48,11 @@ class Tally:
         }
 
 
-def prompt_weight(result: ItemResult) -> float:
-    """§3.6: only a numeric weight > 0 counts; anything else weighs 1."""
-    w = result.prompt_weight
-    if isinstance(w, (int, float)) and not isinstance(w, bool) and not math.isnan(w) and w > 0:
-        return float(w)
-    return 1.0
-
-
 def tally(results: Iterable[ItemResult]) -> Tally:
     results = list(results)
     outcomes = [r.outcome for r in results]
     scored = [r for r in results if r.outcome in ("passed", "failed") and r.score is not None]
-    weights = [prompt_weight(r) for r in scored]
+    weights = [prompt_weight(r.prompt_weight) or 1.0 for r in scored]  # §3.6: else it weighs 1
     total_weight = math.fsum(weights)
     mean = (
         math.fsum(r.score * w for r, w in zip(scored, weights)) / total_weight
@@ -269,11 +263,8 @@ def _problems(results: Sequence[ItemResult]) -> tuple[tuple[PointProblem, ...], 
 
 
 def _agreement(results: Sequence[ItemResult], agreement: Agreement) -> dict[str, Any] | None:
-    if agreement is None:
-        try:  # the judges layer owns Krippendorff's alpha; use it when it is there
-            from pytest_weval.judges import judge_agreement as agreement  # type: ignore[attr-defined]
-        except ImportError:
-            return None
+    if agreement is None:  # the judges layer owns Krippendorff's alpha
+        agreement = judge_agreement
     if isinstance(agreement, Mapping):
         return dict(agreement) or None
     pooled = [p for r in results for p in r.points]  # ``results`` is already in item order

@@ -21,8 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from pytest_weval.blueprint.model import Blueprint, Prompt
 from pytest_weval.report._fmt import utf16_key
-from pytest_weval.scoring import round2
-from pytest_weval.report.breakdown import aggregate
+from pytest_weval.scoring.aggregate import aggregate, prompt_weight, round2
 from pytest_weval.report.rollup import Rollup, build_rollup, item_key
 from pytest_weval.results import ItemResult, PointAssessment
 from pytest_weval.files import write_atomic
@@ -266,10 +265,7 @@ def build_comparison(
                 coverage[pid][eff] = coverage_json(r)
 
     if include_prompt_weights:
-        weights = {
-            p.id: p.weight for p in blueprint.prompts
-            if isinstance(p.weight, (int, float)) and not isinstance(p.weight, bool) and p.weight > 0
-        }
+        weights = {p.id: p.weight for p in blueprint.prompts if prompt_weight(p.weight) is not None}
         if weights:
             coverage["__promptWeights"] = weights
 
@@ -362,18 +358,9 @@ def _file_stem(blueprint_id: str) -> str:
     return stem if stem.strip(".") else "blueprint"
 
 
-def _find_blueprint(blueprints: Mapping[Any, Blueprint], path: str, bp_id: str) -> Blueprint | None:
-    if path in blueprints:
-        return blueprints[path]
-    for key, bp in blueprints.items():
-        if str(key) == path or Path(str(key)).as_posix() == path:
-            return bp
-    return next((bp for bp in blueprints.values() if bp.id == bp_id), None)
-
-
 def write_outputs(
     out_dir: str | os.PathLike[str],
-    blueprints_by_path: Mapping[Any, Blueprint],
+    blueprints_by_path: Mapping[str, Blueprint],
     results: Sequence[ItemResult],
     *,
     rollup: Rollup | None = None,
@@ -385,10 +372,11 @@ def write_outputs(
 ) -> list[Path]:
     """Write ``<blueprint-id>.json`` per blueprint that has results, then ``summary.json``.
 
-    ``blueprints_by_path`` is keyed by ``ItemResult.blueprint_path``. A ``run_label`` becomes
-    ``<label>_<contentHash>`` per blueprint, as the reference's ``--run-label`` does. Two
-    blueprints with the same id (``a.yml`` and ``a.json``) get ``a.json`` and ``a.2.json``.
-    Returns the paths written.
+    ``blueprints_by_path`` is keyed by exactly ``ItemResult.blueprint_path`` (relative to the
+    rootdir, "/"-separated); a blueprint missing from it gets no comparison file, but its items
+    are still in ``summary.json``. A ``run_label`` becomes ``<label>_<contentHash>`` per
+    blueprint, as the reference's ``--run-label`` does. Two blueprints with the same id
+    (``a.yml`` and ``a.json``) get ``a.json`` and ``a.2.json``. Returns the paths written.
     """
     out = Path(out_dir)
     stamp = safe_timestamp(timestamp)  # one timestamp for the whole run
@@ -401,7 +389,7 @@ def write_outputs(
     used: dict[str, int] = {}
     for path in sorted(groups):
         items = groups[path]
-        bp = _find_blueprint(blueprints_by_path, path, items[0].blueprint_id)
+        bp = blueprints_by_path.get(path)
         if bp is None:
             continue  # the blueprint could not be reloaded: its items still go in the summary
         label = f"{run_label}_{bp.content_hash}" if run_label else None

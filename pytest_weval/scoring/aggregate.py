@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from pytest_weval.scoring.jsvalues import is_number, js_trim, to_fixed
+from pytest_weval.jsvalues import is_number, js_trim
+from pytest_weval.scoring.jsvalues import to_fixed
 
 
 def round2(value: float) -> float:
@@ -17,53 +19,97 @@ def round2(value: float) -> float:
     return float(to_fixed(value, 2))
 
 
-def _weighted_average(points: Sequence[Any]) -> float:
+def is_required(point: Any) -> bool:
+    """A point with no path id, or one that is empty or only JS whitespace, is required; the
+    others belong to the alternative path their id names."""
+    path_id = point.path_id
+    return not (path_id and js_trim(path_id) != "")
+
+
+@dataclass(frozen=True)
+class Group:
+    """The required points, or one alternative path, as ``aggregateCoverageScores`` sees them."""
+
+    indices: tuple[int, ...]  # positions of its points in the aggregated sequence, in order
+    score: float  # the weighted mean of its scored points; 0 when none was scored
+    weight: float  # the sum of its scored points' multipliers (the mean's denominator)
+    scored: int  # points with a coverage extent (errored points are left out)
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    required: Group | None
+    paths: dict[str, Group]  # by path id, in order of first appearance
+    best_path: str | None  # the path that counts: Math.max's pick (first of equals; NaN wins)
+
+    @property
+    def counted(self) -> tuple[Group, ...]:
+        """The groups averaged 50/50 into the score: the required group, the best path."""
+        best = self.paths[self.best_path] if self.best_path is not None else None
+        return tuple(g for g in (self.required, best) if g is not None)
+
+    @property
+    def score(self) -> float:
+        """The aggregate, unrounded: the mean of the counted groups; 0 when there are no points."""
+        groups = self.counted
+        total = 0.0
+        for group in groups:
+            total += group.score
+        return total / len(groups) if groups else 0.0
+
+
+def _group(points: Sequence[Any], indices: list[int]) -> Group:
     """``calculateWeightedAverage``: errored points (no coverage) are left out; 0 if none."""
     total = 0.0
     weights = 0.0
-    for point in points:
+    scored = 0
+    for i in indices:
+        point = points[i]
         extent = point.coverage_extent
         if extent is not None:
             multiplier = point.multiplier if point.multiplier is not None else 1
             total += extent * multiplier
             weights += multiplier
-    return 0.0 if weights == 0 else total / weights
+            scored += 1
+    return Group(tuple(indices), 0.0 if weights == 0 else total / weights, weights, scored)
+
+
+def aggregate_groups(assessments: Sequence[Any]) -> Aggregation:
+    """``aggregateCoverageScores``, with the groups that make up the score.
+
+    Required points (see ``is_required``) form one group; the others are grouped by path id
+    and the best path counts. The required group and the best path are averaged 50/50. An
+    all-error required group still counts (as 0). Each item needs ``coverage_extent`` (None
+    when the point errored), ``multiplier`` and ``path_id``.
+    """
+    required: list[int] = []
+    by_path: dict[str, list[int]] = {}
+    for i, point in enumerate(assessments):
+        if is_required(point):
+            required.append(i)
+        else:
+            by_path.setdefault(point.path_id, []).append(i)
+    required_group = _group(assessments, required) if required else None
+    paths = {path_id: _group(assessments, indices) for path_id, indices in by_path.items()}
+    best_path = None
+    if paths:
+        # Math.max: any NaN wins, whatever its position (Python's max() would depend on it).
+        best_path = next((k for k, g in paths.items() if math.isnan(g.score)), None)
+        if best_path is None:
+            best_path = max(paths, key=lambda k: paths[k].score)  # the first of equals
+    return Aggregation(required_group, paths, best_path)
 
 
 def aggregate(assessments: Sequence[Any]) -> float:
-    """``aggregateCoverageScores``, unrounded.
-
-    Points without a path id form the required group; the others are grouped by path id and
-    the best path counts. The required group and the best path are averaged 50/50. An
-    all-error required group still counts (as 0). Each item needs ``coverage_extent``
-    (None when the point errored), ``multiplier`` and ``path_id``.
-    """
-    if not assessments:
-        return 0.0
-    required: list[Any] = []
-    paths: dict[str, list[Any]] = {}
-    for point in assessments:
-        path_id = point.path_id
-        if path_id and js_trim(path_id) != "":
-            paths.setdefault(path_id, []).append(point)
-        else:
-            required.append(point)
-    groups: list[float] = []
-    if required:
-        groups.append(_weighted_average(required))
-    if paths:
-        scores = [_weighted_average(group) for group in paths.values()]
-        # Math.max: any NaN wins, whatever its position (Python's max() would depend on it).
-        groups.append(math.nan if any(math.isnan(s) for s in scores) else max(scores))
-    total = 0.0
-    for score in groups:
-        total += score
-    return total / len(groups)
+    """``aggregateCoverageScores``, unrounded (see ``aggregate_groups``)."""
+    return aggregate_groups(assessments).score
 
 
-def _weight(value: Any) -> float | None:
-    if is_number(value) and not math.isnan(value) and value > 0:
-        return float(value)
+def prompt_weight(weight: Any) -> float | None:
+    """§3.6: a prompt's ``weight`` counts only when it is a number > 0; None when it does not
+    (the prompt then weighs 1)."""
+    if is_number(weight) and not math.isnan(weight) and weight > 0:
+        return float(weight)
     return None
 
 
@@ -75,7 +121,7 @@ def weighted_mean(scores_and_weights: Iterable[tuple[float, Any]]) -> float | No
     pairs = list(scores_and_weights)
     if not pairs:
         return None
-    weights = [_weight(w) for _, w in pairs]
+    weights = [prompt_weight(w) for _, w in pairs]
     if all(w is None for w in weights):
         total = 0.0
         for score, _ in pairs:

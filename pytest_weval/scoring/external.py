@@ -16,14 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_weval.jsvalues import is_number, truthy
 from pytest_weval.scoring.context import PointContext
 from pytest_weval.scoring.jsvalues import (
-    is_number,
     json_stringify,
     own_keys,
     replace_all_literal,
     to_js_string,
-    truthy,
     typeof,
     utf16_slice,
 )

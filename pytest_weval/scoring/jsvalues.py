@@ -3,7 +3,8 @@
 The reference runs on Node, so scores, messages and cache keys follow JS rules where Python's
 differ: number formatting, ``toFixed``, ``Math.min``/``Math.max`` with NaN, ``typeof``, strict
 equality, property order of objects, the ``\\s`` whitespace set and ``String.prototype.replace``
-substitution patterns.
+substitution patterns. ``typeof x === 'number'``, truthiness and ``trim()``, which the parser and
+the judges share, are in ``pytest_weval.jsvalues``.
 """
 
 from __future__ import annotations
@@ -13,22 +14,12 @@ import math
 import re
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
-from pytest_weval.blueprint.js import js_number_str
 
-# ECMAScript WhiteSpace + LineTerminator (what `\s` and `trim()` use): Unicode Zs, the ASCII
-# controls \t\n\v\f\r, U+2028/U+2029 and U+FEFF. Python's str.split()/strip() also treat
-# U+001C-U+001F and U+0085 as whitespace and miss U+FEFF, so they cannot be used.
-JS_WHITESPACE = (
-    "\t\n\x0b\x0c\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
+from pytest_weval.blueprint.js import js_number_str
+from pytest_weval.jsvalues import JS_WHITESPACE, is_number
+
 _NON_WS_RUN = re.compile("[^" + re.escape(JS_WHITESPACE) + "]+")
 _WS_RUN = re.compile("[" + re.escape(JS_WHITESPACE) + "]+")
-
-
-def is_number(value: Any) -> bool:
-    """``typeof value === 'number'`` (bool is its own JS type)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def typeof(value: Any) -> str:
@@ -86,17 +77,6 @@ def to_fixed(value: float, digits: int = 2) -> str:
         value = 0.0  # (-0).toFixed(2) is "0.00"; (-0.001).toFixed(2) stays "-0.00"
     quantum = Decimal(1).scaleb(-digits)
     return str(Decimal(value).quantize(quantum, rounding=ROUND_HALF_UP))
-
-
-def truthy(value: Any) -> bool:
-    """JS truthiness of a JSON-shaped value."""
-    if value is None or value is False:
-        return False
-    if is_number(value):
-        return not (value == 0 or math.isnan(value))
-    if isinstance(value, str):
-        return value != ""
-    return True
 
 
 def to_js_string(value: Any) -> str:
@@ -177,10 +157,6 @@ def _quote(text: str) -> str:
 def count_words(text: str) -> int:
     """``(text.match(/\\S+/g) || []).length`` with the JS whitespace set."""
     return sum(1 for _ in _NON_WS_RUN.finditer(text))
-
-
-def js_trim(text: str) -> str:
-    return text.strip(JS_WHITESPACE)
 
 
 def strip_ws(text: str) -> str:

@@ -31,7 +31,7 @@ from typing import Any
 
 import regex
 
-from pytest_weval.scoring.jsvalues import JS_WHITESPACE
+from pytest_weval.jsvalues import JS_WHITESPACE
 
 _WS = "".join(f"\\u{ord(ch):04x}" for ch in JS_WHITESPACE)
 _CLASS_ESCAPES_OUT = {

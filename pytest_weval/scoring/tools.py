@@ -11,16 +11,9 @@ import math
 import re
 from typing import Any
 
+from pytest_weval.jsvalues import is_number, js_trim, truthy
 from pytest_weval.scoring import jsbox
-from pytest_weval.scoring.jsvalues import (
-    is_number,
-    js_trim,
-    own_keys,
-    strict_equal,
-    strip_ws,
-    to_js_string,
-    truthy,
-)
+from pytest_weval.scoring.jsvalues import own_keys, strict_equal, strip_ws, to_js_string
 from pytest_weval.scoring.types import FnError, PointFunctionThrew, RawResult
 
 _MARKER = "TOOL_CALL "

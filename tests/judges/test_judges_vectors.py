@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from pytest_weval.judges import (
     judge_points_with,
     select_judges,
 )
+from pytest_weval.scoring import aggregate, round2
 
 VECTORS = Path("/work/shared/spec/vectors/aggregation.json")
 ALL_CASES = json.loads(VECTORS.read_text())
@@ -132,41 +132,6 @@ def stub_score(judge_scores: dict, criterion: str, judge: JudgeSpec) -> float | 
     return float(entry)
 
 
-def _round2(x: float) -> float:
-    return float(Decimal(x).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
-
-
-def _local_aggregate(assessments) -> float:
-    """§3.3, for when the scoring layer is not there yet."""
-
-    def weighted(group):
-        scored = [a for a in group if a.coverage_extent is not None]
-        total = sum(a.multiplier for a in scored)
-        return sum(a.coverage_extent * a.multiplier for a in scored) / total if total else 0.0
-
-    if not assessments:
-        return 0.0
-    required = [a for a in assessments if not (a.path_id or "").strip()]
-    paths: dict[str, list] = {}
-    for a in assessments:
-        if (a.path_id or "").strip():
-            paths.setdefault(a.path_id, []).append(a)
-    groups = []
-    if required:
-        groups.append(weighted(required))
-    if paths:
-        groups.append(max(weighted(g) for g in paths.values()))
-    return sum(groups) / len(groups)
-
-
-def aggregate_rounded(assessments) -> float:
-    try:
-        from pytest_weval.scoring import aggregate, round2
-    except ImportError:
-        return _round2(_local_aggregate(assessments))
-    return round2(aggregate(assessments))
-
-
 async def function_assessments(points: list[EvalPoint], response: str):
     if not points:
         return []
@@ -250,7 +215,7 @@ async def test_evaluate_vector(index, case):
     check_points(assessments, case["points"])
     assert len(assessments) == case["keyPointsCount"]
     assert len(calls) == case["judgeCalls"]
-    assert aggregate_rounded(assessments) == case["expected"]
+    assert round2(aggregate(assessments)) == case["expected"]
     check_agreement(assessments, case)
 
 
@@ -301,7 +266,7 @@ async def test_evaluate_vector_through_ask(index, case):
     )
     check_points(judged, case["points"])
     assert len(calls) == case["judgeCalls"]
-    assert aggregate_rounded(judged) == case["expected"]
+    assert round2(aggregate(judged)) == case["expected"]
     check_agreement(judged, case)
 
 

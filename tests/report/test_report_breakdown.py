@@ -1,4 +1,4 @@
-"""breakdown.aggregate reproduces the reference's aggregation; the losses explain the score."""
+"""The breakdown carries the reference's aggregate score; the losses explain it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from report_data import chest_pain_points, function, judged
 
 from pytest_weval.scoring import round2
-from pytest_weval.report.breakdown import aggregate, breakdown
+from pytest_weval.report.breakdown import breakdown
 from pytest_weval.results import PointAssessment
 
 VECTORS = Path("/work/shared/spec/vectors/aggregation.json")
@@ -36,9 +36,9 @@ def _point(p: dict) -> PointAssessment:
 @pytest.mark.parametrize("case", _aggregate_cases(), ids=lambda c: c["source"])
 def test_aggregate_vectors(case):
     points = [_point(p) for p in case["points"]]
-    assert aggregate(points) == pytest.approx(case["expected"], abs=1e-12)
-    assert round2(aggregate(points)) == case["expectedRounded"]
     b = breakdown(points)
+    assert b.score == pytest.approx(case["expected"], abs=1e-12)
+    assert round2(b.score) == case["expectedRounded"]
     if points:  # the losses of the counted points are exactly what the score lacks
         assert math.fsum(x.loss for x in b.losses) + (1 / b.groups if b.required_all_errored else 0) + (
             1 / b.groups if b.best_path_all_errored else 0
@@ -76,5 +76,19 @@ def test_no_points_scores_zero():
 
 def test_blank_path_id_is_required():
     points = [function("a", "1", 1.0, path_id="  "), function("b", "1", 0.0, path_id="")]
-    assert breakdown(points).groups == 1
-    assert aggregate(points) == 0.5
+    b = breakdown(points)
+    assert (b.groups, b.score) == (1, 0.5)
+
+
+def test_path_ids_are_trimmed_as_javascript_trims():
+    # U+FEFF is JS whitespace: a required point, as the scoring layer counts it.
+    points = [function("a", "1", 1.0, path_id="\ufeff"), function("b", "1", 0.0, path_id="path_0")]
+    b = breakdown(points)
+    assert (b.required_points, b.groups, b.score) == (1, 2, 0.5)
+    assert [p.path_id for p in b.paths] == ["path_0"]
+
+
+def test_a_nan_path_is_the_best_path_whatever_its_position():
+    points = [function("a", "1", 0.9, path_id="path_0"), function("b", "1", math.nan, path_id="path_1")]
+    b = breakdown(points)
+    assert b.best_path == "path_1" and math.isnan(b.score)

@@ -10,6 +10,7 @@ import pytest
 
 from pytest_weval.results import PointAssessment
 from pytest_weval.scoring import aggregate, round2, weighted_mean
+from pytest_weval.scoring.aggregate import aggregate_groups, prompt_weight
 from pytest_weval.scoring.jsvalues import json_stringify, number_to_string, to_fixed
 
 
@@ -80,6 +81,11 @@ def test_weighted_mean_of_nothing() -> None:
     assert weighted_mean([]) is None
 
 
+def test_prompt_weight_counts_only_positive_numbers() -> None:
+    assert [prompt_weight(w) for w in (2, 0.5, 0, -1, math.nan, "2", True, None)] == [
+        2.0, 0.5, None, None, None, None, None, None]
+
+
 # -- aggregate: cases the vectors leave out -------------------------------------------------------
 
 
@@ -93,6 +99,28 @@ def test_all_error_required_group_halves_the_best_path() -> None:
 
 def test_whitespace_path_id_is_required() -> None:
     assert aggregate([_p(1.0, " \t"), _p(0.0, "path_1")]) == 0.5
+
+
+def test_path_id_is_trimmed_as_javascript_trims() -> None:
+    # U+FEFF is JS whitespace (Python's strip() keeps it); U+001C is not (strip() removes it).
+    assert aggregate([_p(1.0, "\ufeff"), _p(0.0, "path_1")]) == 0.5
+    assert aggregate([_p(1.0, "\x1c"), _p(0.0, "path_1")]) == 1.0
+
+
+def test_aggregate_groups_name_the_counted_groups() -> None:
+    points = [_p(0.5, "path_0"), _p(1.0), _p(None), _p(1.0, "path_1", mult=2), _p(1.0, "path_0")]
+    agg = aggregate_groups(points)
+    assert agg.required is not None and agg.required.indices == (1, 2) and agg.required.scored == 1
+    assert {k: g.indices for k, g in agg.paths.items()} == {"path_0": (0, 4), "path_1": (3,)}
+    assert agg.best_path == "path_1"  # 1.0 beats 0.75
+    assert agg.counted == (agg.required, agg.paths["path_1"]) and agg.paths["path_1"].weight == 2
+    assert agg.score == aggregate(points) == 1.0
+    assert aggregate_groups([]).counted == () and aggregate_groups([]).score == 0.0
+
+
+def test_best_path_is_the_first_of_equals_or_a_nan_one() -> None:
+    assert aggregate_groups([_p(0.5, "a"), _p(0.5, "b")]).best_path == "a"
+    assert aggregate_groups([_p(0.9, "a"), _p(math.nan, "b")]).best_path == "b"
 
 
 def test_nan_poisons_whatever_its_position() -> None:
