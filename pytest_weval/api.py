@@ -21,7 +21,8 @@ from pytest_weval import scoring
 from pytest_weval.blueprint import parse_points
 from pytest_weval.engine import Engine, EngineSettings
 from pytest_weval.engine.generation import generate_conversation
-from pytest_weval.engine.pipeline import Pipeline, PipelineSettings
+from pytest_weval.run.outcome import decide
+from pytest_weval.run.pipeline import Pipeline, PipelineSettings
 from pytest_weval.results import PointAssessment, Usage
 
 
@@ -36,7 +37,7 @@ class Judgement:
 
     @property
     def passed(self) -> bool:
-        return self.error is None and self.score is not None and self.score >= self.threshold
+        return self.score is not None and decide(self.points, self.score, self.threshold).outcome == "passed"
 
     def explain(self) -> str:
         lines = [f"score {self.score} (threshold {self.threshold})"]
@@ -67,13 +68,17 @@ class Weval:
         custom_models: dict[str, dict[str, Any]] | None = None,
         allowed_env: Sequence[str] = (),
         engine_settings: EngineSettings | None = None,
+        pipeline_settings: PipelineSettings | None = None,
     ):
+        """The keyword arguments are the common settings; ``engine_settings`` and
+        ``pipeline_settings``, when given, are complete and take their place (the plugin makes
+        both from its options)."""
         settings = engine_settings or EngineSettings(
             cache_mode=cache_mode, cache_dir=Path(cache_dir), allowed_env=frozenset(allowed_env)
         )
         self.engine = Engine(settings)
         self.engine.start()
-        self.pipeline = Pipeline(self.engine, PipelineSettings(
+        self.pipeline = Pipeline(self.engine, pipeline_settings or PipelineSettings(
             judges=tuple(judges) if judges else None,
             threshold=threshold,
             allowed_env=frozenset(allowed_env) | settings.allowed_env,
@@ -117,17 +122,11 @@ class Weval:
         assessments = await self.pipeline.assess(
             points, text=text, history=history, generated_indices=[0], model_id="weval_judge",
             prompt_id="weval_judge", config={}, description=description, panel=panel,
-            ask=self.pipeline._asker(0, self.usage, purpose="judge"),
+            ask=self.pipeline.asker(0, self.usage, purpose="judge"),
         )
         limit = self.pipeline.settings.threshold if threshold is None else threshold
-        judged = [p for p in assessments if p.kind == "judged"]
-        error = None
-        if judged and all(p.coverage_extent is None for p in judged):
-            error = "no judge could score the judged points: " + "; ".join(sorted({p.error or "" for p in judged}))
-        authoring = [p.error for p in assessments if p.authoring_error]
-        if authoring:
-            error = "; ".join(str(e) for e in authoring)
         score = scoring.round2(scoring.aggregate(assessments)) if assessments else None
+        error = decide(assessments, score, limit).error
         return Judgement(score=score, threshold=limit, points=assessments, error=error)
 
     def judge(self, text: str, *, should: Sequence[Any] = (), should_not: Sequence[Any] = (),

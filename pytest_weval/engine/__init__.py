@@ -11,7 +11,7 @@ from pytest_weval.engine.errors import (
     ReplayMissError,
 )
 from pytest_weval.engine.generation import Conversation, generate_conversation
-from pytest_weval.engine.request import ChatMessage, EngineSettings, ModelReply, ModelRequest
+from pytest_weval.engine.request import ChatMessage, EngineSettings, ModelClient, ModelReply, ModelRequest
 
 __all__ = [
     "ChatMessage",
@@ -22,6 +22,7 @@ __all__ = [
     "EngineSettings",
     "MissingKeyError",
     "ModelCallError",
+    "ModelClient",
     "ModelReply",
     "ModelRequest",
     "ProviderError",

@@ -7,7 +7,7 @@ from typing import Any, Iterable
 
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine.errors import ModelCallError
-from pytest_weval.engine.request import ChatMessage, ModelRequest
+from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
 from pytest_weval.results import Usage
 
 
@@ -28,7 +28,7 @@ def _role_content(message: Any) -> tuple[str, str | None]:
 
 
 async def generate_conversation(
-    engine: Any,
+    engine: ModelClient,
     model: ModelSpec,
     messages: Iterable[Any],
     system: str | None,

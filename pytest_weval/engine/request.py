@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.results import Usage
@@ -61,6 +61,12 @@ class ModelReply:
         """What this reply adds to an item's usage record."""
         return Usage(requests=1, cache_hits=int(self.cached),
                      input_tokens=self.input_tokens, output_tokens=self.output_tokens)
+
+
+class ModelClient(Protocol):
+    """What sends a request and returns its reply (the ``Engine``, on its own loop)."""
+
+    async def complete(self, request: ModelRequest) -> ModelReply: ...
 
 
 @dataclasses.dataclass(frozen=True)

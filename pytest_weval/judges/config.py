@@ -16,11 +16,10 @@ ScaleName = Literal["9", "5"]
 APPROACHES: tuple[str, ...] = ("standard", "prompt-aware", "holistic")
 
 # Per-judge call parameters (§3.2 "Per-judge call"). The caller's ``ask`` owns transport
-# concerns (timeout, retries); these constants say what the reference uses.
+# concerns: a judge call is sent, timed out and retried by the engine exactly as a generation
+# is (docs/compatibility.md, 'Judges: compatibility notes').
 JUDGE_TEMPERATURE = 0.0
 JUDGE_MAX_TOKENS = 500
-JUDGE_TIMEOUT_S = 45.0
-JUDGE_RETRIES = 1
 
 # Key-point extraction call parameters (§3.1.2).
 KEYPOINT_TEMPERATURE = 0.1

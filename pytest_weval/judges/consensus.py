@@ -10,20 +10,17 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Awaitable, Callable, Iterable, Sequence
 
 from pytest_weval.blueprint.model import EvalPoint
 from pytest_weval.results import JudgeVerdict, PointAssessment
+from pytest_weval.scoring import round2  # the scoring layer owns JS toFixed(2)
+from pytest_weval.scoring.jsvalues import to_fixed
 
 from .config import JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, JudgePanel, JudgeSpec
 from .parse import JudgeReplyError, parse_judge_reply
 from .prompts import build_judge_messages, build_transcript
 
-try:  # the scoring layer owns JS toFixed(2); judges may import scoring, never the reverse
-    from pytest_weval.scoring import round2 as _scoring_round2
-except ImportError:  # pragma: no cover - scoring not written yet
-    _scoring_round2 = None
 
 __all__ = [
     "JudgeOutcome",
@@ -41,17 +38,6 @@ ALL_FAILED = "All judges failed in consensus mode."
 
 Ask = Callable[[JudgeSpec, list, float, int], Awaitable[str]]
 JudgeOne = Callable[[JudgeSpec, EvalPoint], Awaitable["JudgeOutcome"]]
-
-
-def _to_fixed2(x: float) -> str:
-    """JS ``x.toFixed(2)``: the exact binary value, ties away from zero."""
-    return str(Decimal(x).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
-
-
-def _round2(x: float) -> float:
-    if _scoring_round2 is not None:
-        return _scoring_round2(x)
-    return float(_to_fixed2(x))
 
 
 @dataclass(frozen=True)
@@ -142,7 +128,7 @@ def consensus_assessment(
 
     average = sum(o.score for o in successes) / len(successes)  # type: ignore[misc]
     reflection = (
-        f"Consensus from {len(successes)} judge(s). Average score: {_to_fixed2(average)}. "
+        f"Consensus from {len(successes)} judge(s). Average score: {to_fixed(average)}. "
         "See breakdown for individual reflections."
     )
     error = None
@@ -159,7 +145,7 @@ def consensus_assessment(
     elif backup_used:
         reflection += "\n\nNOTE: Backup judge was used to supplement failed primary judges."
 
-    score = _round2(average)
+    score = round2(average)
     if point.is_inverted:
         score = 1.0 - score  # not re-rounded, as the reference
         reflection = f"[INVERTED] {reflection}"
@@ -241,7 +227,6 @@ def make_judge_one(
     description: str | None,
     scale: str,
     ask: Ask,
-    retries: int = 0,
 ) -> JudgeOne:
     """The ``judge_one`` that builds the request, calls ``ask`` and parses the reply."""
 
@@ -254,18 +239,12 @@ def make_judge_one(
             scale=scale,
             description=description,
         )
-        attempt = 0
-        while True:
-            try:
-                reply = await ask(judge, messages, JUDGE_TEMPERATURE, JUDGE_MAX_TOKENS)
-                break
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - transport failure of this judge
-                if attempt < retries and getattr(exc, "retryable", True):
-                    attempt += 1
-                    continue
-                return JudgeOutcome(judge, error=f"Client/Network error: {exc}")
+        try:
+            reply = await ask(judge, messages, JUDGE_TEMPERATURE, JUDGE_MAX_TOKENS)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - transport failure of this judge
+            return JudgeOutcome(judge, error=f"Client/Network error: {exc}")
         try:
             score, reflection = parse_judge_reply(reply, scale)
         except JudgeReplyError as exc:
@@ -286,15 +265,13 @@ async def judge_points(
     ask: Ask,
     initial_messages: Sequence[Any] | None = None,
     prompt_text: str | None = None,
-    retries: int = 0,
 ) -> list[PointAssessment]:
     """Judge every text point of one (prompt, model) response with ``panel``.
 
     ``ask(judge, messages, temperature, max_tokens) -> reply text`` performs one model call
     (``messages`` are ``{role, content}`` dicts, system first) and raises on transport failure;
-    it owns timeouts and transport retries (the reference: 45 s, 1 retry). ``retries`` adds
-    retries here, for an ``ask`` that does not retry itself (an exception with
-    ``retryable = False`` is not retried).
+    it owns timeouts and retries (the plugin's ``ask`` sends through the engine, whose retry
+    policy every request shares), so a judge whose ``ask`` raises has failed.
     """
     transcript = build_transcript(
         history, generated_indices, initial_messages=initial_messages, prompt_text=prompt_text
@@ -305,6 +282,5 @@ async def judge_points(
         description=description,
         scale=panel.scale,
         ask=ask,
-        retries=retries,
     )
     return await judge_points_with(points, panel=panel, judge_one=judge_one)

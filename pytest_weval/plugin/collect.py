@@ -4,15 +4,30 @@ from __future__ import annotations
 
 import fnmatch
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator, Protocol
 
 import pytest
 
 from pytest_weval.blueprint.ids import js_number_str
-from pytest_weval.blueprint.model import Blueprint, BlueprintError, ModelSpec, Prompt
-from pytest_weval.plugin.state import WevalState, state_of
+from pytest_weval.blueprint.model import Blueprint, BlueprintError, ModelSpec
+from pytest_weval.plugin import lint
+from pytest_weval.plugin.items import ResultSource, WevalItem
+from pytest_weval.plugin.options import WevalSettings
+from pytest_weval.plugin.warning_types import WevalWarning
 
 BLUEPRINT_SUFFIXES = (".yml", ".yaml", ".json")
+
+
+class BlueprintSource(ResultSource, Protocol):
+    """What collection needs of the plugin: its settings, parsed blueprints (each file parsed
+    once per process) and markers for blueprint tags."""
+
+    settings: WevalSettings
+    named_files: frozenset[Path]
+
+    def load(self, path: Path) -> Blueprint: ...
+
+    def register_marker(self, tag: str) -> str: ...
 
 
 # Findings worth a warning on every run: a placeholder with no models (rulings 5), and the
@@ -22,20 +37,16 @@ ALWAYS_WARN = frozenset({
 })
 
 
-class WevalWarning(UserWarning):
-    """A finding about a blueprint: it runs, but probably not as its author meant."""
-
-
-def is_blueprint_path(file_path: Path, config: pytest.Config, state: WevalState) -> bool:
+def is_blueprint_path(file_path: Path, settings: WevalSettings, named_files: frozenset[Path]) -> bool:
     if file_path.suffix.lower() not in BLUEPRINT_SUFFIXES:
         return False
-    if file_path in state.named_files:
+    if file_path in named_files:
         return True
-    rel = _rel(file_path, state.settings.rootdir)
-    if any(fnmatch.fnmatch(rel, glob) for glob in state.settings.globs):
+    rel = _rel(file_path, settings.rootdir)
+    if any(fnmatch.fnmatch(rel, glob) for glob in settings.globs):
         return True
     # The configs-repository layout: anything below a folder named `blueprints`.
-    return "blueprints" in _project_folders(file_path, state.settings.rootdir)
+    return "blueprints" in _project_folders(file_path, settings.rootdir)
 
 
 def _project_folders(path: Path, root: Path) -> tuple[str, ...]:
@@ -66,18 +77,18 @@ def blueprint_rel_path(path: Path, root: Path) -> str:
 
 
 class BlueprintFile(pytest.File):
-    blueprint: Blueprint | None = None
+    def __init__(self, *, source: BlueprintSource, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.source = source
+        self.blueprint: Blueprint | None = None
 
     def collect(self) -> Iterator[pytest.Item]:
-        state = state_of(self.config)
         try:
-            blueprint = state.load(self.path)
+            blueprint = self.source.load(self.path)
         except BlueprintError as exc:
             raise self.CollectError(str(exc)) from None
         self.blueprint = blueprint
-        settings = state.settings
-        from pytest_weval.plugin import lint
-
+        settings = self.source.settings
         if settings.lint or settings.lint_strict:
             findings = lint.lint_findings(self.path, blueprint, settings.max_file_mb)
             if settings.lint_strict:  # findings fail this file's lint item instead
@@ -88,7 +99,7 @@ class BlueprintFile(pytest.File):
         else:
             findings = [f for f in blueprint.findings if f.code in ALWAYS_WARN] + lint.invalid_regexes(blueprint)
             lint.warn_findings(findings, self.path, WevalWarning, with_code=False)
-        yield from make_items(self, blueprint, state)
+        yield from make_items(self, blueprint)
 
 
 def marker_name(tag: str) -> str:
@@ -107,10 +118,10 @@ def variant_label(model: ModelSpec, temperature: float | None, system_index: int
     return label
 
 
-def make_items(parent: BlueprintFile, blueprint: Blueprint, state: WevalState) -> Iterator[pytest.Item]:
+def make_items(parent: BlueprintFile, blueprint: Blueprint) -> Iterator[pytest.Item]:
     # Marks go on the file node once: `-m` and keywords see a parent's marks on every item, and
     # adding them per item dominated collection time on a 164k-item corpus.
-    names = [state.register_marker(name) for name in map(marker_name, blueprint.tags) if name]
+    names = [parent.source.register_marker(name) for name in map(marker_name, blueprint.tags) if name]
     for mark in [pytest.mark.weval] + [getattr(pytest.mark, name) for name in names]:
         parent.add_marker(mark)
     variants = [
@@ -129,58 +140,7 @@ def make_items(parent: BlueprintFile, blueprint: Blueprint, state: WevalState) -
         for model, temperature, system_index, label in variants:
             item = WevalItem.from_parent(
                 parent, name=f"{base}[{label}]", blueprint=blueprint, prompt=prompt, model=model,
-                temperature=temperature, system_index=system_index,
+                temperature=temperature, system_index=system_index, source=parent.source,
             )
             item.extra_keyword_matches.update((blueprint.id, model.id, prompt.id))
             yield item
-
-
-class WevalItem(pytest.Item):
-    def __init__(self, *, blueprint: Blueprint, prompt: Prompt, model: ModelSpec,
-                 temperature: float | None, system_index: int, **kwargs):
-        if "nodeid" not in kwargs and "[" in kwargs.get("name", ""):
-            # pytest 9 keeps node ids structured: from `name` alone it would make the bracket
-            # part of the name, while the ids it reads back (--lf, --ff, --sw) are parsed into
-            # name and params, so "p[model]" would never match itself. Built from the string,
-            # the id is parsed the same way both times (and pytest 8 takes the string as is).
-            kwargs["nodeid"] = f"{kwargs['parent'].nodeid}::{kwargs['name']}"
-        super().__init__(**kwargs)
-        self.blueprint = blueprint
-        self.prompt = prompt
-        self.model = model
-        self.temperature = temperature
-        self.system_index = system_index
-        self.weval_result = None
-
-    def reportinfo(self):
-        return self.path, self.prompt.location.line - 1 if self.prompt.location.line else None, self.name
-
-    def setup(self) -> None:
-        from pytest_weval.plugin.running import wait_for_result
-
-        wait_for_result(self)
-
-    def runtest(self) -> None:
-        from pytest_weval.plugin.running import check_outcome
-
-        check_outcome(self)
-
-    def repr_failure(self, excinfo, style=None):
-        from pytest_weval.plugin.running import describe_failure
-
-        text = describe_failure(self, excinfo)
-        if text is not None:
-            return text
-        return super().repr_failure(excinfo, style=style)
-
-    def _repr_failure_py(self, excinfo, style=None):
-        # pytest renders a *setup* error with this, not repr_failure. An item error is said in
-        # words (decorate_report replaces the report's longrepr), so skip building a traceback
-        # that would be thrown away: it ast-parses every frame's source, about 0.2 s per error,
-        # which made an offline `--weval-models=ideal` corpus run (5,000+ errors) take 12 minutes.
-        from pytest_weval.plugin.running import describe_failure
-
-        text = describe_failure(self, excinfo)
-        if text is not None:
-            return text
-        return super()._repr_failure_py(excinfo, style=style)

@@ -1,15 +1,22 @@
 """Command-line options, their ini twins, and the typed settings built from them.
 
-Every option has an ini twin; the command line wins (interface.md). Hooks read
-``WevalSettings`` instead of calling ``config.getoption`` all over the plugin.
+Every option has an ini twin; the command line wins (docs/options.md). Hooks read
+``WevalSettings`` instead of calling ``config.getoption`` all over the plugin, and the engine's
+and the pipeline's settings are made from it here, in one place (``engine_settings``,
+``pipeline_settings``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any, Mapping
 
 import pytest
+
+from pytest_weval.engine import EngineSettings
+from pytest_weval.engine.request import CACHE_MODES, CACHE_STORES
+from pytest_weval.run.pipeline import PipelineSettings
 
 # (option, ini, help, kind, default). kind: "str", "list", "float", "int", "flag".
 _OPTIONS: list[tuple[str, str, str, str, object]] = [
@@ -36,9 +43,6 @@ _INI_ONLY: list[tuple[str, str, str, object]] = [
     ("weval_max_file_mb", "largest blueprint file read, in MB (default 20)", "str", "20"),
     ("weval_provider_concurrency", "per-provider caps, e.g. openai:20,anthropic:10", "str", None),
 ]
-
-CACHE_MODES = ("rw", "ro", "refresh", "off")
-
 
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("weval", "Weval blueprints as tests")
@@ -75,6 +79,33 @@ class WevalSettings:
     globs: tuple[str, ...]
     model_defs: Path | None
     max_file_mb: float
+
+
+    def engine_settings(self, workerinput: Mapping[str, Any] | None) -> EngineSettings:
+        """How this process's engine sends, limits and caches; ``workerinput`` is xdist's
+        (None outside a worker)."""
+        return EngineSettings(
+            cache_mode=self.cache_mode,
+            cache_dir=self.cache_dir,
+            cache_store=self.cache_store,
+            concurrency=self.concurrency,
+            provider_concurrency=self.provider_concurrency,
+            max_attempts=self.max_attempts,
+            timeout_s=self.timeout_s,
+            allowed_env=self.allow_env,
+            worker_count=int(workerinput["workercount"]) if workerinput else 1,
+            worker_id=str(workerinput["workerid"]) if workerinput else "main",
+            run_id=str(workerinput["testrunuid"]) if workerinput else None,
+            run_started=workerinput.get("weval_run_started") if workerinput else None,
+        )
+
+    def pipeline_settings(self, custom_models: Mapping[str, dict[str, Any]]) -> PipelineSettings:
+        return PipelineSettings(
+            judges=self.judges,
+            threshold=self.threshold,
+            allowed_env=self.allow_env,
+            custom_models=dict(custom_models),
+        )
 
 
 class UsageError(pytest.UsageError):
@@ -135,8 +166,8 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
     if cache_mode not in CACHE_MODES:
         raise UsageError(f"--weval-cache={cache_mode!r}: choose one of {', '.join(CACHE_MODES)}")
     cache_store = str(config.getini("weval_cache_store") or "sqlite").strip().lower()
-    if cache_store not in ("sqlite", "files"):
-        raise UsageError(f"weval_cache_store={cache_store!r}: choose sqlite or files")
+    if cache_store not in CACHE_STORES:
+        raise UsageError(f"weval_cache_store={cache_store!r}: choose one of {', '.join(CACHE_STORES)}")
     threshold = _number(config, "weval_threshold", float, 0.5)
     if not 0 <= threshold <= 1:  # type: ignore[operator]
         raise UsageError(f"--weval-threshold={threshold}: a threshold is a score between 0 and 1")

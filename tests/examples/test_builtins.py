@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-# Imported here so pytester's in-process runs share one copy (and one V8 isolate).
-import pytest_weval.plugin.collect  # noqa: F401
-import pytest_weval.plugin.reporting  # noqa: F401
-import pytest_weval.plugin.running  # noqa: F401
 
 PROVIDER_VARS = (
     "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "MISTRAL_API_KEY",

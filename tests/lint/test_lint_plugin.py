@@ -6,12 +6,6 @@ import textwrap
 
 import pytest
 
-# Imported here so pytester's in-process runs share one copy (and one V8 isolate).
-import pytest_weval.lint  # noqa: F401
-import pytest_weval.plugin.collect  # noqa: F401
-import pytest_weval.plugin.lint  # noqa: F401
-import pytest_weval.plugin.reporting  # noqa: F401
-import pytest_weval.plugin.running  # noqa: F401
 
 INI = """\
 [pytest]

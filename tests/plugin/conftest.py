@@ -5,13 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-# The inner (in-process) runs import these lazily; importing them here keeps one copy across
-# pytester's sys.modules snapshots.
-import pytest_weval.api  # noqa: F401
-import pytest_weval.plugin.collect  # noqa: F401
-import pytest_weval.plugin.reporting  # noqa: F401
-import pytest_weval.plugin.running  # noqa: F401
-import pytest_weval.report  # noqa: F401
 from plugin_helpers import CANARY, PROVIDER_VARS, Project
 from tests.fakeserver import FakeServer
 

@@ -373,3 +373,23 @@ def test_an_empty_collection_is_a_located_warning_and_no_items(project: Project)
     result.assert_outcomes(passed=1, warnings=1)
     warned = "\n".join(section(result.outlines, "warnings summary"))
     assert "blueprints/frontier.yml:2" in warned and "FRONTIER" in warned, warned
+
+
+def test_every_plugin_warning_can_be_filtered_by_its_base_class(project: Project):
+    project.write("models/FRONTIER.json", "[]\n")
+    project.write("blueprints/frontier.yml", """\
+        title: Frontier
+        models: [FRONTIER]
+        ---
+        - prompt: hi
+          should: [{$contains: hi}]
+        """)
+    project.write("blueprints/ok.yml", SIMPLE.format(title="OK"))
+    base = "pytest_weval.plugin.warning_types.PytestWevalWarning"
+    ignored = project.run("-W", f"ignore::{base}")
+    ignored.assert_outcomes(passed=1)
+    # as an error: the finding stops its own file's collection, not the other file's items
+    strict = project.run("-W", f"error::{base}")
+    strict.assert_outcomes(passed=1, errors=1)
+    assert any(line.startswith("ERROR blueprints/frontier.yml") for line in strict.outlines), strict.outlines
+    assert "WevalWarning" in strict.stdout.str() and "FRONTIER" in strict.stdout.str()

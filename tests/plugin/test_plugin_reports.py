@@ -276,3 +276,37 @@ def test_min_score_fails_the_session_with_a_clear_line(project: Project):
     project.ini("weval_min_score = 0.95")
     again = project.run(f"--weval-judges={JUDGE_ID}", "--weval-threshold=0.3")
     assert again.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_min_score_and_its_failures_are_in_summary_json(project: Project):
+    _suite(project)
+    project.run(f"--weval-judges={JUDGE_ID}", "--weval-min-score=0.95", "--weval-threshold=0.3",
+                "--weval-out=out")
+    gate = project.json("out/summary.json")["minScore"]
+    assert gate["threshold"] == 0.95
+    assert any(line.startswith("blueprint blueprints/safety/triage.yml mean 0.") for line in gate["failures"]), gate
+    project.run(f"--weval-judges={JUDGE_ID}", "--weval-threshold=0.3", "--weval-out=out-no-gate")
+    assert "minScore" not in project.json("out-no-gate/summary.json")
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_a_conftest_reads_each_items_typed_result_through_the_hook(project: Project, workers: tuple[str, ...]):
+    _suite(project)
+    project.write("conftest.py", """\
+        import json, os
+        from pytest_weval.results import ItemResult
+
+        def pytest_weval_result(item, result):
+            assert isinstance(result, ItemResult)
+            with open(f"seen-{os.getpid()}.jsonl", "a") as out:
+                out.write(json.dumps([item.nodeid, result.outcome, result.score]) + "\\n")
+        """)
+    run = project.run(f"--weval-judges={JUDGE_ID}", "--junitxml=junit.xml", *workers, sub=True)
+    run.assert_outcomes(passed=8, failed=2)
+    seen = [json.loads(line) for path in project.path.glob("seen-*.jsonl") for line in path.read_text().splitlines()]
+    assert len(seen) == 10 and len({nodeid for nodeid, _, _ in seen}) == 10
+    junit = project.junit()
+    for nodeid, outcome, score in seen:
+        case = junit[nodeid.split("::")[-1]]
+        assert case["outcome"] == ("failure" if outcome == "failed" else outcome)
+        assert float(case["properties"]["weval_score"]) == score

@@ -1,0 +1,261 @@
+"""The plugin object: one per pytest process, holding the run's state and implementing its hooks.
+
+Registered by ``pytest_configure`` (``plugin/__init__.py``) the way pytest registers its
+``LogXML`` and xdist its ``DSession``: settings, parsed blueprints, the engine, the item runner
+and the results all live here, so there is no module-level state and no import circle.
+
+Results travel from items to reporters on the test reports: each item's ``ItemResult`` rides on
+its report as a JSON string (``report.weval_result``), which xdist serialises, so the controller
+rebuilds the same records the workers made and every reporter runs once, on the controller,
+from those records only. (A string, not nested dicts: execnet's serialiser and pydantic's dict
+validation cost ten times more.) The parsed blueprints reach the controller once, at the end,
+in each worker's ``workeroutput``; reporters never read a blueprint file again.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_weval.api import Weval
+from pytest_weval.blueprint import load_blueprint, load_model_defs
+from pytest_weval.blueprint.model import Blueprint, BlueprintError, Location
+from pytest_weval.plugin.collect import BlueprintFile, blueprint_rel_path, is_blueprint_path
+from pytest_weval.plugin.items import WevalItem, WevalItemError
+from pytest_weval.plugin.options import WevalSettings, settings_from_config
+from pytest_weval.plugin.running import Runner, settle_collected_objects
+from pytest_weval.report.gates import check_min_score
+from pytest_weval.report.rollup import Rollup, build_rollup
+from pytest_weval.report.terminal import render_summary
+from pytest_weval.report.weval_json import write_outputs
+from pytest_weval.results import ItemResult
+
+BLUEPRINTS_OUTPUT = "weval_blueprints"  # workeroutput key: blueprint path -> Blueprint JSON
+
+
+class WevalPlugin:
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.settings: WevalSettings = settings_from_config(config)
+        self.custom_models = _custom_models(self.settings)
+        self.named_files = frozenset(
+            Path(arg.split("::")[0]).resolve()
+            for arg in config.args
+            if Path(arg.split("::")[0]).suffix.lower() in (".yml", ".yaml", ".json")
+        )
+        self.blueprints: dict[Path, Blueprint] = {}  # parsed here, by file
+        self.received_blueprints: dict[str, Blueprint] = {}  # xdist controller: from workers
+        self.results: list[ItemResult] = []
+        self.rollup: Rollup | None = None
+        self.gate_lines: list[str] = []
+        self._markers: set[str] = set()
+        self._runner: Runner | None = None
+        self._weval: Weval | None = None  # one engine per process, shared by items and fixtures
+
+    # -- what collection and items ask of the plugin ------------------------------------------
+    def weval(self) -> Weval:
+        """The process's engine and pipeline, started on first use (never during collection)."""
+        if self._weval is None:
+            workerinput = getattr(self.config, "workerinput", None)
+            self._weval = Weval(
+                engine_settings=self.settings.engine_settings(workerinput),
+                pipeline_settings=self.settings.pipeline_settings(self.custom_models),
+            )
+        return self._weval
+
+    def load(self, path: Path) -> Blueprint:
+        if path not in self.blueprints:
+            root = self.settings.rootdir
+            try:
+                shown = path.relative_to(root).as_posix()
+            except ValueError:
+                shown = path.as_posix()
+            self.blueprints[path] = load_blueprint(
+                path,
+                rel_path=blueprint_rel_path(path, root),
+                display_path=shown,
+                collections_dir=self.settings.collections_dir,
+                model_override=list(self.settings.models) if self.settings.models else None,
+                custom_models=self.custom_models,
+                max_file_mb=self.settings.max_file_mb,
+            )
+        return self.blueprints[path]
+
+    def register_marker(self, tag: str) -> str:
+        if tag not in self._markers:
+            self._markers.add(tag)
+            self.config.addinivalue_line("markers", f"{tag}: blueprint tag")
+        return tag
+
+    def result_for(self, item: WevalItem) -> ItemResult:
+        return self._runner_for(item).result_for(item)
+
+    def _runner_for(self, item: WevalItem) -> Runner:
+        if self._runner is None:  # not started at collection end (--setup-plan): this item alone
+            self._runner = Runner(self.weval(), [item], concurrency=self.settings.concurrency)
+        return self._runner
+
+    # -- collection ----------------------------------------------------------------------------
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> BlueprintFile | None:
+        if is_blueprint_path(file_path, self.settings, self.named_files):
+            return BlueprintFile.from_parent(parent, path=file_path, source=self)
+        return None
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Collection is final: start evaluating the selected items (not for --collect-only,
+        and not on the xdist controller, which runs nothing)."""
+        if self.config.option.collectonly or getattr(self.config.option, "setupplan", False):
+            return
+        if self._runner is None:
+            selected = [i for i in session.items if isinstance(i, WevalItem)]
+            if selected:
+                settle_collected_objects()
+                self._runner = Runner(self.weval(), selected, concurrency=self.settings.concurrency)
+
+    # -- running -------------------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        """pytest is about to run ``item``: start it and the item after it if not yet under way
+        (under xdist they may belong to another worker's share)."""
+        if not isinstance(item, WevalItem):
+            return
+        runner = self._runner_for(item)
+        runner.hurry(item)
+        if isinstance(nextitem, WevalItem):
+            runner.hurry(nextitem)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+        report: pytest.TestReport = yield
+        result = getattr(item, "weval_result", None)
+        if not isinstance(item, WevalItem) or result is None:
+            return report
+        errored_in_setup = call.when == "setup" and report.outcome != "passed"
+        if call.when == "call" or errored_in_setup:
+            report.weval_result = result.model_dump_json()  # type: ignore[attr-defined]
+        if errored_in_setup and call.excinfo is not None and isinstance(call.excinfo.value, WevalItemError):
+            # pytest renders setup errors as tracebacks; an item error is the provider's or the
+            # blueprint's problem, so say it in words instead.
+            report.longrepr = item.describe(call.excinfo)
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, "weval_result", None)
+        if not data:
+            return
+        result = ItemResult.model_validate_json(data)
+        if not result.nodeid:
+            result.nodeid = report.nodeid
+        self.results.append(result)
+
+    # -- xdist ---------------------------------------------------------------------------------
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist controller: every worker learns when the run began, so a reply another worker
+        fetched during this run is not mistaken for a replay from an earlier one."""
+        node.workerinput.setdefault("weval_run_started", time.time())
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """xdist controller: take in the blueprints a worker ran (see ``_send_blueprints``)."""
+        for path, data in (getattr(node, "workeroutput", None) or {}).get(BLUEPRINTS_OUTPUT, {}).items():
+            if path not in self.received_blueprints:
+                self.received_blueprints[path] = Blueprint.model_validate_json(data)
+
+    def _send_blueprints(self, workeroutput: dict[str, Any]) -> None:
+        """xdist worker: the blueprints of the items this worker reported, for the controller's
+        reporters (the controller collects nothing)."""
+        ran = {result.blueprint_path for result in self.results}
+        workeroutput[BLUEPRINTS_OUTPUT] = {
+            blueprint.path: blueprint.model_dump_json()
+            for blueprint in self.blueprints.values() if blueprint.path in ran
+        }
+
+    def _blueprints_by_path(self) -> dict[str, Blueprint]:
+        """Every blueprint with results, by ``ItemResult.blueprint_path``."""
+        blueprints = dict(self.received_blueprints)
+        blueprints.update((blueprint.path, blueprint) for blueprint in self.blueprints.values())
+        return blueprints
+
+    # -- the end -------------------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        ran_items = self._runner is not None or bool(self.results)
+        interrupted = (bool(session.shouldstop or session.shouldfail)
+                       or session.exitstatus == pytest.ExitCode.INTERRUPTED)
+        self.close(drain=not interrupted)
+        if ran_items:
+            # The results held here stay until exit, where each full collection of the heap
+            # costs ~0.1 s, several times (settle_collected_objects froze what collection
+            # built; the xdist controller collects nothing).
+            gc.freeze()
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            self._send_blueprints(workeroutput)
+            return
+        if not self.results:
+            return
+        self.rollup = build_rollup(self.results)
+        min_score = self.settings.min_score
+        if min_score is not None:
+            self.gate_lines = check_min_score(self.rollup, min_score)
+            if self.gate_lines and session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.settings.out_dir is not None:
+            write_outputs(
+                self.settings.out_dir, self._blueprints_by_path(), self.results, rollup=self.rollup,
+                min_score=min_score, gate_lines=self.gate_lines if min_score is not None else None,
+            )
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        if self.rollup is None:
+            return
+        terminalreporter.section("weval scores")
+        for line in render_summary(self.rollup, width=terminalreporter._tw.fullwidth):
+            terminalreporter.write_line(line)
+        for line in self.gate_lines:
+            terminalreporter.write_line(line, red=True, bold=True)
+        if self.settings.out_dir is not None:
+            terminalreporter.write_line(f"weval results written to {self.settings.out_dir}")
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.close()
+
+    def close(self, *, drain: bool = False) -> None:
+        """``drain``: the run ended normally, so evaluations another xdist worker may be
+        waiting for are finished first."""
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            runner.close(drain=drain)
+        if self._weval is not None:
+            weval, self._weval = self._weval, None
+            weval.close()
+
+
+def _custom_models(settings: WevalSettings) -> dict[str, dict[str, Any]]:
+    if settings.model_defs is None:
+        return {}
+    try:
+        return load_model_defs(settings.model_defs)
+    except BlueprintError as exc:
+        raise pytest.UsageError(f"weval_model_defs: {exc}") from None
+    except OSError as exc:
+        location = Location(path=str(settings.model_defs))
+        raise pytest.UsageError(f"weval_model_defs: {location}: cannot read: {exc.strerror}") from None
+
+
+_KEY = pytest.StashKey[WevalPlugin]()
+
+
+def register(config: pytest.Config) -> WevalPlugin:
+    plugin = config.stash[_KEY] = WevalPlugin(config)
+    config.pluginmanager.register(plugin, "weval-plugin")
+    return plugin
+
+
+def plugin_of(config: pytest.Config) -> WevalPlugin:
+    return config.stash[_KEY]

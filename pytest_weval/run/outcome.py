@@ -1,0 +1,47 @@
+"""The pass/fail decision for a scored response: one rule for pytest items and for
+``Weval.judge`` (docs/scoring.md, 'Pass, fail or error').
+
+An item errors rather than fails when its score says nothing about the model: the blueprint has
+a mistake in the points (docs/rulings.md, ruling 9), or no judge could score any judged point.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+from pytest_weval.results import Outcome, PointAssessment
+
+NO_JUDGE_HINT = (
+    "judged points need a judge model: set OPENROUTER_API_KEY for the default judges, "
+    "or pass --weval-judges=<model id> (any model you have a key for, or one from weval_model_defs)"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    outcome: Outcome
+    error: str | None = None
+
+
+def decide(points: Sequence[PointAssessment], score: float | None, threshold: float) -> Verdict:
+    """passed, failed, or error with the reason; ``score`` is the rounded aggregate."""
+    authoring = [p for p in points if p.authoring_error]
+    if authoring:
+        return Verdict("error", "the blueprint has a mistake in this prompt's points: " + "; ".join(
+            f"{p.key_point_text}: {p.error}" for p in authoring
+        ))
+    judged = [p for p in points if p.kind == "judged"]
+    if judged and all(p.coverage_extent is None for p in judged):
+        reasons = sorted({_judge_failure_reason(p) for p in judged})
+        return Verdict("error", "no judge could score this item's judged points: " + "; ".join(reasons))
+    return Verdict("passed" if (score or 0) >= threshold else "failed")
+
+
+def _judge_failure_reason(point: PointAssessment) -> str:
+    """Why no judge scored this point. The consensus ``error`` is the reference's fixed sentence;
+    each judge's own reason (a missing key, say) is in the reflection."""
+    reason = (point.reflection or point.error or "all judges failed").strip()
+    if "_API_KEY" in reason or "API key" in reason:
+        reason += f" ({NO_JUDGE_HINT})"
+    return reason
