@@ -34,7 +34,7 @@ class PointAssessment(BaseModel):
     individual_judgements: list[JudgeVerdict] | None = None
     kind: Literal["function", "judged"] = "function"
     # True when the error is the blueprint's fault (unknown function, bad regex syntax,
-    # missing $ref): the item errors instead of failing (rulings.md 9).
+    # missing $ref): the item errors instead of failing (docs/rulings.md, ruling 9).
     authoring_error: bool = False
 
 

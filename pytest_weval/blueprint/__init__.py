@@ -121,7 +121,7 @@ def parse_points(
     point_defs: dict[str, Any] | None = None,
 ) -> list[EvalPoint]:
     """Points in blueprint syntax -> the evaluator's view, as a prompt's `should`/`should_not`
-    would give (§1.5, §1.6, §1.10). `source` names them in messages (path and prompt id).
+    would give (docs/format.md, 'Points', 'Point definitions ($ref)' and 'Evaluator view of points'). `source` names them in messages (path and prompt id).
     A malformed point raises BlueprintError; an unknown function or a missing `$ref`
     definition sets the point's `authoring_error`, as in a blueprint."""
     ctx = PointContext(prompt_id=source, defs=dict(point_defs or {}),

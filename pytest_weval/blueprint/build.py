@@ -49,7 +49,7 @@ def build_blueprint(
                             keep_unresolved_placeholders=keep_unresolved_placeholders, origin=origin)
     findings += models.findings
     effective["models"] = models.entries
-    hashed = content_hash(effective)  # before models become ids: custom objects hash whole (§7.7)
+    hashed = content_hash(effective)  # before models become ids: custom objects hash whole (docs/format.md, 'Run label')
     effective["models"] = [m.id for m in models.specs]
 
     prompts = []
@@ -144,7 +144,7 @@ def _mapping(value: Any) -> dict[str, Any]:
 
 
 def _header_threshold(header: dict[str, Any], loc: Locator) -> float | None:
-    """Our extension (rulings.md 8): the blueprint's pass mark, a number in [0, 1]."""
+    """Our extension (docs/rulings.md, ruling 8): the blueprint's pass mark, a number in [0, 1]."""
     value = header.get("threshold")
     if value is None:
         return None

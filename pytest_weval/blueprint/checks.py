@@ -1,8 +1,8 @@
-"""What the reference CLI checks and fills in after parsing (`loadAndValidateConfig`, §1.8).
+"""What the reference CLI checks and fills in after parsing (`loadAndValidateConfig`; docs/format.md, 'Checks after parsing').
 
 Header problems (temperature, temperatures, tags, systems, title) reject the file as in the
-reference. Prompt validation (§1.8.5) is per prompt instead: the message is kept on that
-prompt, whose items error, and the rest of the file runs (rulings.md 3).
+reference. Prompt validation (docs/format.md, 'Prompt validation') is per prompt instead: the message is kept on that
+prompt, whose items error, and the rest of the file runs (docs/rulings.md, ruling 3).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def _role(message: Any) -> Any:
 
 @dataclass
 class RunAxes:
-    """The permutation axes and header values the run uses (§4.1, §1.8.7)."""
+    """The permutation axes and header values the run uses (docs/format.md, 'Temperatures and system prompts' and 'Checks after parsing')."""
 
     temperatures: list[Any]  # `temperatures` if non-empty, else [temperature] (maybe [None])
     systems: list[Any]  # `systems` if non-empty, else [system] (maybe [None])

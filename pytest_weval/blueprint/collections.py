@@ -1,10 +1,10 @@
 """Model lists: collection placeholders, custom model objects, and `--weval-models` overrides.
 
-Follows `resolveModelCollections` with a local collections path (weval-semantics §1.8.6):
+Follows `resolveModelCollections` with a local collections path (docs/format.md, 'Models and collections'):
 strings are trimmed (and `provider : model` closed up), an all-uppercase string without `:`
 such as `CORE` names `<collections>/models/CORE.json`, and the result is de-duplicated by id in
 first-occurrence order. A missing collection is a located error; an empty one a warning
-(rulings.md 5). Ids that name a custom model from `weval_model_defs` become that model.
+(docs/rulings.md, ruling 5). Ids that name a custom model from `weval_model_defs` become that model.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def normalize_model_string(entry: str) -> str:
 @dataclass
 class ResolvedModels:
     specs: list[ModelSpec]
-    # What the reference's run config holds at hash time: strings and custom objects (§7.7).
+    # What the reference's run config holds at hash time: strings and custom objects (docs/format.md, 'Run label').
     entries: list[Any]
     findings: list[Finding] = field(default_factory=list)
 

@@ -1,7 +1,7 @@
-"""Names of the point functions the reference registers (weval-semantics §2.1, `index.ts`).
+"""Names of the point functions the reference registers (docs/functions.md, 'Registry'; the reference's `index.ts`).
 
 Only the names live here: the parser uses them to flag unknown functions at collection time
-(rulings.md 9), and the scoring layer implements the functions under these names.
+(docs/rulings.md, ruling 9), and the scoring layer implements the functions under these names.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ CANONICAL_FUNCTIONS: frozenset[str] = frozenset(
     }
 )  # fmt: skip
 
-# Every name a point may use after the parser's pluralisation (§1.5.4).
+# Every name a point may use after the parser's pluralisation (docs/format.md, 'Function names and pluralisation').
 FUNCTION_NAMES: frozenset[str] = CANONICAL_FUNCTIONS | frozenset(FUNCTION_ALIASES)
 
 assert set(FUNCTION_ALIASES.values()) <= CANONICAL_FUNCTIONS
@@ -88,7 +88,7 @@ def _closest(name: str, candidates: frozenset[str]) -> str | None:
     return matches[0] if matches else None
 
 
-# Names the reference's docs use or invite that are not registered (weval-semantics §2.1, §5.7).
+# Names the reference's docs use or invite that are not registered (docs/functions.md, 'Registry').
 _KNOWN_MISTAKES = {
     "imatches_all_of": "imatch_all_of",
     "imatches_at_least_n_of": "imatch_at_least_n_of",
@@ -106,7 +106,7 @@ def unknown_function_message(name: str) -> str:
         # "- '$icontains: (A)'" quotes the whole point, so it is a zero-argument call named
         # "icontains: (A)"; the author meant a mapping.
         return message + f" (the point is one quoted string; write it unquoted: ${head.strip()}:{rest})"
-    # A leading `$` in `fn:` is kept verbatim by the parser (weval-semantics §5.7).
+    # A leading `$` in `fn:` is kept verbatim by the parser (docs/format.md, 'Points').
     bare = name[1:] if name.startswith("$") else name
     if bare != name and bare in FUNCTION_NAMES:
         suggestion: str | None = bare

@@ -1,4 +1,4 @@
-"""The blueprint header (§1.3): aliases, author, references, models, tools, toolUse and
+"""The blueprint header (docs/format.md, 'Header'): aliases, author, references, models, tools, toolUse and
 externalServices, validated as the reference validates them; every other key passes through."""
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def _reference(ref: Any, where: Location) -> dict[str, Any]:
 
 
 def model_definition_problem(model: Any) -> str | None:
-    """_validateModelDefinition: why a `models` entry is unusable, or None (§1.3, §7.1)."""
+    """_validateModelDefinition: why a `models` entry is unusable, or None (docs/format.md, 'Models and collections')."""
     if isinstance(model, str):
         return None
     if not isinstance(model, dict):

@@ -1,7 +1,7 @@
 """Ids and hashes that must equal the reference's, byte for byte.
 
-Generated prompt ids (weval-semantics §1.7), blueprint ids from paths (§1.8.2, §7.14), the
-run-label content hash (§1.9, §7.7), tag normalization (§7.9) and effective model ids (§4.1).
+Generated prompt ids (docs/format.md, 'Prompt ids'), blueprint ids from paths (docs/format.md, 'Blueprint ids'), the
+run-label content hash (docs/format.md, 'Run label'), tag normalization (docs/format.md, 'Tags') and effective model ids (docs/format.md, 'Effective model ids').
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def generated_prompt_id(normalized_prompt: dict[str, Any]) -> str:
     return f"hash-{digest[:12]}"
 
 
-# Applied in sequence, as the reference's chain of .replace() calls (§7.14: foo.json.yml -> foo).
+# Applied in sequence, as the reference's chain of .replace() calls (docs/format.md, 'Blueprint ids': foo.json.yml -> foo).
 _ID_SUFFIXES = (
     re.compile(r"\.civic\.ya?ml$"),
     re.compile(r"\.weval\.ya?ml$"),
@@ -56,7 +56,7 @@ def blueprint_id_from_path(rel_path: str) -> str:
 
 
 def normalize_tag(tag: str) -> str:
-    """normalizeTag (§7.9): `_internal` tags stay as written; others become kebab-case ASCII."""
+    """normalizeTag (docs/format.md, 'Tags'): `_internal` tags stay as written; others become kebab-case ASCII."""
     if not tag:
         return ""
     tag = js_trim(tag)
@@ -126,7 +126,7 @@ def locale_compare_key(text: str) -> tuple[str, str, str]:
     return (primary, secondary, tertiary)
 
 
-# --- Content hash (§1.9) -----------------------------------------------------------------------
+# --- Content hash (docs/format.md, 'Run label') -----------------------------------------------------------------------
 
 
 def _js_default_sort(values: list[Any]) -> list[Any]:

@@ -1,4 +1,4 @@
-"""A blueprint file -> its raw documents, safely (weval-semantics §1.1, rulings.md 1-2).
+"""A blueprint file -> its raw documents, safely (docs/format.md, 'Files and documents'; docs/rulings.md, rulings 1-2).
 
 A file must pass these checks, each a located BlueprintError: its size (a cap in MB, before
 reading), its bytes (UTF-8; a BOM is dropped), and its shape as seen in the YAML event stream,
@@ -81,7 +81,7 @@ def room_for_depth() -> Iterator[None]:
 
 
 def format_of(path: str | Path) -> str:
-    """`.yml`/`.yaml` are YAML; anything else is JSON, as the reference decides (§1.1)."""
+    """`.yml`/`.yaml` are YAML; anything else is JSON, as the reference decides (docs/format.md, 'Files and documents')."""
     return "yaml" if str(path).endswith((".yml", ".yaml")) else "json"
 
 

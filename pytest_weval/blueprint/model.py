@@ -63,7 +63,7 @@ class ModelSpec(BaseModel):
 
 
 class EvalPoint(BaseModel):
-    """One point in the coverage evaluator's view (weval-semantics §1.10).
+    """One point in the coverage evaluator's view (docs/format.md, 'Evaluator view of points').
 
     ``should`` points come first, then ``should_not`` points with ``is_inverted``.
     """
@@ -81,7 +81,7 @@ class EvalPoint(BaseModel):
     display_text: str
     location: Location | None = None
     # An authoring mistake found at parse time (unknown function, bad regex, missing $ref):
-    # the point is recorded as an error and the item errors (rulings.md 9).
+    # the point is recorded as an error and the item errors (docs/rulings.md, ruling 9).
     authoring_error: str | None = None
 
     @property
@@ -103,10 +103,10 @@ class Prompt(BaseModel):
     temperature: float | None = None
     weight: float | None = None
     no_cache: bool = False
-    threshold: float | None = None  # our extension (rulings.md 8)
+    threshold: float | None = None  # our extension (docs/rulings.md, ruling 8)
     render_as: str = "markdown"
     points: tuple[EvalPoint, ...] = ()
-    # validatePrompts failure (weval-semantics §1.8.5): this prompt's items error with it.
+    # validatePrompts failure (docs/format.md, 'Prompt validation'): this prompt's items error with it.
     validation_error: str | None = None
     location: Location
     raw: dict[str, Any] = Field(default_factory=dict)  # normalized prompt, reference shape
@@ -116,11 +116,11 @@ class Blueprint(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     path: str  # as given to the parser (absolute or relative to rootdir)
-    id: str  # path-derived (weval-semantics §1.8.2)
+    id: str  # path-derived (docs/format.md, 'Blueprint ids')
     title: str
     description: str | None = None
     models: tuple[ModelSpec, ...] = ()
-    # Permutation axes (§4.1): `temperatures` if non-empty else [temperature] (may be [None]);
+    # Permutation axes (docs/format.md, 'Temperatures and system prompts'): `temperatures` if non-empty else [temperature] (may be [None]);
     # `systems` if non-empty else [system].
     temperatures: tuple[float | None, ...] = (None,)
     systems: tuple[str | None, ...] = (None,)
@@ -134,7 +134,7 @@ class Blueprint(BaseModel):
     content_hash: str = ""
     findings: tuple[Finding, ...] = ()
     no_cache: bool = False  # header `noCache` (prompts already inherit it in `Prompt.no_cache`)
-    # The config as the reference's run uses and writes it (§1.8, §4.7): id from the path,
+    # The config as the reference's run uses and writes it (docs/format.md, 'Checks after parsing'; docs/options.md, 'Comparison file'): id from the path,
     # title and embeddingModel defaults, tags normalized, `system: [...]` moved to `systems`,
     # models resolved to ids. `config` above is the parser's output before those steps.
     effective_config: dict[str, Any] = Field(default_factory=dict)

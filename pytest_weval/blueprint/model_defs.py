@@ -1,4 +1,4 @@
-"""Custom model objects from a `weval_model_defs` file (rulings.md 14).
+"""Custom model objects from a `weval_model_defs` file (docs/rulings.md, ruling 14).
 
 The file is YAML (or JSON): a list of custom model objects in blueprint syntax, or a mapping
 whose `models:` holds that list. Each object is validated as a blueprint's `models` entry.

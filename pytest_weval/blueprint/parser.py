@@ -1,12 +1,12 @@
-"""Raw documents -> the reference's normalized config (`parseAndNormalizeBlueprint`, §1.2-1.7).
+"""Raw documents -> the reference's normalized config (`parseAndNormalizeBlueprint`, docs/format.md, 'Layouts' to 'Prompt ids').
 
 The output dict equals what the reference's parser returns, serialized (absent keys dropped).
 Every error the reference raises for the file is a BlueprintError located at the field that
 caused it. Where the reference silently drops something (unknown prompt keys, a shadowed
 alias, a points list that is not a list) or rejects the whole file for one point (a `$ref` to
-a missing definition, rulings.md 9), we keep going and record a Finding instead.
+a missing definition, docs/rulings.md, ruling 9), we keep going and record a Finding instead.
 
-This module finds the header and the prompts (§1.2); header.py and prompts.py normalize them.
+This module finds the header and the prompts (docs/format.md, 'Layouts'); header.py and prompts.py normalize them.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def _split_documents(source: RawSource, loc: Locator,
             prompts.append((doc, loc.at(doc)))
     if not is_header:
         return {}, prompts
-    # §1.2: a first document with only promptText/should_not/expects/... is read as the header.
+    # docs/format.md, 'Layouts': a first document with only promptText/should_not/expects/... is read as the header.
     leaked = [k for k in ("promptText", "should_not", "expects", "expectations") if k in first]
     if leaked:
         findings.append(Finding(

@@ -1,5 +1,5 @@
-"""Rubric points: the parser's normalization (§1.5), `$ref` expansion (§1.6) and the coverage
-evaluator's flattened view (§1.10), with the source line of every point.
+"""Rubric points: the parser's normalization (docs/format.md, 'Points'), `$ref` expansion (docs/format.md, 'Point definitions ($ref)') and the coverage
+evaluator's flattened view (docs/format.md, 'Evaluator view of points'), with the source line of every point.
 
 Normalized points keep the reference's exact shape (key order included: the run-label hash
 serializes them), so they are built key by key in the order the reference assigns them.
@@ -42,7 +42,7 @@ class PointContext:
     locate: Callable[[Any, int, str], Location]  # (list, index, field) -> Location
     defs: dict[str, Any]
     findings: list[Finding] = field(default_factory=list)
-    # id(point dict) -> authoring error, for refs to missing definitions (rulings.md 9)
+    # id(point dict) -> authoring error, for refs to missing definitions (docs/rulings.md, ruling 9)
     ref_errors: dict[int, str] = field(default_factory=dict)
 
     @property
@@ -50,7 +50,7 @@ class PointContext:
         return js_string(self.prompt_id) if truthy(self.prompt_id) else "unknown"
 
 
-# --- §1.5 normalization ------------------------------------------------------------------------
+# --- normalization (docs/format.md, 'Points') ------------------------------------------------------------------------
 
 
 def normalize_points(items: Any, ctx: PointContext, field_name: str) -> tuple[list[Any], Locations]:
@@ -93,7 +93,7 @@ def _normalize_path(item: list[Any], ctx: PointContext, where: Location, field_n
                 hint="an alternative path is one list of points; a list inside it is not allowed",
             )
         if isinstance(member, str):
-            # Inside a path a string is always text, even "$factcheck" (§1.5.2).
+            # Inside a path a string is always text, even "$factcheck" (docs/format.md, 'Points').
             path.append({"text": member, "multiplier": 1})
         elif isinstance(member, dict):
             path.append(_normalize_single(member, ctx, member_where, allow_zero_arg=False))
@@ -111,7 +111,7 @@ def _normalize_path(item: list[Any], ctx: PointContext, where: Location, field_n
 def _normalize_single(item: Any, ctx: PointContext, where: Location, *, allow_zero_arg: bool) -> dict[str, Any]:
     if isinstance(item, str):
         if allow_zero_arg and item.startswith("$") and len(item) > 1:
-            # "$is_json": a zero-argument call, returned as is (no pluralisation, §1.5.1).
+            # "$is_json": a zero-argument call, returned as is (no pluralisation, docs/format.md, 'Function names and pluralisation').
             return {"fn": item[1:], "multiplier": 1}
         return {"text": item, "multiplier": 1}
     if not isinstance(item, dict):
@@ -124,7 +124,7 @@ def _normalize_single(item: Any, ctx: PointContext, where: Location, *, allow_ze
     point: dict[str, Any] = {}
     fn_key = next((k for k in item if k.startswith("$")), None)
     if fn_key is not None:
-        # { $contains: "x", weight: 2 } — the first `$` key is the function (§1.5.3a).
+        # { $contains: "x", weight: 2 } — the first `$` key is the function (docs/format.md, 'Points').
         point["fn"] = fn_key[1:]
         point["fnArgs"] = item[fn_key]
         point["multiplier"] = js_nullish(item.get("weight", ABSENT), item.get("multiplier", ABSENT))
@@ -136,7 +136,7 @@ def _normalize_single(item: Any, ctx: PointContext, where: Location, *, allow_ze
         point["multiplier"] = js_nullish(item.get("weight", ABSENT), item.get("multiplier", ABSENT))
         point["citation"] = item.get("citation", ABSENT)
     elif len(item) == 1 and isinstance(next(iter(item.values())), str):
-        # { "point text": "citation" } shorthand (§1.5.3c).
+        # { "point text": "citation" } shorthand (docs/format.md, 'Points').
         text, citation = next(iter(item.items()))
         point["text"] = text
         point["citation"] = citation
@@ -177,7 +177,7 @@ def _validated(point: dict[str, Any], raw: Any, ctx: PointContext, where: Locati
     return {k: v for k, v in point.items() if v is not ABSENT}
 
 
-# --- §1.6 $ref expansion -----------------------------------------------------------------------
+# --- $ref expansion (docs/format.md, 'Point definitions ($ref)') -----------------------------------------------------------------------
 
 
 def expand_refs(points: list[Any], locations: Locations, ctx: PointContext) -> list[Any]:
@@ -205,7 +205,7 @@ def _expand_one(point: Any, where: Location, ctx: PointContext) -> Any:
             hint="write `$ref: <name of a point_defs entry>`",
         )
     if name not in ctx.defs:
-        # The reference rejects the file; we keep the point, and its items error (rulings.md 9).
+        # The reference rejects the file; we keep the point, and its items error (docs/rulings.md, ruling 9).
         message = f"Undefined definition '{name}' referenced in prompt '{ctx.id_or_unknown}'."
         suggestion = did_you_mean(name, ctx.defs)
         if suggestion:
@@ -223,7 +223,7 @@ def _expand_one(point: Any, where: Location, ctx: PointContext) -> Any:
             ("citation", point.get("citation", ABSENT)),
         ) if v is not ABSENT}
     if isinstance(definition, dict):
-        return dict(definition)  # raw: not normalized, the ref site's weight is lost (§1.6)
+        return dict(definition)  # raw: not normalized, the ref site's weight is lost (docs/format.md, 'Point definitions ($ref)')
     if isinstance(definition, list):
         return {str(i): v for i, v in enumerate(definition)}  # `{...array}`
     raise PointError(
@@ -233,7 +233,7 @@ def _expand_one(point: Any, where: Location, ctx: PointContext) -> Any:
     )
 
 
-# --- §1.10 evaluator view ----------------------------------------------------------------------
+# --- evaluator view (docs/format.md, 'Evaluator view of points') ----------------------------------------------------------------------
 
 _STANDARD_KEYS = frozenset(("text", "fn", "fnArgs", "arg", "multiplier", "citation"))
 
@@ -243,7 +243,7 @@ def evaluator_points(points: list[Any], locations: Locations, *, inverted: bool,
     """LLMCoverageEvaluator.normalizePoints: one flat list, alternative paths tagged by pathId.
 
     should paths are `path_<i>` and should_not paths `not_path_<i>`: the reference uses
-    `path_<i>` for both, which merges should[i] and should_not[i] into one group (rulings.md 15).
+    `path_<i>` for both, which merges should[i] and should_not[i] into one group (docs/rulings.md, ruling 15).
     """
     view: list[EvalPoint] = []
     for index, (point, where) in enumerate(zip(points, locations)):
@@ -278,7 +278,7 @@ def _view_one(point: Any, where: Location, path_id: str | None, inverted: bool,
     citation = point.get("citation")
     fn_key = next((k for k in point if k not in _STANDARD_KEYS and k.startswith("$")), None)
     # Errors below come only from raw `$ref` object definitions; the reference aborts the whole
-    # evaluation on them (§7.17), we error the prompt's items with the reason.
+    # evaluation on them (docs/format.md, 'Point definitions ($ref)'), we error the prompt's items with the reason.
     if multiplier is not ABSENT and (not is_number(multiplier) or multiplier < 0.1 or multiplier > 10):
         return _authoring_error(
             f"Point multiplier must be a number between 0.1 and 10. Found {js_string(multiplier)}. "

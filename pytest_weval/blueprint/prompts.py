@@ -1,4 +1,4 @@
-"""Prompts (§1.4): messages and their shorthand, ids, fields, points, plus the findings the
+"""Prompts (docs/format.md, 'Prompts'): messages and their shorthand, ids, fields, points, plus the findings the
 reference has no words for (ignored keys, shadowed aliases, repeated ids)."""
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ def _normalize_message(msg: Any, index: int, shown_id: str, messages: list[Any],
 
 
 def _threshold(p: dict[str, Any], where: Location) -> float | None:
-    """Our extension (rulings.md 8): a pass mark in [0, 1], kept out of the normalized prompt."""
+    """Our extension (docs/rulings.md, ruling 8): a pass mark in [0, 1], kept out of the normalized prompt."""
     value = p.get("threshold")
     if value is None:
         return None

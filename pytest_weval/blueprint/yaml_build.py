@@ -1,6 +1,6 @@
 """One pass over libyaml's event stream: safety checks, objects and line marks together.
 
-Walking the events is what rulings.md 2 asks for before any object is built (nesting depth,
+Walking the events is what docs/rulings.md, ruling 2 asks for before any object is built (nesting depth,
 alias expansion), and building plain objects from those same events in Python costs less
 than a second pass through PyYAML's composer and constructor. Blueprints use a small part of
 YAML; anything outside it here (explicit tags such as `!!binary`, `<<` merge keys, a mapping

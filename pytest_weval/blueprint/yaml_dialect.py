@@ -1,4 +1,4 @@
-"""PyYAML's C loader, adjusted to read YAML as js-yaml 4 does (rulings.md 1, weval-semantics §7.3).
+"""PyYAML's C loader, adjusted to read YAML as js-yaml 4 does (docs/rulings.md, ruling 1; docs/format.md, 'YAML dialect').
 
 js-yaml's default schema is YAML 1.2 core plus merge keys and timestamps. PyYAML implements
 YAML 1.1, which differs in three ways that change blueprints: `yes`/`no`/`on`/`off` are

@@ -1,4 +1,4 @@
-"""The response cache: one interface, pluggable stores (rulings.md 19).
+"""The response cache: one interface, pluggable stores (docs/rulings.md, ruling 19).
 
 Key = sha256 of a canonical JSON of everything that changes the answer: the adapter's identity
 (provider, endpoint kind, model name, or a custom model's definition without header values),

@@ -1,4 +1,4 @@
-"""Cross-process request claims (rulings.md 18; docs/engine.md explains the design).
+"""Cross-process request claims (docs/rulings.md, ruling 18; docs/engine.md, 'Cross-process claims' explains the design).
 
 Every worker schedules every request; before sending, a worker claims the request's key in the
 shared SQLite file. The claim and the check "has a result already landed?" happen in one

@@ -1,4 +1,4 @@
-"""Runs `$call` / `$external` requests built by the scoring layer (weval-semantics §2.7).
+"""Runs `$call` / `$external` requests built by the scoring layer (docs/functions.md, '$call and $external').
 
 Scoring stays pure: it builds an ``ExternalRequest`` and reads the reply; the HTTP happens here.
 Results are cached for the run by the request's cache key (the reference caches for 24 h in a

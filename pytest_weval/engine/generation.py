@@ -1,4 +1,4 @@
-"""Turn-by-turn generation of one conversation (weval-semantics §4.1-4.2)."""
+"""Turn-by-turn generation of one conversation (docs/format.md, 'Multi-turn generation')."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ async def generate_conversation(
             generated_indices.append(assistant_index)
             generated_texts.append(text)
         elif not generated_texts:
-            # §4.2.4, reachable only past the CLI's validation: the last fixed assistant text,
+            # docs/format.md, 'Multi-turn generation': reachable only past the CLI's validation: the last fixed assistant text,
             # or else one generation from what there is.
             fixed = [c for r, c in authored if r == "assistant" and c is not None]
             if fixed:

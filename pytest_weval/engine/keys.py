@@ -1,4 +1,4 @@
-"""Provider names, API key variables, base URLs and ${VAR} substitution (rulings.md 16)."""
+"""Provider names, API key variables, base URLs and ${VAR} substitution (docs/rulings.md, ruling 16)."""
 
 from __future__ import annotations
 

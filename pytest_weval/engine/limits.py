@@ -1,4 +1,4 @@
-"""Concurrency: priority-ordered slots per provider, an AIMD limiter, and a global cap (§4.6).
+"""Concurrency: priority-ordered slots per provider, an AIMD limiter, and a global cap (docs/engine.md, 'Concurrency').
 
 Unlike the reference (whose limiter only logs), the limit here is real: after a 429 new
 requests wait until fewer than the reduced limit are in flight, and the limit grows back by
@@ -15,7 +15,7 @@ import math
 import time
 from typing import AsyncIterator, Mapping
 
-# provider -> (initial, max, min), weval-semantics §4.6
+# provider -> (initial, max, min), Weval's provider profiles (docs/engine.md, 'Concurrency')
 PROFILES: dict[str, tuple[int, int, int]] = {
     "openrouter": (25, 40, 5),
     "openai": (20, 30, 10),
@@ -171,7 +171,7 @@ class AdaptiveLimiter(PrioritySlots):
 
 
 def _share(cap: int, workers: int) -> int:
-    """Each of N workers takes 1/N of a whole-run cap (rulings.md 18), at least 1."""
+    """Each of N workers takes 1/N of a whole-run cap (docs/rulings.md, ruling 18), at least 1."""
     return max(1, int(cap) // max(1, workers))
 
 

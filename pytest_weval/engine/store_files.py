@@ -1,5 +1,5 @@
 """Diff-friendly files store: one small pretty JSON file per entry, for recordings committed
-with the examples (rulings.md 19). ``<dir>/<key[:2]>/<key>.json``, written atomically
+with the examples (docs/rulings.md, ruling 19). ``<dir>/<key[:2]>/<key>.json``, written atomically
 (temp file in the same folder + ``os.replace``), so a reader or a SIGKILL never sees half a file.
 """
 

@@ -1,4 +1,4 @@
-"""Inter-judge agreement: Krippendorff's alpha, interval metric (weval-semantics §3.4, §7.15)."""
+"""Inter-judge agreement: Krippendorff's alpha, interval metric (docs/judges.md, 'Agreement')."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which judges score a blueprint's text points (weval-semantics §3.2, rulings 11-12).
+"""Which judges score a blueprint's text points (docs/judges.md, 'Choosing the judges'; docs/rulings.md, rulings 11-12).
 
 Pure data: no network, no pytest. ``select_judges`` turns the command line and the blueprint's
 ``evaluationConfig`` into a :class:`JudgePanel`.
@@ -15,13 +15,13 @@ ScaleName = Literal["9", "5"]
 
 APPROACHES: tuple[str, ...] = ("standard", "prompt-aware", "holistic")
 
-# Per-judge call parameters (§3.2 "Per-judge call"). The caller's ``ask`` owns transport
+# Per-judge call parameters (docs/judges.md, 'Per-judge call'). The caller's ``ask`` owns transport
 # concerns: a judge call is sent, timed out and retried by the engine exactly as a generation
 # is (docs/compatibility.md, 'Judges: compatibility notes').
 JUDGE_TEMPERATURE = 0.0
 JUDGE_MAX_TOKENS = 500
 
-# Key-point extraction call parameters (§3.1.2).
+# Key-point extraction call parameters (docs/judges.md, 'Key-point extraction').
 KEYPOINT_TEMPERATURE = 0.1
 KEYPOINT_MAX_TOKENS = 2000
 DEFAULT_KEYPOINT_MODELS: tuple[str, ...] = (
@@ -44,7 +44,7 @@ class JudgeSpec:
 
     @property
     def label(self) -> str:
-        """``id(model)``, or ``approach(model)`` for a judge without an id (§3.2 Consensus)."""
+        """``id(model)``, or ``approach(model)`` for a judge without an id (docs/judges.md, 'Consensus')."""
         head = self.id if self.id else self.approach
         return f"{head}({self.model})"
 
@@ -69,7 +69,7 @@ class JudgePanel:
 
     @property
     def backup(self) -> JudgeSpec | None:
-        """The backup judge, which only ever supplements the default panel (§3.2)."""
+        """The backup judge, which only ever supplements the default panel (docs/judges.md, 'Choosing the judges')."""
         return BACKUP_JUDGE if self.uses_defaults else None
 
 
@@ -136,7 +136,7 @@ def select_judges(
     * else a non-empty ``evaluationConfig['llm-coverage'].judges``. No backup judge.
     * else :data:`DEFAULT_JUDGES`, supplemented by :data:`BACKUP_JUDGE`.
 
-    The scale is 9-point unless ``useExperimentalScale`` is exactly ``false`` (ruling 12).
+    The scale is 9-point unless ``useExperimentalScale`` is exactly ``false`` (docs/rulings.md, ruling 12).
     Raises :class:`JudgeConfigError` for a judges entry without a model.
     """
     section = _llm_coverage(evaluation_config)

@@ -1,6 +1,6 @@
-"""Consensus of a judge panel on each text point (weval-semantics §3.1.6, §3.2, rulings 10-11).
+"""Consensus of a judge panel on each text point (docs/judges.md, 'Consensus'; docs/rulings.md, rulings 10-11).
 
-``consensus_assessment`` is a pure function of the verdicts (rulings 10: tests feed it data).
+``consensus_assessment`` is a pure function of the verdicts (docs/rulings.md, ruling 10: tests feed it data).
 ``judge_points`` runs the panel: every primary judge of every text point concurrently, then the
 backup judge of a point once that point's primaries are done. The model call itself is the
 caller's ``ask``.
@@ -55,7 +55,7 @@ class JudgeOutcome:
 
 
 def backup_needed(panel_uses_defaults: bool, primaries: Sequence[JudgeOutcome], backup: JudgeSpec | None) -> bool:
-    """Whether the backup judge should be asked (ruling 11).
+    """Whether the backup judge should be asked (docs/rulings.md, ruling 11).
 
     Only for the default panel, only when fewer than all primaries succeeded, and never when
     the backup's model already gave a successful verdict (the reference asks it anyway and
@@ -95,7 +95,7 @@ def consensus_assessment(
     """The point's assessment from its primary judges' outcomes (in completion order).
 
     ``backup_outcome`` counts only for the default panel, when fewer than all primaries
-    succeeded, and when its model has not already given a successful verdict (ruling 11).
+    succeeded, and when its model has not already given a successful verdict (docs/rulings.md, ruling 11).
     """
     successes = [o for o in verdicts if o.ok]
     attempted = len(verdicts)
@@ -198,7 +198,7 @@ async def judge_points_with(
             raise
         except Exception as exc:  # noqa: BLE001 - a judge's failure is data
             outcome = JudgeOutcome(judge, error=f"Client/Network error: {exc}")
-        sink.append(outcome)  # completion order (§7.8)
+        sink.append(outcome)  # completion order (docs/judges.md, 'Consensus')
 
     async def one_point(point: EvalPoint) -> PointAssessment:
         if point.authoring_error:

@@ -1,4 +1,4 @@
-"""Key points from an ideal answer, for a prompt without points (weval-semantics §3.1.2)."""
+"""Key points from an ideal answer, for a prompt without points (docs/judges.md, 'Key-point extraction')."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Classification scales and judge-reply parsing (weval-semantics §3.2).
+"""Classification scales and judge-reply parsing (docs/judges.md, 'Scales' and 'Parsing a reply').
 
 A judge answers ``<reflection>...</reflection><classification>NAME</classification>``; the class
 name maps to a score on the active scale.
@@ -98,7 +98,7 @@ def get_scale(scale: "str | int | Scale") -> Scale:
 
 
 class JudgeReplyError(ValueError):
-    """A judge reply that yields no score; the message says why (§3.2 "Parsing a judge reply")."""
+    """A judge reply that yields no score; the message says why (docs/judges.md, 'Parsing a reply')."""
 
 
 _REFLECTION = re.compile(r"<reflection>([\s\S]*?)</reflection>")

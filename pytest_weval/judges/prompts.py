@@ -1,4 +1,4 @@
-"""The content of a judge request (weval-semantics §3.2 "Prompt structure" and "Transcript").
+"""The content of a judge request (docs/judges.md, 'The judge request' and 'Transcript').
 
 The protocol (blocks, labels, output format) follows the reference; the wording is our own.
 """

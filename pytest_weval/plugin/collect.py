@@ -30,8 +30,8 @@ class BlueprintSource(ResultSource, Protocol):
     def register_marker(self, tag: str) -> str: ...
 
 
-# Findings worth a warning on every run: a placeholder with no models (rulings 5), and the
-# authoring mistakes whose items will error (rulings 3 and 9), so the file and line are shown.
+# Findings worth a warning on every run: a placeholder with no models (docs/rulings.md, ruling 5), and the
+# authoring mistakes whose items will error (docs/rulings.md, rulings 3 and 9), so the file and line are shown.
 ALWAYS_WARN = frozenset({
     "empty-collection", "unknown-function", "undefined-ref", "invalid-point", "invalid-prompt",
 })

@@ -22,7 +22,7 @@ from pytest_weval.lint.rules import regexes
 LINT_ITEM_NAME = "lint"
 LINT_MARKER = "weval_lint"
 # Linter codes warned on every run, lint or not: authoring mistakes whose items will error
-# (rulings.md 9: an invalid regex is one, like an unknown function or a missing $ref).
+# (docs/rulings.md, ruling 9: an invalid regex is one, like an unknown function or a missing $ref).
 ALWAYS_WARN = frozenset({"invalid-regex"})
 
 

@@ -1,4 +1,4 @@
-"""How an item's point scores make up its score (weval-semantics §3.3), seen from the reader.
+"""How an item's point scores make up its score (docs/scoring.md, 'Aggregation'), seen from the reader.
 
 The scoring layer's ``aggregate_groups`` computes the score and the groups behind it; this
 module only says *why* the score is what it is: each counted point's share of the loss, and

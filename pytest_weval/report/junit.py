@@ -1,4 +1,4 @@
-"""junit ``user_properties`` of an item, with exactly the names of interface.md."""
+"""junit ``user_properties`` of an item, with exactly the names of docs/options.md, 'junit properties'."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Reads ``ItemResult`` records only. Under xdist they arrive in any order, so ever
 order-free: means use ``math.fsum`` (exactly rounded, hence independent of summation order),
 lists are sorted, and the judge agreement pools points in a fixed item order.
 
-Means follow Weval's per-model run average (weval-semantics §3.6): each item's score counts
+Means follow Weval's per-model run average (docs/scoring.md, 'Prompt weights and roll-ups'): each item's score counts
 with its prompt's ``weight`` when that is a number > 0, else with 1 (so an unweighted blueprint
 is a plain mean). Errored and skipped items are counted but have no score to average.
 """
@@ -52,7 +52,7 @@ def tally(results: Iterable[ItemResult]) -> Tally:
     results = list(results)
     outcomes = [r.outcome for r in results]
     scored = [r for r in results if r.outcome in ("passed", "failed") and r.score is not None]
-    weights = [prompt_weight(r.prompt_weight) or 1.0 for r in scored]  # §3.6: else it weighs 1
+    weights = [prompt_weight(r.prompt_weight) or 1.0 for r in scored]  # else it weighs 1 (docs/scoring.md, 'Prompt weights and roll-ups')
     total_weight = math.fsum(weights)
     mean = (
         math.fsum(r.score * w for r, w in zip(scored, weights)) / total_weight
@@ -165,7 +165,7 @@ class Rollup:
     effective_models: dict[str, tuple[str, ...]]  # base model -> its effective ids
     usage: dict[str, Usage]  # per model that served requests (generation and judges)
     usage_total: Usage
-    agreement: dict[str, Any] | None  # run-level judge agreement (§3.4 shape), pooled
+    agreement: dict[str, Any] | None  # run-level judge agreement (the shape of docs/judges.md, 'Agreement'), pooled
     point_problems: tuple[PointProblem, ...]
     item_problems: tuple[ItemProblem, ...]
     models: tuple[str, ...] = field(default=())  # base model ids, sorted

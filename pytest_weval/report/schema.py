@@ -130,7 +130,7 @@ class EvaluationResults(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _weights(cls, data: Any) -> Any:
-        # ``__promptWeights`` sits inside llmCoverageScores beside the prompt ids (§3.6).
+        # ``__promptWeights`` sits inside llmCoverageScores beside the prompt ids (docs/scoring.md, 'Prompt weights and roll-ups').
         if isinstance(data, dict) and isinstance(data.get("llmCoverageScores"), dict):
             scores = dict(data["llmCoverageScores"])
             weights = scores.pop("__promptWeights", None)

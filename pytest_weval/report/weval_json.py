@@ -1,6 +1,6 @@
 """``--weval-out``: one Weval comparison file per blueprint, plus ``summary.json`` for the run.
 
-The comparison file follows what the reference's pipeline writes (weval-semantics §4.7,
+The comparison file follows what the reference's pipeline writes (docs/options.md, 'Comparison file';
 ``aggregateAndSaveResults`` and ``LLMCoverageEvaluator.evaluate``): the same keys, in the same
 order, absent values dropped as ``JSON.stringify`` drops ``undefined``, numbers the way
 JavaScript writes them (``1``, not ``1.0``). Only the ``llm-coverage`` method runs here, so
@@ -108,7 +108,7 @@ def coverage_json(result: ItemResult) -> dict[str, Any]:
     """``llmCoverageScores[promptId][effectiveModelId]``."""
     if generation_failed(result):
         return {"error": f"Generation failed: {result.error or 'no response'}"}
-    # The reference lists function points first, then judged ones (§3.1.7).
+    # The reference lists function points first, then judged ones (docs/scoring.md, 'Assessment order').
     points = sorted(result.points, key=lambda p: p.kind != "function")
     avg = None
     if points:
@@ -139,7 +139,7 @@ def conversation_history(result: ItemResult, prompt: Prompt | None) -> list[dict
     history: list[dict[str, Any]] = []
     if result.system_prompt:
         history.append({"role": "system", "content": result.system_prompt})
-    if generation_failed(result):  # §4.2: null turns removed, the error appended
+    if generation_failed(result):  # null turns removed, the error appended (docs/format.md, 'Multi-turn generation')
         history += [m for m in authored if not (m.get("role") == "assistant" and m.get("content") is None)]
         history.append({"role": "assistant", "content": final_response(result)})
         return history
@@ -174,7 +174,7 @@ def _run_models(blueprint: Blueprint, results: Sequence[ItemResult]) -> list[str
 
 def effective_config(blueprint: Blueprint, results: Sequence[ItemResult]) -> dict[str, Any]:
     config = copy.deepcopy(dict(blueprint.config))
-    config["id"] = blueprint.id  # always path-derived (§1.8.2)
+    config["id"] = blueprint.id  # always path-derived (docs/format.md, 'Blueprint ids')
     if not config.get("title"):
         config["title"] = blueprint.title
     config["models"] = _run_models(blueprint, results)
@@ -191,7 +191,7 @@ def _prompt_order(blueprint: Blueprint, by_prompt: Mapping[str, Any]) -> list[st
 
 def _skips_coverage(result: ItemResult, prompt: Prompt | None) -> bool:
     """A skipped item without points: key-point extraction failed, the reference skips the
-    prompt (§3.1.2) unless the prompt simply has no points and no ideal."""
+    prompt (docs/judges.md, 'Key-point extraction') unless the prompt simply has no points and no ideal."""
     if result.effective_model_id == IDEAL_MODEL_ID:
         return True
     if result.outcome == "skipped" and not result.points:

@@ -39,7 +39,7 @@ class ItemWork:
 
     @property
     def sent_temperature(self) -> float:
-        # weval-semantics §4.1: tempValue ?? prompt.temperature ?? config.temperature ?? 0
+        # docs/format.md, 'Temperatures and system prompts': tempValue ?? prompt.temperature ?? config.temperature ?? 0
         for value in (self.temperature, self.prompt.temperature):
             if value is not None:
                 return value
@@ -178,7 +178,7 @@ class Pipeline:
         panel: JudgePanel,
         ask: judging.Ask,
     ) -> list[PointAssessment]:
-        """Score ``text`` against ``points``: function points first, then judged ones (§3.1.7)."""
+        """Score ``text`` against ``points``: function points first, then judged ones (docs/scoring.md, 'Assessment order')."""
         ctx = scoring.PointContext(
             messages=history,
             model_id=model_id,

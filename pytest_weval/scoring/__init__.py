@@ -1,5 +1,5 @@
 """Deterministic scoring: point functions, ECMAScript regexes, the ``$js`` sandbox, ``$call``
-requests and score aggregation, as Weval's reference computes them (weval-semantics §2, §3.3).
+requests and score aggregation, as Weval's reference computes them (docs/functions.md; docs/scoring.md, 'Aggregation').
 
 Pure: no pytest, no HTTP (``$call`` goes through an executor the caller passes in).
 

@@ -1,4 +1,4 @@
-"""Score aggregation (weval-semantics §3.3, §3.6) and JS rounding (§0, §6)."""
+"""Score aggregation (docs/scoring.md, 'Aggregation' and 'Prompt weights and roll-ups') and JS rounding (docs/scoring.md, 'Rounding')."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def aggregate(assessments: Sequence[Any]) -> float:
 
 
 def prompt_weight(weight: Any) -> float | None:
-    """§3.6: a prompt's ``weight`` counts only when it is a number > 0; None when it does not
+    """docs/scoring.md, 'Prompt weights and roll-ups': a prompt's ``weight`` counts only when it is a number > 0; None when it does not
     (the prompt then weighs 1)."""
     if is_number(weight) and not math.isnan(weight) and weight > 0:
         return float(weight)
@@ -114,7 +114,7 @@ def prompt_weight(weight: Any) -> float | None:
 
 
 def weighted_mean(scores_and_weights: Iterable[tuple[float, Any]]) -> float | None:
-    """A model's average over prompts, weighted by prompt ``weight`` (§3.6,
+    """A model's average over prompts, weighted by prompt ``weight`` (docs/scoring.md, 'Prompt weights and roll-ups';
     ``calculatePerModelScoreStatsForRun``): only a number > 0 counts as a weight, any other
     prompt weighs 1, and when no prompt has a weight it is the plain mean. None when empty.
     """

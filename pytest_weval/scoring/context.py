@@ -1,5 +1,5 @@
 """What a point function may see besides the response text (the reference's
-``PointFunctionContext``, weval-semantics §2.1)."""
+``PointFunctionContext``, docs/functions.md, 'Contract')."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ class PointContext:
     ``messages`` is the full conversation history (role/content dicts, including generated
     turns and a leading system message when one was used), as ``$js`` sees it in
     ``context.messages`` and ``$call`` sends it for ``{messages}``. ``model_id`` is the
-    *effective* id (``openai:gpt-4o-mini[temp:0]``, §7.2). ``config`` is the blueprint's
+    *effective* id (``openai:gpt-4o-mini[temp:0]``, docs/format.md, 'Effective model ids'). ``config`` is the blueprint's
     normalized config (for ``externalServices``). ``tool_calls``, when a list, is a structured
-    trace that replaces the ``TOOL_CALL`` lines of the text (§2.6). ``allowed_env`` names the
-    variables ``${VAR}`` may read in ``$call`` headers (rulings.md 16).
+    trace that replaces the ``TOOL_CALL`` lines of the text (docs/functions.md, 'Tool-trace functions'). ``allowed_env`` names the
+    variables ``${VAR}`` may read in ``$call`` headers (docs/rulings.md, ruling 16).
     """
 
     messages: list[dict[str, Any]]

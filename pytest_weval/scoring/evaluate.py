@@ -1,4 +1,4 @@
-"""Function points -> ``PointAssessment``s (weval-semantics §2.1, §3.1, §7.15).
+"""Function points -> ``PointAssessment``s (docs/functions.md, 'Contract'; docs/scoring.md).
 
 ``score_function_points`` is what the pipeline calls per (prompt x model): function points in
 definition order, one V8 call for all their regexes, ``$call`` through the caller's executor.
@@ -28,7 +28,7 @@ ExternalExecutor = Callable[[ExternalRequest], Awaitable["tuple[int, str] | tupl
 
 
 def subject_text(generated_texts: Sequence[str], final_text: str) -> str:
-    """What function points and judges read (§3.1.4): every generated assistant turn joined
+    """What function points and judges read (docs/scoring.md, 'Subject text'): every generated assistant turn joined
     by a blank line, or the final assistant text when nothing was generated."""
     return "\n\n".join(generated_texts) if generated_texts else final_text
 

@@ -1,4 +1,4 @@
-"""``$call`` / ``$external`` (weval-semantics §2.7), without the HTTP.
+"""``$call`` / ``$external`` (docs/functions.md, '$call and $external'), without the HTTP.
 
 Scoring stays pure: :func:`build_external_request` turns the point's arguments into an
 :class:`ExternalRequest` (or an error), the caller's executor sends it (with the timeout, the
@@ -43,7 +43,7 @@ class ExternalRequest:
     """One external-service request, ready for an HTTP executor.
 
     ``json_body`` is None for GET (the reference always sends a body, which makes every GET
-    fail; §7.5, a listed fix). ``cache``: the service allows caching the reply under
+    fail; a fix listed in docs/compatibility.md). ``cache``: the service allows caching the reply under
     ``cache_key`` (sha256 of the reference's key JSON, so keys match Weval's).
     """
 
@@ -122,7 +122,7 @@ def _headers(
             )
         for var in _ENV_REF.findall(value):
             if var not in allowed_env:
-                # rulings.md 16: a blueprint reads only the variables the user allowed.
+                # docs/rulings.md, ruling 16: a blueprint reads only the variables the user allowed.
                 return _failed(
                     f"header '{key}' references ${{{var}}}, which this run does not allow: "
                     f"pass --weval-allow-env={var} (or ini weval_allow_env) to let blueprints read it"

@@ -1,5 +1,5 @@
 """The point-function registry and the string/regex/word/JSON functions
-(weval-semantics §2.1, §2.2).
+(docs/functions.md, 'Contract' and 'Text functions').
 
 Every function takes ``(text, args, env)`` and returns a ``RawResult`` the way its TypeScript
 original does, with the same argument checks and error texts. ``not_*`` functions wrap the
@@ -146,7 +146,7 @@ def _at_least_n_of(name: str, ignore_case: bool) -> Impl:
 
 def _regex_error(where: str, name: str, exc: Exception) -> FnError:
     if isinstance(exc, RegexSyntaxError):
-        # Response-independent: the blueprint's mistake (rulings.md 9).
+        # Response-independent: the blueprint's mistake (docs/rulings.md, ruling 9).
         return FnError(f"Invalid regex pattern {where} '{name}': {exc}", authoring=True)
     return FnError(f"Regex pattern {where} '{name}' timed out: {exc}")
 

@@ -1,5 +1,5 @@
-"""The ``$js`` / ``$expr`` sandbox (weval-semantics §2.5) and ``tool_args_match``'s string
-``where`` (§7.16), on one V8 isolate kept for the whole process.
+"""The ``$js`` / ``$expr`` sandbox (docs/functions.md, '$js and $expr') and ``tool_args_match``'s string
+``where`` (docs/functions.md, 'Tool-trace functions'), on one V8 isolate kept for the whole process.
 
 The reference gives each script a fresh Node ``vm`` context. Starting a fresh isolate per
 script would cost ~5 ms, so scripts share one, and this module restores the "fresh context"

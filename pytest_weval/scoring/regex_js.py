@@ -1,6 +1,6 @@
 """ECMAScript regular expressions, as the reference's ``new RegExp(pattern, flags).test(text)``.
 
-Patterns run on V8 itself (weval-semantics §2.3, §7.4: no ``u`` flag, UTF-16 code units, ASCII
+Patterns run on V8 itself (docs/functions.md, 'Regex dialect': no ``u`` flag, UTF-16 code units, ASCII
 ``\\d\\w\\b``, Annex-B leniency, simple upper-case folding for ``i``): a translation to Python's
 ``re``/``regex`` would have to re-implement all of that. Three things keep it fast and safe:
 
@@ -153,7 +153,7 @@ def _remember_syntax(pattern: str, flags: str, error: str | None) -> None:
 def check_pattern_syntax(pattern: str, flags: str = "") -> str | None:
     """V8's error message if ``new RegExp(pattern, flags)`` throws on Node 20, else None.
 
-    For collection-time warnings (rulings.md 9) and for the point functions themselves.
+    For collection-time warnings (docs/rulings.md, ruling 9) and for the point functions themselves.
     """
     if is_literal(pattern) and flags in ("", "i", "u", "iu"):
         return None

@@ -1,4 +1,4 @@
-"""Tool-trace point functions (weval-semantics §2.6).
+"""Tool-trace point functions (docs/functions.md, 'Tool-trace functions').
 
 The trace is ``PointContext.tool_calls`` when that is a list, else the ``TOOL_CALL {json}``
 lines of the subject text (the only source in the reference's pipeline).
@@ -160,7 +160,7 @@ def tool_args_match(args: Any, calls: list[Any]) -> RawResult:
     ]
     if isinstance(where, str):
         # The reference evaluates this with `new Function` in its own process, unsandboxed and
-        # unbounded; here it runs in the $js sandbox (weval-semantics §7.16, a listed fix).
+        # unbounded; here it runs in the $js sandbox (a fix listed in docs/compatibility.md).
         return jsbox.where_matches(where, candidates)
     if isinstance(where, (dict, list)):
         return any(_matches_partial(c, where, normalize_ws) for c in candidates)

@@ -1,4 +1,4 @@
-"""What a point function returns, before it becomes a ``PointAssessment`` (weval-semantics §2.1).
+"""What a point function returns, before it becomes a ``PointAssessment`` (docs/functions.md, 'Contract').
 
 A function returns ``bool``, a number, a :class:`FnScore` (the reference's ``{score, explain}``)
 or a :class:`FnError` (its ``{error}``). Raising :class:`PointFunctionThrew` reproduces a JS
@@ -25,9 +25,9 @@ class FnError:
     """An unscored point.
 
     ``reflect``: the reference writes ``reflection: "Error: <message>"`` for exceptions and
-    unknown functions, but none for a returned ``{error}`` (§7.15).
+    unknown functions, but none for a returned ``{error}`` (docs/functions.md, 'Contract').
     ``authoring``: the blueprint's fault, not the response's (unknown function, invalid regex
-    syntax): the item errors (rulings.md 9).
+    syntax): the item errors (docs/rulings.md, ruling 9).
     """
 
     message: str

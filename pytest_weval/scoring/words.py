@@ -1,4 +1,4 @@
-"""``contains_word`` / ``icontains_word`` (weval-semantics §2.4).
+"""``contains_word`` / ``icontains_word`` (docs/functions.md, 'Word functions').
 
 The reference searches the escaped word with the unicode-mode regex
 ``(?<![\\p{L}\\p{N}_])word(?![\\p{L}\\p{N}_])`` (flags ``u`` or ``iu``). The matcher decides it

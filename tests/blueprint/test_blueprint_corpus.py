@@ -17,9 +17,9 @@ if not BLUEPRINTS.exists():
 
 FILES = sorted(BLUEPRINTS.rglob("*.yml"))
 
-# What the reference itself rejects (rulings.md 3: one collection error each, with file, line
+# What the reference itself rejects (docs/rulings.md, ruling 3: one collection error each, with file, line
 # and field). Two have an unquoted ': ' in a header value; the third sets `toolUse.mode: auto`,
-# which the parser rejects (weval-semantics §1.3; rulings.md 3 names invalid toolUse).
+# which the parser rejects (docs/format.md, 'Header'; docs/rulings.md, ruling 3 names invalid toolUse).
 EXPECTED_ERRORS = {
     "eu-ai-act-202401689.yml": (3, 52, "description", "an unquoted value contains ': '"),
     "maternal-health-uttar-pradesh.yml": (2, 25, "title", "an unquoted value contains ': '"),

@@ -1,4 +1,4 @@
-"""Ids and hashes that must match the reference byte for byte (§1.7, §1.8.2, §1.9, §4.1, §7.9)."""
+"""Ids and hashes that must match the reference byte for byte (docs/format.md: 'Prompt ids', 'Blueprint ids', 'Run label', 'Effective model ids', 'Tags')."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def test_generated_prompt_id_example_from_the_spec() -> None:
     ("path", "blueprint_id"),
     [
         ("my-test.yml", "my-test"), ("subdir/my-test.weval.yaml", "subdir__my-test"),
-        ("a/b/c.civic.yml", "a__b__c"), ("x.json", "x"), ("foo.json.yml", "foo"),  # §7.14: all four apply
+        ("a/b/c.civic.yml", "a__b__c"), ("x.json", "x"), ("foo.json.yml", "foo"),  # docs/format.md, 'Blueprint ids': all four apply
         ("./x.yml", ".__x"), ("v1.2.3/my.special-test.yml", "v1.2.3__my.special-test"), ("x.yml.txt", "x.yml.txt"),
     ],
 )

@@ -1,4 +1,4 @@
-"""Model lists: collections (§1.8.6, rulings.md 5), overrides, custom models (rulings.md 14)."""
+"""Model lists: collections (docs/format.md, 'Models and collections'; docs/rulings.md, ruling 5), overrides, custom models (docs/rulings.md, ruling 14)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Parser behaviour beyond the vectors: structure, header and prompt rules, the CLI's checks,
-authoring findings, and our deliberate deviations (rulings.md 3, 8, 9, 15)."""
+authoring findings, and our deliberate deviations (docs/rulings.md, rulings 3, 8, 9, 15)."""
 
 from __future__ import annotations
 
@@ -26,11 +26,11 @@ def codes(blueprint: Blueprint) -> list[str]:
     return [f.code for f in blueprint.findings]
 
 
-# --- structure (§1.2) --------------------------------------------------------------------------
+# --- structure (docs/format.md, 'Layouts') --------------------------------------------------------------------------
 
 
 def test_prompt_like_first_document_is_lost_into_the_header() -> None:
-    # §1.2 heuristic: only prompt/messages/should/ideal/points/expect make a prompt document.
+    # The layout heuristic (docs/format.md, 'Layouts'): only prompt/messages/should/ideal/points/expect make a prompt document.
     blueprint = parse("promptText: lost\nshould_not: [x]\n---\n- prompt: kept\n")
     assert [p.raw["messages"][0]["content"] for p in blueprint.prompts] == ["kept"]
     assert blueprint.config["promptText"] == "lost"
@@ -60,7 +60,7 @@ def test_non_object_prompt_is_kept_and_fails_validation() -> None:
     assert "prompt-not-object" in codes(blueprint)
 
 
-# --- header (§1.3, §1.8) -----------------------------------------------------------------------
+# --- header (docs/format.md, 'Header' and 'Checks after parsing') -----------------------------------------------------------------------
 
 
 def test_aliases_and_references() -> None:
@@ -125,7 +125,7 @@ def test_systems_and_temperatures_axes() -> None:
 def test_prompt_system_with_systems_is_rejected_at_the_prompt() -> None:
     error = error_of("systems: [a, b]\n---\n- id: p\n  prompt: hi\n  system: own\n")
     assert "individual prompts (like 'p')" in error.message and error.location.line == 3
-    # The check is truthiness (§7.10): an empty or null prompt system is allowed.
+    # The check is truthiness (docs/format.md, 'Checks after parsing'): an empty or null prompt system is allowed.
     assert parse("systems: [a, b]\n---\n- prompt: hi\n  system: null\n").multi_system
 
 
@@ -148,7 +148,7 @@ def test_unknown_header_key_did_you_mean() -> None:
     assert finding.code == "unknown-header-key" and "did you mean 'title'" in finding.message
 
 
-# --- prompts (§1.4) ----------------------------------------------------------------------------
+# --- prompts (docs/format.md, 'Prompts') ----------------------------------------------------------------------------
 
 
 def test_messages_shorthand_and_typed_messages() -> None:
@@ -198,7 +198,7 @@ def test_prompt_fields() -> None:
                           "render_as": "html", "temperature": 0.4}
     assert prompt.has_system and prompt.system is None and prompt.ideal == "I" and prompt.no_cache
     assert prompt.weight == 2 and prompt.temperature == 0.4 and prompt.render_as == "html"
-    assert prompt.threshold == 0.9  # our extension: kept typed, not in raw (rulings.md 8)
+    assert prompt.threshold == 0.9  # our extension: kept typed, not in raw (docs/rulings.md, ruling 8)
 
 
 def test_threshold_does_not_change_generated_ids_or_the_hash() -> None:
@@ -226,7 +226,7 @@ def test_duplicate_prompt_ids_are_kept_with_a_finding() -> None:
 
 
 def test_per_prompt_validation(tmp_path) -> None:
-    # rulings.md 3: one invalid prompt costs only that prompt.
+    # docs/rulings.md, ruling 3: one invalid prompt costs only that prompt.
     blueprint = parse("- id: bad\n  messages: [{user: a}, {user: b}]\n- id: good\n  prompt: fine\n")
     bad, good = blueprint.prompts
     assert bad.validation_error == "Prompt ID 'bad', message 1: Invalid sequence. Two 'user' messages in a row."
@@ -250,7 +250,7 @@ def test_validation_messages(messages: str, error: str) -> None:
     assert parse(f"- id: p\n  messages: {messages}\n").prompts[0].validation_error == error
 
 
-# --- points (§1.5, §1.6, §1.10) ----------------------------------------------------------------
+# --- points (docs/format.md, 'Points', 'Point definitions ($ref)' and 'Evaluator view of points') ----------------------------------------------------------------
 
 
 def test_point_forms_and_locations() -> None:
@@ -288,7 +288,7 @@ def test_point_forms_and_locations() -> None:
 
 
 def test_should_and_should_not_paths_do_not_share_ids() -> None:
-    # rulings.md 15: the reference gives both `path_0` and so merges them into one group.
+    # docs/rulings.md, ruling 15: the reference gives both `path_0` and so merges them into one group.
     prompt = parse("- prompt: p\n  should:\n    - [a, b]\n  should_not:\n    - [c, d]\n").prompts[0]
     assert [pt.path_id for pt in prompt.points] == ["path_0", "path_0", "not_path_0", "not_path_0"]
 
@@ -315,7 +315,7 @@ def test_empty_paths_are_dropped() -> None:
 
 
 def test_unknown_function_is_a_finding_and_an_item_error() -> None:
-    # rulings.md 9: the file still loads; the point carries the error so the items error.
+    # docs/rulings.md, ruling 9: the file still loads; the point carries the error so the items error.
     blueprint = parse("- prompt: p\n  should:\n    - ok\n    - $imatches_all_of: [a]\n    - {fn: $js, fnArgs: x}\n")
     ok, unknown, dollar = blueprint.prompts[0].points
     assert ok.authoring_error is None
@@ -349,7 +349,7 @@ def test_ref_definitions() -> None:
     )
     s, o, t = blueprint.prompts[0].points
     assert (s.fn, s.fn_args, s.multiplier, s.citation) == ("js", "return 1", 2, "C")
-    # Object definitions are copied raw (§1.6, §7.11): not pluralised, their `weight` unread.
+    # Object definitions are copied raw (docs/format.md, 'Point definitions ($ref)'): not pluralised, their `weight` unread.
     assert (o.fn, o.multiplier) == ("contain_any_of", 1)
     assert o.authoring_error.startswith("Unknown point function: 'contain_any_of'")
     assert (t.text, t.multiplier, t.path_id) == ("T", 3, "path_2")
@@ -357,7 +357,7 @@ def test_ref_definitions() -> None:
 
 
 def test_out_of_range_multiplier_on_a_raw_definition_errors_the_point() -> None:
-    # The reference aborts the whole evaluation (§7.17); the point errors instead, located.
+    # The reference aborts the whole evaluation (docs/format.md, 'Point definitions ($ref)'); the point errors instead, located.
     blueprint = parse("point_defs: {o: {text: T, multiplier: 50}}\n---\n- prompt: p\n  should:\n    - $ref: o\n")
     (point,) = blueprint.prompts[0].points
     assert point.authoring_error.startswith("Point multiplier must be a number between 0.1 and 10. Found 50.")

@@ -1,11 +1,11 @@
-"""Every case of vectors/parser.json (weval-semantics §0), run through our parser.
+"""Every case of vectors/parser.json (docs/vectors.md, 'parser.json'), run through our parser.
 
 Where we differ from the reference on purpose, the test says so and asserts our behaviour:
 
-* should_not alternative paths are `not_path_<i>` (rulings.md 15), the vectors say `path_<i>`;
+* should_not alternative paths are `not_path_<i>` (docs/rulings.md, ruling 15), the vectors say `path_<i>`;
 * a `$ref` to a missing definition is a finding plus an erroring point, not a file error
-  (rulings.md 9);
-* prompt validation is per prompt (rulings.md 3): the vector's single `runValidation` is the
+  (docs/rulings.md, ruling 9);
+* prompt validation is per prompt (docs/rulings.md, ruling 3): the vector's single `runValidation` is the
   first failing prompt's message;
 * JSON syntax errors are worded by Python's json module, not V8.
 """
@@ -62,7 +62,7 @@ def _vector_shape(point: EvalPoint) -> dict[str, Any]:
 
 
 def _our_path_ids(expected_points: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The vector's evaluator view with rulings.md 15 applied: should_not paths are
+    """The vector's evaluator view with docs/rulings.md, ruling 15 applied: should_not paths are
     `not_path_<i>` (the reference's `path_<i>` merges them with should paths)."""
     adjusted = []
     for point in expected_points:
@@ -92,7 +92,7 @@ def test_vector(case: dict[str, Any], tmp_path: Path) -> None:
     assert points == {pid: _our_path_ids(pts) for pid, pts in expected["evaluatorPoints"].items()}
     assert all(pt.authoring_error is None for p in blueprint.prompts for pt in p.points)
 
-    # rulings.md 3: validation is per prompt; the reference stops at the first failure.
+    # docs/rulings.md, ruling 3: validation is per prompt; the reference stops at the first failure.
     failures = [p.validation_error for p in blueprint.prompts if p.validation_error]
     assert ("error: " + failures[0] if failures else "ok") == expected["runValidation"]
 
@@ -100,7 +100,7 @@ def test_vector(case: dict[str, Any], tmp_path: Path) -> None:
 @pytest.mark.parametrize("case", ERROR_CASES, ids=[f"{VECTORS.index(c)}-{c['filename']}" for c in ERROR_CASES])
 def test_error_vector(case: dict[str, Any], tmp_path: Path) -> None:
     if case["filename"] in MISSING_REF_CASES:
-        # Deliberate deviation (rulings.md 9): a missing definition does not reject the file;
+        # Deliberate deviation (docs/rulings.md, ruling 9): a missing definition does not reject the file;
         # the point errors (so the prompt's items do) and a finding names the line.
         blueprint = _parse(case, tmp_path)
         (point,) = blueprint.prompts[0].points

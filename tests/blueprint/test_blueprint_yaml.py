@@ -1,4 +1,4 @@
-"""Reading files: the js-yaml dialect (rulings.md 1), the safety checks (rulings.md 2), bytes,
+"""Reading files: the js-yaml dialect (docs/rulings.md, ruling 1), the safety checks (docs/rulings.md, ruling 2), bytes,
 and syntax errors in plain words with their location."""
 
 from __future__ import annotations

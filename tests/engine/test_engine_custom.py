@@ -1,4 +1,4 @@
-"""Custom model objects (§4.3): formats, parameters, parameterMapping, system handling, ${VAR}."""
+"""Custom model objects (docs/format.md, 'Custom model objects'): formats, parameters, parameterMapping, system handling, ${VAR}."""
 
 from __future__ import annotations
 

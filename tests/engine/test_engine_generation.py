@@ -1,4 +1,4 @@
-"""generate_conversation (§4.1-4.2): turn-by-turn generation at assistant nulls."""
+"""generate_conversation (docs/format.md, 'Multi-turn generation'): turn-by-turn generation at assistant nulls."""
 
 from __future__ import annotations
 

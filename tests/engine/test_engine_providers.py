@@ -39,7 +39,7 @@ def test_openai_style_request_shape(make_engine, server, provider, path, key):
     assert body["stream"] is False
     assert body["temperature"] == 0.5
     if provider == "openrouter":
-        assert "max_tokens" not in body  # omitted when not given (§4.3)
+        assert "max_tokens" not in body  # omitted when not given (docs/engine.md, 'Providers')
     else:
         assert body["max_tokens"] == 1500
 

@@ -1,4 +1,4 @@
-"""Inter-judge agreement, hand-computed (weval-semantics §3.4, §7.15)."""
+"""Inter-judge agreement, hand-computed (docs/judges.md, 'Agreement')."""
 
 from __future__ import annotations
 

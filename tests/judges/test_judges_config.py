@@ -1,4 +1,4 @@
-"""Judge panel selection (weval-semantics §3.2 "Configuration", "Default judges", rulings 11-12)."""
+"""Judge panel selection (docs/judges.md, 'Choosing the judges'; docs/rulings.md, rulings 11-12)."""
 
 from __future__ import annotations
 

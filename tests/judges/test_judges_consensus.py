@@ -1,4 +1,4 @@
-"""Consensus, backup judge, failures and inversion (weval-semantics §3.2 "Consensus", rulings 10-11)."""
+"""Consensus, backup judge, failures and inversion (docs/judges.md, 'Consensus'; docs/rulings.md, rulings 10-11)."""
 
 from __future__ import annotations
 

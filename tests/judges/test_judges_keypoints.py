@@ -1,4 +1,4 @@
-"""Key-point extraction from the ideal answer (weval-semantics §3.1.2)."""
+"""Key-point extraction from the ideal answer (docs/judges.md, 'Key-point extraction')."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Judge-reply parsing on both scales (weval-semantics §3.2 "Classification scales" and
-"Parsing a judge reply"). The ``judgeParse`` vectors do not ship (rulings 25): these cases are
-written from the text of §3.2."""
+"""Judge-reply parsing on both scales (docs/judges.md, 'Scales' and
+'Parsing a reply'). The ``judgeParse`` vectors do not ship (docs/rulings.md, ruling 25): these cases are
+written from the rules in docs/judges.md."""
 
 from __future__ import annotations
 

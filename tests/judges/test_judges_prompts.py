@@ -1,4 +1,4 @@
-"""Judge request content (weval-semantics §3.2 "Prompt structure", "Transcript")."""
+"""Judge request content (docs/judges.md, 'The judge request' and 'Transcript')."""
 
 from __future__ import annotations
 

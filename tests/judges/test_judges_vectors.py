@@ -1,6 +1,6 @@
-"""The 25 ``evaluate`` vectors of aggregation.json (weval-semantics §0, §3.1-§3.4).
+"""The 25 ``evaluate`` vectors of aggregation.json (docs/vectors.md, 'aggregation.json'; docs/scoring.md; docs/judges.md).
 
-Judge verdicts are fed as data (rulings 10): the vectors' stub scores (0.3, 0.8, ...) are not
+Judge verdicts are fed as data (docs/rulings.md, ruling 10): the vectors' stub scores (0.3, 0.8, ...) are not
 class values, so they go through ``judge_points_with`` with a ``judge_one`` that returns the
 stub score. Vectors whose scores are all 9-point class values also run end to end through
 ``judge_points`` with an ``ask`` that answers in XML.
@@ -81,7 +81,7 @@ def _js_json(value: Any) -> str:
 
 
 def _point(defn: Any, *, inverted: bool, path_id: str | None) -> EvalPoint:
-    """The evaluator's view of one point (weval-semantics §1.10)."""
+    """The evaluator's view of one point (docs/format.md, 'Evaluator view of points')."""
     if isinstance(defn, str):
         return EvalPoint(text=defn, display_text=defn, path_id=path_id, is_inverted=inverted)
     assert isinstance(defn, dict)
@@ -103,7 +103,7 @@ def _point(defn: Any, *, inverted: bool, path_id: str | None) -> EvalPoint:
 def evaluator_points(should: list, should_not: list) -> list[EvalPoint]:
     points: list[EvalPoint] = []
     for source, inverted in ((should or [], False), (should_not or [], True)):
-        for index, defn in enumerate(source):  # should_not restarts at 0 (§1.10)
+        for index, defn in enumerate(source):  # should_not restarts at 0 (docs/format.md, 'Evaluator view of points')
             if isinstance(defn, list):
                 points.extend(_point(d, inverted=inverted, path_id=f"path_{index}") for d in defn)
             else:
@@ -118,7 +118,7 @@ def panel_for(judges: Any):
 
 
 def stub_score(judge_scores: dict, criterion: str, judge: JudgeSpec) -> float | None:
-    """§0: a number or "error" for every judge, or a map by judge id, then model, then "*"."""
+    """docs/vectors.md, 'aggregation.json': a number or "error" for every judge, or a map by judge id, then model, then "*"."""
     entry = judge_scores.get(criterion)
     if isinstance(entry, dict):
         for key in (judge.id, judge.model, "*"):
@@ -210,7 +210,7 @@ async def test_evaluate_vector(index, case):
 
     fn_results = await function_assessments(fn_points, case["response"])
     judged = await judge_points_with(text_points, panel=panel, judge_one=judge_one)
-    assessments = fn_results + judged  # §3.1.7: function points first, then text points
+    assessments = fn_results + judged  # docs/scoring.md, 'Assessment order': function points first, then text points
 
     check_points(assessments, case["points"])
     assert len(assessments) == case["keyPointsCount"]

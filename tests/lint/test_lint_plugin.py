@@ -103,7 +103,7 @@ def test_strict_with_an_unreadable_blueprint_is_a_collection_error(project):
 
 
 def test_an_invalid_regex_warns_on_every_run(project):
-    # rulings.md 9: like an unknown function, a pattern JavaScript rejects is an authoring
+    # docs/rulings.md, ruling 9: like an unknown function, a pattern JavaScript rejects is an authoring
     # mistake; collection says so with file and line, lint or not, and the item errors.
     (project.path / "blueprints" / "regex.yml").write_text(textwrap.dedent("""\
         models: [ideal]

@@ -113,7 +113,7 @@ def test_all_judges_failing_is_an_error(project: Project):
 
 
 def test_no_judge_key_is_an_error_with_the_reason(project: Project):
-    """Offline with the default judges (OpenRouter) and no key: rulings 13."""
+    """Offline with the default judges (OpenRouter) and no key: docs/rulings.md, ruling 13."""
     project.rules(answer_rule("Describe a cat", "Cats are small furry animals."))
     project.write("blueprints/j.yml", f"""\
         models: [{MODEL_ID}]
@@ -188,7 +188,7 @@ def test_an_authoring_mistake_errors_the_prompt_and_is_a_collection_warning(proj
     out = result.stdout.str()
     assert "No score: The blueprint has a mistake" in out
     assert "Unknown point function: 'contians' (did you mean 'contains'?)" in out
-    # collection warned with the file and line (rulings 9)
+    # collection warned with the file and line (docs/rulings.md, ruling 9)
     warned = "\n".join(section(result.outlines, "warnings summary"))
     assert "blueprints/m.yml:6" in warned and "did you mean 'contains'" in warned, warned
 

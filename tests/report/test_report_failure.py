@@ -128,7 +128,7 @@ def test_error_from_a_blueprint_mistake_lists_the_points(results):
 
 
 def test_a_multi_turn_failure_shows_every_generated_turn() -> None:
-    # Points score all generated turns joined (weval-semantics §3.1.4), so the message shows them all.
+    # Points score all generated turns joined (docs/scoring.md, 'Subject text'), so the message shows them all.
     from pytest_weval.results import ItemResult
 
     result = ItemResult(

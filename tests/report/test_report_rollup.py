@@ -47,7 +47,7 @@ def test_weights_change_the_mean_only_when_set():
     assert tally(base).mean == pytest.approx((0.44 * 2 + 0.8) / 3)
     assert tally(unweighted).mean == pytest.approx((0.44 + 0.8) / 2)
     assert not tally(unweighted).weighted
-    # §3.6: only numbers > 0 count; anything else weighs 1.
+    # docs/scoring.md, 'Prompt weights and roll-ups': only numbers > 0 count; anything else weighs 1.
     zero = [r.model_copy(update={"prompt_weight": 0.0}) for r in base]
     assert tally(zero).mean == pytest.approx((0.44 + 0.8) / 2)
 

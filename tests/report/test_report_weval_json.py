@@ -175,7 +175,7 @@ def test_all_points_errored_scores_zero(results, blueprints):
     })
     data = build_comparison(blueprints[PRIVACY], [broken], timestamp=STAMP)
     cov = data["evaluationResults"]["llmCoverageScores"]["ssn"][eff(A)]
-    assert cov["avgCoverageExtent"] == 0  # rulings 9: recorded as the reference does
+    assert cov["avgCoverageExtent"] == 0  # docs/rulings.md, ruling 9: recorded as the reference does
     assert "errors" not in data  # the answer was generated: not a generation error
     validate_comparison(data)
 

@@ -1,5 +1,5 @@
-"""Aggregation beyond the vectors, JS rounding (``toFixed2``, weval-semantics §0/§6) and prompt
-weighting (``promptWeighted``, §3.6): those vector kinds do not ship (rulings.md 25), so these
+"""Aggregation beyond the vectors, JS rounding (``toFixed2``, docs/scoring.md, 'Rounding') and prompt
+weighting (``promptWeighted``, docs/scoring.md, 'Prompt weights and roll-ups'): those vector kinds do not ship (docs/rulings.md, ruling 25), so these
 cases are written from the text."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pytest_weval.scoring.jsvalues import json_stringify, number_to_string, to_f
 @pytest.mark.parametrize(
     "value, expected",
     [
-        (0.125, 0.13), (0.375, 0.38), (0.625, 0.63), (0.875, 0.88),  # §0: exact ties round up
+        (0.125, 0.13), (0.375, 0.38), (0.625, 0.63), (0.875, 0.88),  # docs/scoring.md, 'Rounding': exact ties round up
         (0.425, 0.42),  # stored as 0.42499999999999998889...
         (1.005, 1.0),  # stored as 1.00499999999999989342...
         (0.005, 0.01), (0.015, 0.01), (0.045, 0.04), (0.055, 0.06),
@@ -59,7 +59,7 @@ def test_json_stringify_is_js() -> None:
     assert json_stringify(value) == '{"1":{},"2":[1e-7,null,true],"b":1,"a":"x\u2028\\ud800\\n"}'
 
 
-# -- weighted_mean: the per-model average over prompts (§3.6) ----------------------------------
+# -- weighted_mean: the per-model average over prompts (docs/scoring.md, 'Prompt weights and roll-ups') ----------------------------------
 
 
 def test_weighted_mean_without_weights_is_the_plain_mean() -> None:

@@ -1,4 +1,4 @@
-"""Function points -> assessments (weval-semantics §2.1, §3.1, §7.15), the registry, tool
+"""Function points -> assessments (docs/functions.md, 'Contract'; docs/scoring.md), the registry, tool
 traces, and the exactness of the Python fast paths against V8."""
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def test_authoring_errors_error_the_point() -> None:
     out = score([flagged, bad_regex], "text")
     assert out[0].authoring_error and out[0].coverage_extent is None
     assert out[0].error.startswith("Unknown point function: 'contans'")
-    assert out[1].authoring_error  # invalid regex syntax is the blueprint's mistake (rulings 9)
+    assert out[1].authoring_error  # invalid regex syntax is the blueprint's mistake (docs/rulings.md, ruling 9)
     assert out[1].error == (
         "Invalid regex pattern for 'matches': Invalid regular expression: /[/: "
         "Unterminated character class"
@@ -276,7 +276,7 @@ def test_structured_trace_replaces_the_text() -> None:
     assert call_point_function("tool_call_count_between", [3, 3], TRACE_TEXT, ctx) is True
 
 
-# -- the rest of §2.2 ------------------------------------------------------------------------------
+# -- the rest of docs/functions.md, 'Text functions' ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

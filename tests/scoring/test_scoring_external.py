@@ -1,4 +1,4 @@
-"""``$call`` request building and reply reading (weval-semantics §2.7, §7.5, rulings.md 16)."""
+"""``$call`` request building and reply reading (docs/functions.md, '$call and $external'; docs/rulings.md, ruling 16)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_defaults_for_an_inline_service() -> None:
 
 
 def test_deviation_get_sends_no_body() -> None:
-    """Deviation (§7.5, a listed fix): the reference sends a body with GET, so fetch rejects
+    """Deviation (a fix listed in docs/compatibility.md): the reference sends a body with GET, so fetch rejects
     every GET call; here a GET request carries none."""
     request = build({"url": "http://svc/q", "method": "GET", "x": 1})
     assert isinstance(request, ExternalRequest)
@@ -135,7 +135,7 @@ def test_unknown_service_without_any_configured() -> None:
 
 
 def test_deviation_env_only_for_allowed_variables() -> None:
-    """Deviation (rulings.md 16): `${VAR}` in service headers reads only variables the run
+    """Deviation (docs/rulings.md, ruling 16): `${VAR}` in service headers reads only variables the run
     allows with --weval-allow-env; the reference reads any environment variable."""
     ctx = PointContext(messages=[], model_id="m", prompt_id="p",
                        config={"externalServices": SERVICES})

@@ -63,7 +63,7 @@ async def test_call_vector(
     case: dict[str, Any], loopback: LoopbackService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """$call: the vector's service answers from a loopback server; TEST_API_KEY is allowed
-    explicitly (rulings.md 16)."""
+    explicitly (docs/rulings.md, ruling 16)."""
     monkeypatch.setenv("TEST_API_KEY", "secret-key-123")
     case = replace_mock(case, loopback.base_url)
     if "mockHttp" in case:

@@ -1,4 +1,4 @@
-"""Choosing the adapter for a model id (weval-semantics §4.1, §4.3)."""
+"""Choosing the adapter for a model id (docs/engine.md, 'Providers')."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Anthropic messages API (§4.3)."""
+"""Anthropic messages API (docs/engine.md, 'Providers')."""
 
 from __future__ import annotations
 

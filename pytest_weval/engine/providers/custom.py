@@ -1,10 +1,10 @@
-"""Custom model objects: any HTTP endpoint in a provider's format (§4.3 "generic custom models").
+"""Custom model objects: any HTTP endpoint in a provider's format (docs/format.md, 'Custom model objects').
 
 Fixes over the reference (docs/compatibility.md): generation passes the system prompt as a
 message, so an anthropic-inherit model sends it as ``system`` (the reference dropped it) and a
 google-inherit model as ``systemInstruction`` (the reference sent a ``system`` role inside
 ``contents``, which Gemini rejects). ``${VAR}`` in ``url`` and ``headers`` is substituted for
-allowed variables only (rulings.md 16).
+allowed variables only (docs/rulings.md, ruling 16).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Google Gemini generateContent (§4.3). The key goes in x-goog-api-key, never the URL (ruling 17)."""
+"""Google Gemini generateContent (docs/engine.md, 'Providers'). The key goes in x-goog-api-key, never the URL (docs/rulings.md, ruling 17)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""OpenAI-style chat completions: openai, mistral, together, xai, openrouter (§4.3)."""
+"""OpenAI-style chat completions: openai, mistral, together, xai, openrouter (docs/engine.md, 'Providers')."""
 
 from __future__ import annotations
 
