@@ -74,7 +74,10 @@ _FLOOR_PLUGIN = textwrap.dedent(
 def run_pytest(args: list[str], cwd: Path, env: dict[str, str]) -> dict:
     proc = subprocess.run(
         [sys.executable, "-c", _DRIVER, json.dumps(args)],
-        cwd=cwd, env=env, capture_output=True, text=True,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     for line in proc.stdout.splitlines():
         if line.startswith("BENCH "):
@@ -88,25 +91,40 @@ def main() -> None:
     options = parser.parse_args()
     corpus = options.corpus.resolve()
     blueprints = corpus / "blueprints"
-    base_args = ["--collect-only", "-qq", "-p", "no:cacheprovider", "--rootdir", str(corpus),
-                 "-W", "ignore", str(blueprints)]
+    base_args = [
+        "--collect-only",
+        "-qq",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        str(corpus),
+        "-W",
+        "ignore",
+        str(blueprints),
+    ]
     env = dict(os.environ)
     print(f"corpus: {blueprints} ({sum(1 for _ in blueprints.rglob('*.y*ml'))} YAML files)")
     print(f"{'run':<38}{'items':>9}{'wall s':>9}{'peak MB':>9}{'x floor t':>11}{'x floor m':>11}")
-    for label, extra in (("placeholders from models/", []),
-                         ("--weval-models=openai:gpt-4o-mini", ["--weval-models=openai:gpt-4o-mini"])):
+    for label, extra in (
+        ("placeholders from models/", []),
+        ("--weval-models=openai:gpt-4o-mini", ["--weval-models=openai:gpt-4o-mini"]),
+    ):
         ours = run_pytest(base_args + extra, corpus, env)
         with tempfile.TemporaryDirectory() as tmp:
             counts = Path(tmp) / "counts.json"
             counts.write_text(json.dumps(ours["per_file"]))
             (Path(tmp) / "floor_plugin.py").write_text(_FLOOR_PLUGIN)
-            floor_env = dict(env, WEVAL_BENCH_COUNTS=str(counts),
-                             PYTHONPATH=tmp + os.pathsep + env.get("PYTHONPATH", ""))
-            floor = run_pytest(base_args[:-1] + ["-p", "no:weval", "-p", "floor_plugin", str(blueprints)],
-                               corpus, floor_env)
+            floor_env = dict(
+                env, WEVAL_BENCH_COUNTS=str(counts), PYTHONPATH=tmp + os.pathsep + env.get("PYTHONPATH", "")
+            )
+            floor = run_pytest(
+                base_args[:-1] + ["-p", "no:weval", "-p", "floor_plugin", str(blueprints)], corpus, floor_env
+            )
         print(f"{'floor for ' + label:<38}{floor['items']:>9}{floor['wall']:>9.2f}{floor['peak_mb']:>9.0f}")
-        print(f"{label:<38}{ours['items']:>9}{ours['wall']:>9.2f}{ours['peak_mb']:>9.0f}"
-              f"{ours['wall'] / floor['wall']:>11.2f}{ours['peak_mb'] / floor['peak_mb']:>11.2f}")
+        print(
+            f"{label:<38}{ours['items']:>9}{ours['wall']:>9.2f}{ours['peak_mb']:>9.0f}"
+            f"{ours['wall'] / floor['wall']:>11.2f}{ours['peak_mb'] / floor['peak_mb']:>11.2f}"
+        )
 
 
 if __name__ == "__main__":

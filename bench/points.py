@@ -92,7 +92,7 @@ def load_corpus(corpus: Path) -> tuple[list[list[EvalPoint]], int, list[str]]:
     for path in files:
         try:
             blueprint = load_blueprint(path, keep_unresolved_placeholders=True)
-        except Exception as exc:  # a located collection error in pytest; here, just count it
+        except Exception as exc:  # noqa: BLE001 - a located collection error in pytest; here, just count it
             failed.append(f"{path.relative_to(corpus)}: {type(exc).__name__}")
             continue
         for prompt in blueprint.prompts:
@@ -119,12 +119,12 @@ def main() -> None:
     groups, n_files, failed = load_corpus(options.corpus)
     n_points = sum(len(g) for g in groups)
     by_fn = collections.Counter(
-        p.fn if p.fn in REGISTERED_FUNCTIONS else "(unknown: an authoring error)"
-        for g in groups
-        for p in g
+        p.fn if p.fn in REGISTERED_FUNCTIONS else "(unknown: an authoring error)" for g in groups for p in g
     )
-    print(f"corpus: {n_files} blueprint files ({len(failed)} refused by the parser), "
-          f"{len(groups)} prompts with function points, {n_points} function points")
+    print(
+        f"corpus: {n_files} blueprint files ({len(failed)} refused by the parser), "
+        f"{len(groups)} prompts with function points, {n_points} function points"
+    )
     print("functions: " + ", ".join(f"{fn} {n}" for fn, n in by_fn.most_common()))
 
     timings = []
@@ -134,18 +134,20 @@ def main() -> None:
         timings.append((elapsed, STATS.seconds, STATS.evals, STATS.isolates_started))
         if index == 0:
             flat = [a for r in results for a in r]
-            errors = collections.Counter(
-                ("authoring" if a.authoring_error else "point") for a in flat if a.error
-            )
+            errors = collections.Counter(("authoring" if a.authoring_error else "point") for a in flat if a.error)
             scored = [a.coverage_extent for a in flat if a.coverage_extent is not None]
-            print(f"results: {len(scored)} scored (mean {statistics.fmean(scored):.3f}), "
-                  f"{errors['point']} point errors, {errors['authoring']} authoring errors")
+            print(
+                f"results: {len(scored)} scored (mean {statistics.fmean(scored):.3f}), "
+                f"{errors['point']} point errors, {errors['authoring']} authoring errors"
+            )
 
     def line(label: str, t: tuple[float, float, int, int]) -> str:
         elapsed, js, evals, started = t
-        return (f"{label}: {elapsed * 1000:8.1f} ms  {n_points / elapsed:9.0f} points/s  "
-                f"{evals:4d} V8 calls  JS engine {100 * js / elapsed:4.1f}% of the time"
-                + (f"  ({started} isolates started)" if started else ""))
+        return (
+            f"{label}: {elapsed * 1000:8.1f} ms  {n_points / elapsed:9.0f} points/s  "
+            f"{evals:4d} V8 calls  JS engine {100 * js / elapsed:4.1f}% of the time"
+            + (f"  ({started} isolates started)" if started else "")
+        )
 
     print(line("first pass", timings[0]))
     if len(timings) > 1:

@@ -32,9 +32,14 @@ MODEL = ModelSpec(id="openai:bench-model")
 
 def requests_for(tag: str, count: int) -> list[ModelRequest]:
     return [
-        ModelRequest(model=MODEL, messages=(ChatMessage("system", "You answer in one line."),
-                                            ChatMessage("user", f"Question {tag}-{i}: explain topic {i}.")),
-                     temperature=0)
+        ModelRequest(
+            model=MODEL,
+            messages=(
+                ChatMessage("system", "You answer in one line."),
+                ChatMessage("user", f"Question {tag}-{i}: explain topic {i}."),
+            ),
+            temperature=0,
+        )
         for i in range(count)
     ]
 
@@ -60,22 +65,27 @@ def main() -> None:
     args = parser.parse_args()
 
     with FakeServerProcess("--latency-ms", str(args.latency_ms)) as server:
-        settings = EngineSettings(env=server.env(), cache_mode="off",
-                                  provider_concurrency={"openai": args.concurrency})
+        settings = EngineSettings(env=server.env(), cache_mode="off", provider_concurrency={"openai": args.concurrency})
         with Engine(settings) as engine:
             run_round(engine, requests_for("warm-up", min(args.requests, 200)))
-            print(f"{args.requests} requests per round, concurrency {args.concurrency}, latency "
-                  f"{args.latency_ms:g} ms; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+            print(
+                f"{args.requests} requests per round, concurrency {args.concurrency}, latency "
+                f"{args.latency_ms:g} ms; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}"
+            )
             per_request: list[float] = []
             for n in range(args.rounds):
                 cpu, wall = run_round(engine, requests_for(f"round{n}", args.requests))
                 per_request.append(cpu / args.requests)
-                print(f"round {n + 1}: CPU {1000 * cpu / args.requests:.3f} ms/request  wall {wall:.2f} s  "
-                      f"{args.requests / wall:.0f} requests/s")
+                print(
+                    f"round {n + 1}: CPU {1000 * cpu / args.requests:.3f} ms/request  wall {wall:.2f} s  "
+                    f"{args.requests / wall:.0f} requests/s"
+                )
             sent = engine.stats["http_requests"]
         count = server.log()["count"]
-    print(f"CPU per request: best {1000 * min(per_request):.3f} ms, median {1000 * statistics.median(per_request):.3f} ms"
-          f"  (engine sent {sent} HTTP requests, the server saw {count})")
+    print(
+        f"CPU per request: best {1000 * min(per_request):.3f} ms, median {1000 * statistics.median(per_request):.3f} ms"
+        f"  (engine sent {sent} HTTP requests, the server saw {count})"
+    )
 
 
 if __name__ == "__main__":

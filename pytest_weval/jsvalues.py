@@ -23,7 +23,7 @@ class _Absent:
 
     _instance: _Absent | None = None
 
-    def __new__(cls) -> _Absent:  # noqa: PYI034 - one instance, never subclassed
+    def __new__(cls) -> _Absent:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance

@@ -44,7 +44,7 @@ class Usage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
 
-    def add(self, other: "Usage") -> None:
+    def add(self, other: Usage) -> None:
         self.requests += other.requests
         self.cache_hits += other.cache_hits
         self.input_tokens += other.input_tokens

@@ -59,22 +59,27 @@ def test_every_import_is_at_the_top_of_its_module():
     nested = []
     for name, path in _modules().items():
         top = {line for _, line in _imports(name, path, top_only=True)}
-        nested += [f"{path.relative_to(PACKAGE.parent)}:{line}: {target}"
-                   for target, line in _imports(name, path, top_only=False) if line not in top]
+        nested += [
+            f"{path.relative_to(PACKAGE.parent)}:{line}: {target}"
+            for target, line in _imports(name, path, top_only=False)
+            if line not in top
+        ]
     assert not nested, "\n".join(sorted(set(nested)))
 
 
 def test_no_import_circle_in_the_package():
     graph = _graph()
     # A package's __init__ re-exporting its own modules is not a circle between modules.
-    edges = {name: {t for t in targets if not name.startswith(t + ".") and not t.startswith(name + ".")}
-             for name, targets in graph.items()}
+    edges = {
+        name: {t for t in targets if not name.startswith(t + ".") and not t.startswith(name + ".")}
+        for name, targets in graph.items()
+    }
     done: set[str] = set()
     path: list[str] = []
 
     def visit(name: str) -> list[str] | None:
         if name in path:
-            return path[path.index(name):] + [name]
+            return path[path.index(name) :] + [name]
         if name in done:
             return None
         path.append(name)
@@ -95,7 +100,9 @@ def test_layers_stay_behind_their_walls():
     modules = _modules()
     broken = []
     for layer, forbidden in WALLS.items():
-        todo = [name for name in modules if name == f"pytest_weval.{layer}" or name.startswith(f"pytest_weval.{layer}.")]
+        todo = [
+            name for name in modules if name == f"pytest_weval.{layer}" or name.startswith(f"pytest_weval.{layer}.")
+        ]
         seen: set[str] = set()
         while todo:
             name = todo.pop()

@@ -74,8 +74,11 @@ def load_blueprint(
         try:
             source = read_blueprint_file(path, display_path=shown, max_file_mb=max_file_mb)
         except OSError as exc:
-            raise BlueprintError(f"cannot read the file: {exc.strerror or exc}", Location(path=shown),
-                                 hint="check that the file exists and is readable") from None
+            raise BlueprintError(
+                f"cannot read the file: {exc.strerror or exc}",
+                Location(path=shown),
+                hint="check that the file exists and is readable",
+            ) from None
         return build_blueprint(
             source,
             rel_path=rel_path if rel_path is not None else str(path),
@@ -124,8 +127,9 @@ def parse_points(
     would give (docs/format.md, 'Points', 'Point definitions ($ref)' and 'Evaluator view of points'). `source` names them in messages (path and prompt id).
     A malformed point raises BlueprintError; an unknown function or a missing `$ref`
     definition sets the point's `authoring_error`, as in a blueprint."""
-    ctx = PointContext(prompt_id=source, defs=dict(point_defs or {}),
-                       locate=lambda seq, i, name: Location(path=source, field=name))
+    ctx = PointContext(
+        prompt_id=source, defs=dict(point_defs or {}), locate=lambda seq, i, name: Location(path=source, field=name)
+    )
     view: list[EvalPoint] = []
     with room_for_depth():
         try:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pytest_weval.jsvalues import is_number, truthy
 
@@ -38,18 +39,32 @@ def build_blueprint(
     if blueprint_id.endswith("__"):
         raise BlueprintError(
             f"Blueprint ID '{blueprint_id}' cannot end with '__' (reserved for directory listings).",
-            Location(path=source.path), hint="rename the file so that its name does not end in an underscore",
+            Location(path=source.path),
+            hint="rename the file so that its name does not end in an underscore",
         )
-    axes = run_axes(parsed.config, blueprint_id=blueprint_id, header=header,
-                    locate=lambda key: loc.key(header, key), prompt_locations=[p.location for p in parsed.prompts])
+    axes = run_axes(
+        parsed.config,
+        blueprint_id=blueprint_id,
+        header=header,
+        locate=lambda key: loc.key(header, key),
+        prompt_locations=[p.location for p in parsed.prompts],
+    )
     effective = axes.effective
 
     entries, locate, origin = _model_entries(effective, header, loc, source.path, model_override)
-    models = resolve_models(entries, collections_dir=collections_dir, locate=locate, custom_models=custom_models,
-                            keep_unresolved_placeholders=keep_unresolved_placeholders, origin=origin)
+    models = resolve_models(
+        entries,
+        collections_dir=collections_dir,
+        locate=locate,
+        custom_models=custom_models,
+        keep_unresolved_placeholders=keep_unresolved_placeholders,
+        origin=origin,
+    )
     findings += models.findings
     effective["models"] = models.entries
-    hashed = content_hash(effective)  # before models become ids: custom objects hash whole (docs/format.md, 'Run label')
+    hashed = content_hash(
+        effective
+    )  # before models become ids: custom objects hash whole (docs/format.md, 'Run label')
     effective["models"] = [m.id for m in models.specs]
 
     prompts = []
@@ -81,8 +96,9 @@ def build_blueprint(
     )
 
 
-def _model_entries(effective: dict[str, Any], header: dict[str, Any], loc: Locator, path: str,
-                   model_override: list[str] | None) -> tuple[list[Any], Callable[[int], Location], str]:
+def _model_entries(
+    effective: dict[str, Any], header: dict[str, Any], loc: Locator, path: str, model_override: list[str] | None
+) -> tuple[list[Any], Callable[[int], Location], str]:
     """The model list to resolve, how to locate its entries in messages, and its name."""
     if model_override:
         return list(model_override), lambda i: Location(path=path, field=f"--weval-models[{i}]"), "--weval-models"
@@ -128,7 +144,8 @@ def _messages(messages: Any) -> list[Message]:
     return [
         Message(role=m["role"], content=m.get("content"))
         for m in messages
-        if isinstance(m, dict) and isinstance(m.get("role"), str)
+        if isinstance(m, dict)
+        and isinstance(m.get("role"), str)
         and (m.get("content") is None or isinstance(m.get("content"), str))
     ]
 
@@ -149,6 +166,9 @@ def _header_threshold(header: dict[str, Any], loc: Locator) -> float | None:
     if value is None:
         return None
     if not is_number(value) or not 0 <= value <= 1:
-        raise BlueprintError(f"'threshold' must be a number between 0 and 1. Found {js_string(value)}.",
-                             loc.key(header, "threshold"), hint="e.g. threshold: 0.7")
+        raise BlueprintError(
+            f"'threshold' must be a number between 0 and 1. Found {js_string(value)}.",
+            loc.key(header, "threshold"),
+            hint="e.g. threshold: 0.7",
+        )
     return float(value)

@@ -35,8 +35,10 @@ def prompt_validation_error(prompt: dict[str, Any]) -> str | None:
     for index, message in enumerate(messages):
         role = _role(message)
         if not truthy(role) or role not in MESSAGE_ROLES:
-            return (f"Prompt ID '{pid}', message {index}: Invalid role '{js_string(role)}'. "
-                    "Must be 'user', 'assistant', or 'system'.")
+            return (
+                f"Prompt ID '{pid}', message {index}: Invalid role '{js_string(role)}'. "
+                "Must be 'user', 'assistant', or 'system'."
+            )
         content = message.get("content", ABSENT)
         if role == "assistant" and content is None:
             continue  # a turn for the model to generate
@@ -69,8 +71,9 @@ class RunAxes:
     effective: dict[str, Any]
 
 
-def run_axes(config: dict[str, Any], *, blueprint_id: str, header: dict[str, Any],
-             locate: Any, prompt_locations: list[Location]) -> RunAxes:
+def run_axes(
+    config: dict[str, Any], *, blueprint_id: str, header: dict[str, Any], locate: Any, prompt_locations: list[Location]
+) -> RunAxes:
     """Apply the CLI's header checks and defaults; `locate(key)` gives a header key's location."""
     effective = dict(config)
     effective["id"] = blueprint_id
@@ -78,8 +81,11 @@ def run_axes(config: dict[str, Any], *, blueprint_id: str, header: dict[str, Any
         effective["title"] = blueprint_id
     title = effective["title"]
     if not isinstance(title, str) or js_trim(title) == "":
-        raise BlueprintError("Failed to determine a valid 'title' for the blueprint from file content or 'id'.",
-                             locate("title"), hint="make `title` a line of text")
+        raise BlueprintError(
+            "Failed to determine a valid 'title' for the blueprint from file content or 'id'.",
+            locate("title"),
+            hint="make `title` a line of text",
+        )
     models = effective.get("models")
     if not isinstance(models, list) or not models:
         effective["models"] = ["CORE"]
@@ -88,18 +94,27 @@ def run_axes(config: dict[str, Any], *, blueprint_id: str, header: dict[str, Any
 
     temperature = effective.get("temperature", ABSENT)
     if temperature is not ABSENT and not is_number(temperature):
-        raise BlueprintError("Config file has invalid 'temperature'", locate("temperature"),
-                             hint="write one number, e.g. temperature: 0.7")
+        raise BlueprintError(
+            "Config file has invalid 'temperature'",
+            locate("temperature"),
+            hint="write one number, e.g. temperature: 0.7",
+        )
     temperatures = effective.get("temperatures", ABSENT)
     if temperatures is not ABSENT and (not isinstance(temperatures, list) or not all(map(is_number, temperatures))):
-        raise BlueprintError("Config file has invalid 'temperatures'", locate("temperatures"),
-                             hint="write a list of numbers, e.g. temperatures: [0, 0.7]")
+        raise BlueprintError(
+            "Config file has invalid 'temperatures'",
+            locate("temperatures"),
+            hint="write a list of numbers, e.g. temperatures: [0, 0.7]",
+        )
     tags: list[str] = []
     if "tags" in effective:
         raw_tags = effective["tags"]
         if not isinstance(raw_tags, list) or not all(isinstance(t, str) for t in raw_tags):
-            raise BlueprintError("Config file has an invalid 'tags' field (must be an array of strings if provided).",
-                                 locate("tags"), hint="write tags as a list of strings")
+            raise BlueprintError(
+                "Config file has an invalid 'tags' field (must be an array of strings if provided).",
+                locate("tags"),
+                hint="write tags as a list of strings",
+            )
         tags = normalize_tags(raw_tags)
         effective["tags"] = tags
 
@@ -110,16 +125,26 @@ def run_axes(config: dict[str, Any], *, blueprint_id: str, header: dict[str, Any
             effective["systems"] = system
         effective.pop("system")  # `system = undefined`
     elif system is not ABSENT and system is not None and not isinstance(system, str):
-        raise BlueprintError(f"The 'system' field must be a string, null or a list. Found: {js_string(system)}",
-                             locate("system"), hint="write one system prompt, or a list of them as `systems`")
+        raise BlueprintError(
+            f"The 'system' field must be a string, null or a list. Found: {js_string(system)}",
+            locate("system"),
+            hint="write one system prompt, or a list of them as `systems`",
+        )
     systems = effective.get("systems", ABSENT)
-    if systems is not ABSENT and (not isinstance(systems, list)
-                                  or not all(s is None or isinstance(s, str) for s in systems)):
-        raise BlueprintError("Config file has invalid 'systems' (must be an array of strings or nulls).",
-                             locate("systems"), hint="write systems as a list of strings (and at most one null)")
+    if systems is not ABSENT and (
+        not isinstance(systems, list) or not all(s is None or isinstance(s, str) for s in systems)
+    ):
+        raise BlueprintError(
+            "Config file has invalid 'systems' (must be an array of strings or nulls).",
+            locate("systems"),
+            hint="write systems as a list of strings (and at most one null)",
+        )
     if isinstance(systems, list) and systems.count(None) > 1:
-        raise BlueprintError("Config file validation error: The 'systems' array can contain at most one 'null' entry.",
-                             locate("systems"), hint="keep one null (the variant without a system prompt)")
+        raise BlueprintError(
+            "Config file validation error: The 'systems' array can contain at most one 'null' entry.",
+            locate("systems"),
+            hint="keep one null (the variant without a system prompt)",
+        )
     if isinstance(systems, list) and systems:
         for prompt, where in zip(effective.get("prompts", []), prompt_locations):
             if truthy(prompt.get("system")):
@@ -131,8 +156,11 @@ def run_axes(config: dict[str, Any], *, blueprint_id: str, header: dict[str, Any
                     hint="drop the prompt's `system`, or the header's `systems`",
                 )
 
-    temperature_axis = temperatures if isinstance(temperatures, list) and temperatures else [
-        None if temperature is ABSENT else temperature]
+    temperature_axis = (
+        temperatures
+        if isinstance(temperatures, list) and temperatures
+        else [None if temperature is ABSENT else temperature]
+    )
     system_axis = systems if isinstance(systems, list) and systems else [effective.get("system")]
     return RunAxes(
         temperatures=list(temperature_axis),

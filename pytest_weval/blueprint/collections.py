@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .model import BlueprintError, Finding, Location, ModelSpec
 
@@ -86,10 +87,13 @@ def resolve_models(
             continue
         model_id = normalize_model_string(entry)
         if model_id != entry:
-            findings.append(Finding(
-                message=f"model entry '{entry}' has stray whitespace; read as '{model_id}'",
-                location=locate(index), code="model-whitespace",
-            ))
+            findings.append(
+                Finding(
+                    message=f"model entry '{entry}' has stray whitespace; read as '{model_id}'",
+                    location=locate(index),
+                    code="model-whitespace",
+                )
+            )
         if not is_placeholder(model_id) or model_id in custom_models:
             resolved.append(model_id)
             continue
@@ -102,7 +106,7 @@ def resolve_models(
                 "(a folder with models/ beside blueprints/) was found",
                 locate(index),
                 hint=f"set ini weval_collections_dir to a folder holding models/{model_id}.json, "
-                     "or pass --weval-models=provider:model,...",
+                "or pass --weval-models=provider:model,...",
             )
         resolved.extend(_collection_members(model_id, collections_dir, locate(index), findings, origin))
     unique: dict[str, Any] = {}
@@ -110,8 +114,10 @@ def resolve_models(
         unique.setdefault(entry["id"] if isinstance(entry, dict) else entry, entry)
     entries_out = list(unique.values())
     specs = [
-        ModelSpec(id=model_id, custom=entry) if isinstance(entry, dict)
-        else ModelSpec(id=model_id, custom=custom_models[model_id]) if model_id in custom_models
+        ModelSpec(id=model_id, custom=entry)
+        if isinstance(entry, dict)
+        else ModelSpec(id=model_id, custom=custom_models[model_id])
+        if model_id in custom_models
         else _plain_model(model_id)
         for model_id, entry in unique.items()
     ]
@@ -124,8 +130,9 @@ def _plain_model(model_id: str) -> ModelSpec:
     return ModelSpec(id=model_id)
 
 
-def _collection_members(name: str, collections_dir: Path, where: Location,
-                        findings: list[Finding], origin: str) -> list[str]:
+def _collection_members(
+    name: str, collections_dir: Path, where: Location, findings: list[Finding], origin: str
+) -> list[str]:
     path = collections_dir / "models" / f"{name}.json"
     try:
         members = read_collection(collections_dir, name)
@@ -136,16 +143,23 @@ def _collection_members(name: str, collections_dir: Path, where: Location,
             hint=f"add models/{name}.json (a JSON list of model ids) or pass --weval-models=...",
         ) from None
     except (OSError, ValueError) as exc:
-        raise BlueprintError(f"model collection '{name}' cannot be read from {path}: {exc}", where,
-                             hint="a collection file is a JSON list of 'provider:model' strings") from None
+        raise BlueprintError(
+            f"model collection '{name}' cannot be read from {path}: {exc}",
+            where,
+            hint="a collection file is a JSON list of 'provider:model' strings",
+        ) from None
     if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
         raise BlueprintError(
             f"Invalid format for local model collection '{name}' at {path}. Expected a JSON array of strings.",
-            where, hint="a collection file is a JSON list of 'provider:model' strings",
+            where,
+            hint="a collection file is a JSON list of 'provider:model' strings",
         )
     if not members:
-        findings.append(Finding(
-            message=f"model collection '{name}' ({path}) is empty, so {origin} gives no models from it",
-            location=where, code="empty-collection",
-        ))
+        findings.append(
+            Finding(
+                message=f"model collection '{name}' ({path}) is empty, so {origin} gives no models from it",
+                location=where,
+                code="empty-collection",
+            )
+        )
     return members

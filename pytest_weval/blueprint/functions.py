@@ -7,8 +7,8 @@ Only the names live here: the parser uses them to flag unknown functions at coll
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Iterable
 
 # Registered alias -> the function it calls (the reference registers both names).
 FUNCTION_ALIASES: dict[str, str] = {

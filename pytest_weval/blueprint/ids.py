@@ -9,7 +9,8 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from pytest_weval.jsvalues import ABSENT, JS_WHITESPACE, js_trim
 

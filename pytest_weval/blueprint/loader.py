@@ -17,10 +17,11 @@ import itertools
 import json
 import re
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import yaml
 
@@ -85,8 +86,9 @@ def format_of(path: str | Path) -> str:
     return "yaml" if str(path).endswith((".yml", ".yaml")) else "json"
 
 
-def read_blueprint_file(path: str | Path, *, display_path: str | None = None,
-                        max_file_mb: float = DEFAULT_MAX_FILE_MB) -> RawSource:
+def read_blueprint_file(
+    path: str | Path, *, display_path: str | None = None, max_file_mb: float = DEFAULT_MAX_FILE_MB
+) -> RawSource:
     shown = display_path or str(path)
     limit = int(max_file_mb * 1024 * 1024)
     with open(path, "rb") as handle:
@@ -164,38 +166,77 @@ def _load_with_constructor(text: str) -> tuple[list[Any], Marks]:
 _INDENT_HINT = "indent with spaces so that each key lines up with its siblings"
 _QUOTE_HINT = "put the whole value in double quotes"
 _YAML_PROBLEMS = (
-    ("mapping values are not allowed",
-     "an unquoted value contains ': ', which YAML reads as the start of another key", _QUOTE_HINT),
-    ("could not find expected ':'",
-     "a line inside a mapping is neither 'key: value' nor a continuation of the previous value", _INDENT_HINT),
+    (
+        "mapping values are not allowed",
+        "an unquoted value contains ': ', which YAML reads as the start of another key",
+        _QUOTE_HINT,
+    ),
+    (
+        "could not find expected ':'",
+        "a line inside a mapping is neither 'key: value' nor a continuation of the previous value",
+        _INDENT_HINT,
+    ),
     ("did not find expected key", "a line is indented so that it fits no mapping", _INDENT_HINT),
-    ("did not find expected '-' indicator",
-     "a line inside a list is indented so that it is not a new '- ' item", _INDENT_HINT),
-    ("did not find expected ',' or ']'",
-     "a [bracketed list] is not closed, or an item in it needs quotes", "close the bracket, or quote the items"),
-    ("did not find expected ',' or '}'",
-     "a {braced mapping} is not closed, or a value in it needs quotes", "close the brace, or quote the values"),
+    (
+        "did not find expected '-' indicator",
+        "a line inside a list is indented so that it is not a new '- ' item",
+        _INDENT_HINT,
+    ),
+    (
+        "did not find expected ',' or ']'",
+        "a [bracketed list] is not closed, or an item in it needs quotes",
+        "close the bracket, or quote the items",
+    ),
+    (
+        "did not find expected ',' or '}'",
+        "a {braced mapping} is not closed, or a value in it needs quotes",
+        "close the brace, or quote the values",
+    ),
     ("did not find expected node content", "a value is missing where one was expected", None),
-    ("block sequence entries are not allowed",
-     "a '- ' list item is on the same line as its key", "start the list on the next line, indented"),
-    ("expected a comment or a line break",
-     "text follows a closed quote or a block indicator on the same line", _QUOTE_HINT),
+    (
+        "block sequence entries are not allowed",
+        "a '- ' list item is on the same line as its key",
+        "start the list on the next line, indented",
+    ),
+    (
+        "expected a comment or a line break",
+        "text follows a closed quote or a block indicator on the same line",
+        _QUOTE_HINT,
+    ),
     ("expected <block end>", "the indentation does not match the lines above", _INDENT_HINT),
-    ("found character '\\t' that cannot start any token",
-     "a tab character; YAML indentation must use spaces", "replace the tab with spaces"),
+    (
+        "found character '\\t' that cannot start any token",
+        "a tab character; YAML indentation must use spaces",
+        "replace the tab with spaces",
+    ),
     ("found a tab character", "a tab character; YAML indentation must use spaces", "replace the tab with spaces"),
-    ("found character that cannot start any token",
-     "a value starts with a character YAML reserves (such as @ or `)", _QUOTE_HINT),
-    ("found undefined alias", "an alias (*name) refers to an anchor (&name) that is not defined",
-     "define the anchor first, or quote a value that starts with '*'"),
-    ("found unexpected end of stream", "the file ends inside a quoted string or an open bracket",
-     "close the quote or bracket"),
-    ("found unknown escape character", "a backslash sequence YAML does not know inside a double-quoted string",
-     "use single quotes, or write the backslash twice"),
+    (
+        "found character that cannot start any token",
+        "a value starts with a character YAML reserves (such as @ or `)",
+        _QUOTE_HINT,
+    ),
+    (
+        "found undefined alias",
+        "an alias (*name) refers to an anchor (&name) that is not defined",
+        "define the anchor first, or quote a value that starts with '*'",
+    ),
+    (
+        "found unexpected end of stream",
+        "the file ends inside a quoted string or an open bracket",
+        "close the quote or bracket",
+    ),
+    (
+        "found unknown escape character",
+        "a backslash sequence YAML does not know inside a double-quoted string",
+        "use single quotes, or write the backslash twice",
+    ),
     ("could not determine a constructor for the tag", "an unknown tag (a value starting with '!')", _QUOTE_HINT),
     ("found duplicate anchor", "the same anchor (&name) is defined twice", "rename one of the anchors"),
-    ("special characters are not allowed", "the file contains a control character that YAML does not allow",
-     "remove the character"),
+    (
+        "special characters are not allowed",
+        "the file contains a control character that YAML does not allow",
+        "remove the character",
+    ),
     ("found unhashable key", "a mapping key is itself a list or mapping", "use a plain text key"),
 )
 
@@ -274,8 +315,11 @@ def _load_json(text: str, path: str) -> RawSource:
             hint="check the JSON syntax at that spot (a missing comma, quote or bracket)",
         ) from None
     except ValueError as exc:
-        raise BlueprintError(f"Failed to parse JSON blueprint: {exc}", Location(path=path),
-                             hint="JSON has no NaN or Infinity; write null or a number") from None
+        raise BlueprintError(
+            f"Failed to parse JSON blueprint: {exc}",
+            Location(path=path),
+            hint="JSON has no NaN or Infinity; write null or a number",
+        ) from None
     return RawSource(path=path, fmt="json", documents=[document], marks=_json_marks(text, document))
 
 

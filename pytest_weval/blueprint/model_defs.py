@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .loader import read_blueprint_file, room_for_depth
-from .model import BlueprintError
 from .header import model_definition_problem
+from .loader import read_blueprint_file, room_for_depth
 from .locate import Locator
+from .model import BlueprintError
 
 _HINT = "each entry needs id, url, modelName and inherit (see the blueprint format's custom models)"
 
@@ -28,8 +28,11 @@ def load_model_defs(path: str | Path) -> dict[str, dict[str, Any]]:
     elif isinstance(document, list):
         entries = document
     else:
-        raise BlueprintError("a model definitions file is a list of custom model objects, or a mapping with "
-                             "a `models:` list", loc.at(document), hint=_HINT)
+        raise BlueprintError(
+            "a model definitions file is a list of custom model objects, or a mapping with a `models:` list",
+            loc.at(document),
+            hint=_HINT,
+        )
     models: dict[str, dict[str, Any]] = {}
     for index, entry in enumerate(entries):
         where = loc.item(entries, index, f"models[{index}]")

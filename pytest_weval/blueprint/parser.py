@@ -41,8 +41,7 @@ def parse_config(source: RawSource) -> ParsedConfig:
     defs = _definitions(header)
     config = normalize_header(header, loc, findings)
     prompts = [
-        normalize_prompt(p, index, where, config, defs, loc, findings)
-        for index, (p, where) in enumerate(raw_prompts)
+        normalize_prompt(p, index, where, config, defs, loc, findings) for index, (p, where) in enumerate(raw_prompts)
     ]
     config["prompts"] = [p.raw for p in prompts]
     check_external_services(config, loc)
@@ -50,10 +49,9 @@ def parse_config(source: RawSource) -> ParsedConfig:
     return ParsedConfig(config=config, header=header, prompts=prompts, findings=findings)
 
 
-
-
-def _split_documents(source: RawSource, loc: Locator,
-                     findings: list[Finding]) -> tuple[dict[str, Any], list[tuple[Any, Location]]]:
+def _split_documents(
+    source: RawSource, loc: Locator, findings: list[Finding]
+) -> tuple[dict[str, Any], list[tuple[Any, Location]]]:
     docs = source.documents
     first = docs[0]
     if len(docs) == 1:
@@ -66,7 +64,8 @@ def _split_documents(source: RawSource, loc: Locator,
             if not isinstance(prompts, list):
                 raise BlueprintError(
                     f"'prompts' must be a list. Found: {js_typeof(prompts)}",
-                    loc.key(first, "prompts"), hint="write the prompts as a JSON array",
+                    loc.key(first, "prompts"),
+                    hint="write the prompts as a JSON array",
                 )
             return first, _items(prompts, loc)
         if isinstance(first, dict):
@@ -78,9 +77,7 @@ def _split_documents(source: RawSource, loc: Locator,
             Location(path=source.path, line=1, column=1),
             hint="a blueprint is a header mapping followed by prompts, or a list of prompts",
         )
-    is_header = isinstance(first, dict) and not any(
-        truthy(first.get(k)) for k in (*_PROMPT_LIKE_KEYS, "expect")
-    )
+    is_header = isinstance(first, dict) and not any(truthy(first.get(k)) for k in (*_PROMPT_LIKE_KEYS, "expect"))
     prompts: list[tuple[Any, Location]] = []
     for doc in docs[1:] if is_header else docs:
         if isinstance(doc, list):
@@ -92,11 +89,14 @@ def _split_documents(source: RawSource, loc: Locator,
     # docs/format.md, 'Layouts': a first document with only promptText/should_not/expects/... is read as the header.
     leaked = [k for k in ("promptText", "should_not", "expects", "expectations") if k in first]
     if leaked:
-        findings.append(Finding(
-            message=f"the first document has prompt keys ({', '.join(leaked)}) but is read as the "
-                    "header, so that prompt is lost; add `prompt:` to it or move it after a header",
-            location=loc.key(first, leaked[0]), code="prompt-in-header",
-        ))
+        findings.append(
+            Finding(
+                message=f"the first document has prompt keys ({', '.join(leaked)}) but is read as the "
+                "header, so that prompt is lost; add `prompt:` to it or move it after a header",
+                location=loc.key(first, leaked[0]),
+                code="prompt-in-header",
+            )
+        )
     return first, prompts
 
 

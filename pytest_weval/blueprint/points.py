@@ -7,8 +7,9 @@ serializes them), so they are built key by key in the order the reference assign
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from pytest_weval.jsvalues import ABSENT, is_number, truthy
 
@@ -162,8 +163,11 @@ def _validated(point: dict[str, Any], raw: Any, ctx: PointContext, where: Locati
         )
     if truthy(fn):
         if not isinstance(fn, str):
-            raise PointError(f"Point function name must be a string. Found: {js_json(fn)}", where,
-                             hint="write the function as `$name: args`, e.g. $contains: word")
+            raise PointError(
+                f"Point function name must be a string. Found: {js_json(fn)}",
+                where,
+                hint="write the function as `$name: args`, e.g. $contains: word",
+            )
         point["fn"] = pluralise_function_name(fn)
     multiplier = js_nullish(point.get("multiplier", ABSENT), 1)
     if not is_number(multiplier) or multiplier < 0.1 or multiplier > 10:
@@ -216,14 +220,20 @@ def _expand_one(point: Any, where: Location, ctx: PointContext) -> Any:
         return kept
     definition = ctx.defs[name]
     if isinstance(definition, str):
-        return {k: v for k, v in (
-            ("fn", "js"),
-            ("fnArgs", definition),
-            ("multiplier", js_nullish(point.get("multiplier", ABSENT), 1)),
-            ("citation", point.get("citation", ABSENT)),
-        ) if v is not ABSENT}
+        return {
+            k: v
+            for k, v in (
+                ("fn", "js"),
+                ("fnArgs", definition),
+                ("multiplier", js_nullish(point.get("multiplier", ABSENT), 1)),
+                ("citation", point.get("citation", ABSENT)),
+            )
+            if v is not ABSENT
+        }
     if isinstance(definition, dict):
-        return dict(definition)  # raw: not normalized, the ref site's weight is lost (docs/format.md, 'Point definitions ($ref)')
+        return dict(
+            definition
+        )  # raw: not normalized, the ref site's weight is lost (docs/format.md, 'Point definitions ($ref)')
     if isinstance(definition, list):
         return {str(i): v for i, v in enumerate(definition)}  # `{...array}`
     raise PointError(
@@ -238,8 +248,9 @@ def _expand_one(point: Any, where: Location, ctx: PointContext) -> Any:
 _STANDARD_KEYS = frozenset(("text", "fn", "fnArgs", "arg", "multiplier", "citation"))
 
 
-def evaluator_points(points: list[Any], locations: Locations, *, inverted: bool,
-                     ctx: PointContext, prompt_id: str) -> list[EvalPoint]:
+def evaluator_points(
+    points: list[Any], locations: Locations, *, inverted: bool, ctx: PointContext, prompt_id: str
+) -> list[EvalPoint]:
     """LLMCoverageEvaluator.normalizePoints: one flat list, alternative paths tagged by pathId.
 
     should paths are `path_<i>` and should_not paths `not_path_<i>`: the reference uses
@@ -256,22 +267,36 @@ def evaluator_points(points: list[Any], locations: Locations, *, inverted: bool,
     return view
 
 
-def _view_one(point: Any, where: Location, path_id: str | None, inverted: bool,
-              ctx: PointContext, prompt_id: str) -> EvalPoint:
+def _view_one(
+    point: Any, where: Location, path_id: str | None, inverted: bool, ctx: PointContext, prompt_id: str
+) -> EvalPoint:
     # Fast path: the parser's own text points ({text, multiplier[, citation]}).
-    if type(point) is dict and type(point.get("text")) is str and point["text"] and "fn" not in point \
-            and len(point) <= 3 and id(point) not in ctx.ref_errors:
+    if (
+        type(point) is dict
+        and type(point.get("text")) is str
+        and point["text"]
+        and "fn" not in point
+        and len(point) <= 3
+        and id(point) not in ctx.ref_errors
+    ):
         multiplier = point.get("multiplier", 1)
         if is_number(multiplier) and 0.1 <= multiplier <= 10 and (len(point) < 3 or "citation" in point):
-            return EvalPoint(text=point["text"], display_text=point["text"], multiplier=multiplier,
-                             citation=point.get("citation"), path_id=path_id, is_inverted=inverted,
-                             location=where)
+            return EvalPoint(
+                text=point["text"],
+                display_text=point["text"],
+                multiplier=multiplier,
+                citation=point.get("citation"),
+                path_id=path_id,
+                is_inverted=inverted,
+                location=where,
+            )
     common = {"path_id": path_id, "is_inverted": inverted, "location": where}
     if isinstance(point, str):
         return EvalPoint(text=point, display_text=point, **common)
     if not isinstance(point, dict):
-        return _authoring_error(f"Invalid nested point definition found in prompt '{prompt_id}': {js_json(point)}",
-                                point, common, ctx)
+        return _authoring_error(
+            f"Invalid nested point definition found in prompt '{prompt_id}': {js_json(point)}", point, common, ctx
+        )
     text = point.get("text", ABSENT)
     fn = point.get("fn", ABSENT)
     multiplier = point.get("multiplier", ABSENT)
@@ -282,33 +307,56 @@ def _view_one(point: Any, where: Location, path_id: str | None, inverted: bool,
     if multiplier is not ABSENT and (not is_number(multiplier) or multiplier < 0.1 or multiplier > 10):
         return _authoring_error(
             f"Point multiplier must be a number between 0.1 and 10. Found {js_string(multiplier)}. "
-            f"Prompt ID: '{prompt_id}'", point, common, ctx)
+            f"Prompt ID: '{prompt_id}'",
+            point,
+            common,
+            ctx,
+        )
     if truthy(text) and (truthy(fn) or fn_key is not None):
         return _authoring_error(
             f"Point object cannot have both 'text' and a function ('fn' or idiomatic). Prompt ID: '{prompt_id}'",
-            point, common, ctx)
+            point,
+            common,
+            ctx,
+        )
     weight = 1 if multiplier is ABSENT or multiplier is None else multiplier
     if truthy(text):
         shown = js_string(text)
-        return EvalPoint(text=shown, display_text=shown, multiplier=weight, citation=citation,
-                         authoring_error=ctx.ref_errors.get(id(point)), **common)
+        return EvalPoint(
+            text=shown,
+            display_text=shown,
+            multiplier=weight,
+            citation=citation,
+            authoring_error=ctx.ref_errors.get(id(point)),
+            **common,
+        )
     name = js_or(fn, fn_key[1:] if fn_key is not None else ABSENT)
     if not truthy(name):
         return _authoring_error(
             f"Point object must have 'text', 'fn', or an idiomatic function name (starting with $). "
-            f"Found: {js_json(point)}", point, common, ctx)
+            f"Found: {js_json(point)}",
+            point,
+            common,
+            ctx,
+        )
     name = js_string(name)
-    args = js_nullish(point.get("fnArgs", ABSENT), point.get("arg", ABSENT),
-                      point[fn_key] if fn_key is not None else ABSENT)
+    args = js_nullish(
+        point.get("fnArgs", ABSENT), point.get("arg", ABSENT), point[fn_key] if fn_key is not None else ABSENT
+    )
     has_args = args is not ABSENT
     error = ctx.ref_errors.get(id(point))
     if error is None and name not in FUNCTION_NAMES:
         error = unknown_function_message(name)
         ctx.findings.append(Finding(message=error, location=where, code="unknown-function"))
     return EvalPoint(
-        fn=name, fn_args=args if has_args else None, has_args=has_args, multiplier=weight,
-        citation=citation, display_text=f"Function: {name}({js_json(args)})",
-        authoring_error=error, **common,
+        fn=name,
+        fn_args=args if has_args else None,
+        has_args=has_args,
+        multiplier=weight,
+        citation=citation,
+        display_text=f"Function: {name}({js_json(args)})",
+        authoring_error=error,
+        **common,
     )
 
 

@@ -34,8 +34,15 @@ class ParsedPrompt:
     threshold: float | None = None
 
 
-def normalize_prompt(p: Any, index: int, where: Location, config: dict[str, Any],
-                     defs: dict[str, Any], loc: Locator, findings: list[Finding]) -> ParsedPrompt:
+def normalize_prompt(
+    p: Any,
+    index: int,
+    where: Location,
+    config: dict[str, Any],
+    defs: dict[str, Any],
+    loc: Locator,
+    findings: list[Finding],
+) -> ParsedPrompt:
     """One raw prompt -> the reference's normalized prompt, its evaluator view and findings."""
     field = f"prompts[{index}]"
     where = Location(path=where.path, line=where.line, column=where.column, field=field)
@@ -43,8 +50,13 @@ def normalize_prompt(p: Any, index: int, where: Location, config: dict[str, Any]
         raise BlueprintError(f"prompt {index + 1} is empty (null)", where, hint="remove the empty list item")
     if not isinstance(p, dict):
         # JS reads no fields from a string or number: an empty prompt, which validation rejects.
-        findings.append(Finding(message=f"prompt {index + 1} is a {js_typeof(p)}, not a mapping",
-                                location=where, code="prompt-not-object"))
+        findings.append(
+            Finding(
+                message=f"prompt {index + 1} is a {js_typeof(p)}, not a mapping",
+                location=where,
+                code="prompt-not-object",
+            )
+        )
         p = {}
     pid = p.get("id", ABSENT)
     shown_id = js_string(pid)  # the reference interpolates p.id as is: 'undefined' when absent
@@ -58,8 +70,11 @@ def normalize_prompt(p: Any, index: int, where: Location, config: dict[str, Any]
     prompt_source = js_or(p.get("prompt", ABSENT), p.get("promptText", ABSENT))
     if truthy(messages):
         if not isinstance(messages, list):
-            raise BlueprintError(f"'messages' must be a list of messages in prompt '{shown_id}'.",
-                                 at_key("messages"), hint="write messages as a list, e.g. - user: Hello")
+            raise BlueprintError(
+                f"'messages' must be a list of messages in prompt '{shown_id}'.",
+                at_key("messages"),
+                hint="write messages as a list, e.g. - user: Hello",
+            )
         body["messages"] = [_normalize_message(m, i, shown_id, messages, loc, field) for i, m in enumerate(messages)]
     elif truthy(prompt_source):
         body["messages"] = [{"role": "user", "content": prompt_source}]
@@ -72,12 +87,14 @@ def normalize_prompt(p: Any, index: int, where: Location, config: dict[str, Any]
             raise BlueprintError(
                 f"Invalid 'system' field in prompt '{id_or_unknown}': Per-prompt 'system' must be a string or "
                 "null, not an array. Did you mean to use 'systems' (plural) at the global config level instead?",
-                at_key("system"), hint="put the variants in the header as `systems:`",
+                at_key("system"),
+                hint="put the variants in the header as `systems:`",
             )
         if system is not None and not isinstance(system, str):
             raise BlueprintError(
                 f"Invalid 'system' field in prompt '{id_or_unknown}': Must be a string or null. Found: {js_typeof(system)}",
-                at_key("system"), hint="quote the system prompt"
+                at_key("system"),
+                hint="quote the system prompt",
             )
         body["system"] = system
     if "noCache" in p:
@@ -89,15 +106,23 @@ def normalize_prompt(p: Any, index: int, where: Location, config: dict[str, Any]
     if citation is not ABSENT:
         citation_key = "citation" if "citation" in p and truthy(p["citation"]) else "reference"
         if isinstance(citation, (dict, list)):
-            title = js_or(citation.get("title", ABSENT), citation.get("name", ABSENT)) if isinstance(citation, dict) else ABSENT
+            title = (
+                js_or(citation.get("title", ABSENT), citation.get("name", ABSENT))
+                if isinstance(citation, dict)
+                else ABSENT
+            )
             if not isinstance(title, str) or js_trim(title) == "":
                 raise BlueprintError(
                     f"Invalid 'citation'/'reference' object in prompt '{shown_id}': missing 'title' or 'name' string.",
-                    at_key(citation_key), hint="give the citation a `title:`")
+                    at_key(citation_key),
+                    hint="give the citation a `title:`",
+                )
         elif not isinstance(citation, str):
             raise BlueprintError(
                 f"Invalid 'citation'/'reference' field in prompt '{shown_id}': must be a string or an object with 'title'/'name'.",
-                at_key(citation_key), hint="write a citation as text, or {title, url}")
+                at_key(citation_key),
+                hint="write a citation as text, or {title, url}",
+            )
         body["citation"] = citation
 
     weight = js_nullish(p.get("weight", ABSENT), p.get("importance", ABSENT), p.get("multiplier", ABSENT))
@@ -106,7 +131,9 @@ def normalize_prompt(p: Any, index: int, where: Location, config: dict[str, Any]
             weight_key = next((k for k in ("weight", "importance", "multiplier") if k in p), "weight")
             raise BlueprintError(
                 f"Prompt weight must be a number between 0.1 and 10. Found {js_string(weight)}. Prompt ID: '{id_or_unknown}'",
-                at_key(weight_key), hint="use a weight between 0.1 and 10")
+                at_key(weight_key),
+                hint="use a weight between 0.1 and 10",
+            )
         body["weight"] = weight
 
     render_as = p.get("render_as", ABSENT)
@@ -114,7 +141,9 @@ def normalize_prompt(p: Any, index: int, where: Location, config: dict[str, Any]
         if render_as not in RENDER_AS_VALUES:
             raise BlueprintError(
                 f"Invalid 'render_as' value on prompt '{id_or_unknown}'. Must be one of: {', '.join(RENDER_AS_VALUES)}.",
-                at_key("render_as"), hint="use markdown, html or plaintext")
+                at_key("render_as"),
+                hint="use markdown, html or plaintext",
+            )
         body["render_as"] = render_as
     else:
         body["render_as"] = js_or(config.get("render_as", ABSENT), "markdown")
@@ -123,23 +152,29 @@ def normalize_prompt(p: Any, index: int, where: Location, config: dict[str, Any]
         if not is_number(p["temperature"]):
             raise BlueprintError(
                 f"Prompt temperature must be a number. Found {js_typeof(p['temperature'])}. Prompt ID: '{id_or_unknown}'",
-                at_key("temperature"), hint="write a number, e.g. temperature: 0.7")
+                at_key("temperature"),
+                hint="write a number, e.g. temperature: 0.7",
+            )
         body["temperature"] = p["temperature"]
     for key in ("requiredTools", "prohibitedTools"):
         if key in p:
             if not isinstance(p[key], list):
-                raise BlueprintError(f"Prompt '{key}' must be an array. Prompt ID: '{id_or_unknown}'", at_key(key),
-                                     hint="write a list of tool names")
+                raise BlueprintError(
+                    f"Prompt '{key}' must be an array. Prompt ID: '{id_or_unknown}'",
+                    at_key(key),
+                    hint="write a list of tool names",
+                )
             body[key] = p[key]
     if "maxCalls" in p:
         if not is_number(p["maxCalls"]) or p["maxCalls"] < 0:
             raise BlueprintError(
                 f"Prompt 'maxCalls' must be a non-negative number. Found {js_string(p['maxCalls'])}. Prompt ID: '{id_or_unknown}'",
-                at_key("maxCalls"), hint="write a whole number of 0 or more")
+                at_key("maxCalls"),
+                hint="write a whole number of 0 or more",
+            )
         body["maxCalls"] = p["maxCalls"]
 
-    ctx = PointContext(prompt_id=pid, defs=defs,
-                       locate=lambda seq, i, name: loc.item(seq, i, f"{field}.{name}"))
+    ctx = PointContext(prompt_id=pid, defs=defs, locate=lambda seq, i, name: loc.item(seq, i, f"{field}.{name}"))
     should_key = next((k for k in ("should", "points", "expect", "expects", "expectations") if truthy(p.get(k))), None)
     should_locations: list[Any] = []
     not_locations: list[Any] = []
@@ -166,8 +201,13 @@ def normalize_prompt(p: Any, index: int, where: Location, config: dict[str, Any]
     view += evaluator_points(raw.get("should_not", []), not_locations, inverted=True, ctx=ctx, prompt_id=view_id)
     findings.extend(ctx.findings)
     _report_ignored_keys(p, field, at_key, findings)
-    return ParsedPrompt(raw=raw, index=index, location=where, points=view,
-                        threshold=_threshold(p, at_key("threshold") if "threshold" in p else where))
+    return ParsedPrompt(
+        raw=raw,
+        index=index,
+        location=where,
+        points=view,
+        threshold=_threshold(p, at_key("threshold") if "threshold" in p else where),
+    )
 
 
 def _normalize_message(msg: Any, index: int, shown_id: str, messages: list[Any], loc: Locator, field: str) -> Any:
@@ -180,12 +220,16 @@ def _normalize_message(msg: Any, index: int, shown_id: str, messages: list[Any],
         raise BlueprintError(
             "Each message in the shorthand format must have exactly one key (e.g., 'user', 'assistant', 'ai', "
             f"'system'). Invalid message at index {index} in prompt '{shown_id}'. Found: {js_json(msg)}",
-            where, hint="write one message per list item, e.g. - user: Hello",
+            where,
+            hint="write one message per list item, e.g. - user: Hello",
         )
     role = keys[0]
     if role not in ("user", "assistant", "system", "ai"):
-        raise BlueprintError(f"Invalid role '{role}' in message at index {index} in prompt '{shown_id}'.",
-                             where, hint="roles are user, assistant (or ai) and system")
+        raise BlueprintError(
+            f"Invalid role '{role}' in message at index {index} in prompt '{shown_id}'.",
+            where,
+            hint="roles are user, assistant (or ai) and system",
+        )
     content = msg[role] if isinstance(msg, dict) else msg[0]
     return {"role": "assistant" if role == "ai" else role, "content": content}
 
@@ -196,17 +240,23 @@ def _threshold(p: dict[str, Any], where: Location) -> float | None:
     if value is None:
         return None
     if not is_number(value) or not 0 <= value <= 1:
-        raise BlueprintError(f"'threshold' must be a number between 0 and 1. Found {js_string(value)}.", where,
-                             hint="e.g. threshold: 0.7")
+        raise BlueprintError(
+            f"'threshold' must be a number between 0 and 1. Found {js_string(value)}.",
+            where,
+            hint="e.g. threshold: 0.7",
+        )
     return float(value)
 
 
 def _warn_not_a_list(p: dict[str, Any], key: str, at_key: Any, findings: list[Finding]) -> None:
     if not isinstance(p[key], list):
-        findings.append(Finding(
-            message=f"'{key}' is a {js_typeof(p[key])}, not a list, so it gives no points (as in Weval)",
-            location=at_key(key), code="points-not-list",
-        ))
+        findings.append(
+            Finding(
+                message=f"'{key}' is a {js_typeof(p[key])}, not a list, so it gives no points (as in Weval)",
+                location=at_key(key),
+                code="points-not-list",
+            )
+        )
 
 
 # The first truthy key of each group wins (`a || b`, `a ?? b` for weights); the rest are unused.
@@ -228,22 +278,36 @@ def _report_ignored_keys(p: dict[str, Any], field: str, at_key: Any, findings: l
         for key in p:
             if key not in PROMPT_KEYS:
                 suggestion = did_you_mean(key, PROMPT_KEYS)
-                findings.append(Finding(
-                    message=f"prompt key '{key}' is ignored" + (f" (did you mean '{suggestion}'?)" if suggestion else ""),
-                    location=at_key(key), code="ignored-key",
-                ))
+                findings.append(
+                    Finding(
+                        message=f"prompt key '{key}' is ignored"
+                        + (f" (did you mean '{suggestion}'?)" if suggestion else ""),
+                        location=at_key(key),
+                        code="ignored-key",
+                    )
+                )
     for group, group_set in zip(_ALIAS_GROUPS, _ALIAS_GROUP_SETS):
         if len(keys & group_set) < 2:
             continue
         used = next((k for k in group if truthy(p.get(k))), None)
         for key in group:
             if used is not None and key != used and truthy(p.get(key)):
-                findings.append(Finding(message=f"prompt key '{key}' is ignored because '{used}' is set",
-                                        location=at_key(key), code="ignored-key"))
+                findings.append(
+                    Finding(
+                        message=f"prompt key '{key}' is ignored because '{used}' is set",
+                        location=at_key(key),
+                        code="ignored-key",
+                    )
+                )
     weights = [k for k in _WEIGHT_KEYS if p.get(k) is not None]
     for key in weights[1:]:
-        findings.append(Finding(message=f"prompt key '{key}' is ignored because '{weights[0]}' is set",
-                                location=at_key(key), code="ignored-key"))
+        findings.append(
+            Finding(
+                message=f"prompt key '{key}' is ignored because '{weights[0]}' is set",
+                location=at_key(key),
+                code="ignored-key",
+            )
+        )
 
 
 def report_duplicate_ids(prompts: list[ParsedPrompt], findings: list[Finding]) -> None:
@@ -252,10 +316,13 @@ def report_duplicate_ids(prompts: list[ParsedPrompt], findings: list[Finding]) -
         pid = js_string(prompt.raw["id"])
         if pid in first_seen:
             first = first_seen[pid]
-            findings.append(Finding(
-                message=f"prompt id '{pid}' is used again (first at line {first.location.line}); "
-                        "Weval keys results by prompt id, so the two collide there",
-                location=prompt.location, code="duplicate-prompt-id",
-            ))
+            findings.append(
+                Finding(
+                    message=f"prompt id '{pid}' is used again (first at line {first.location.line}); "
+                    "Weval keys results by prompt id, so the two collide there",
+                    location=prompt.location,
+                    code="duplicate-prompt-id",
+                )
+            )
         else:
             first_seen[pid] = prompt

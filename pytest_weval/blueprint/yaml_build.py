@@ -59,7 +59,7 @@ _UNBUILT = object()  # a value the builder leaves to the full loader
 class _Frame:
     """A mapping or sequence being filled."""
 
-    __slots__ = ("container", "is_map", "key", "children", "anchor", "expanded_at_start")
+    __slots__ = ("anchor", "children", "container", "expanded_at_start", "is_map", "key")
 
     def __init__(self, container: Any, is_map: bool, children: Any, anchor: str | None, expanded: int):
         self.container = container
@@ -99,11 +99,15 @@ def _depth_error(path: str, mark: yaml.Mark) -> BlueprintError:
 def _alias_error(path: str, mark: yaml.Mark, anchor: str, expanded: int | None, events: int) -> BlueprintError:
     where = Location(path=path, line=mark.line + 1, column=mark.column + 1)
     if expanded is None:
-        return BlueprintError(f"the alias *{anchor} refers to a collection that contains it (a cycle)", where,
-                              hint="an alias may only repeat something already complete")
+        return BlueprintError(
+            f"the alias *{anchor} refers to a collection that contains it (a cycle)",
+            where,
+            hint="an alias may only repeat something already complete",
+        )
     return BlueprintError(
-        f"aliases expand this document to more than {expanded:,} nodes from {events:,} written ones "
-        "(an alias bomb?)", where, hint="write the repeated parts out, or repeat less through aliases",
+        f"aliases expand this document to more than {expanded:,} nodes from {events:,} written ones (an alias bomb?)",
+        where,
+        hint="write the repeated parts out, or repeat less through aliases",
     )
 
 
@@ -221,9 +225,8 @@ def build_yaml_documents(text: str, path: str) -> tuple[list[Any], Marks] | None
                 anchor_objects.clear()
                 anchor_sizes.clear()
                 root = None
-            elif kind is DocumentEndEvent:
-                if root is not None:
-                    documents.append(root)
+            elif kind is DocumentEndEvent and root is not None:
+                documents.append(root)
     finally:
         loader.dispose()
     return (documents, marks) if building else None

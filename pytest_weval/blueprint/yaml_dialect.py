@@ -35,9 +35,7 @@ class DuplicateKeyError(ConstructorError):
     """A mapping repeats a key (js-yaml rejects it; PyYAML would keep the last value)."""
 
     def __init__(self, key: str, first_line: int, mark: yaml.Mark):
-        super().__init__(
-            None, None, f"duplicated mapping key '{key}' (first used on line {first_line})", mark
-        )
+        super().__init__(None, None, f"duplicated mapping key '{key}' (first used on line {first_line})", mark)
         self.key = key
         self.first_line = first_line
 
@@ -47,9 +45,7 @@ class _Resolver(yaml.resolver.BaseResolver):
 
 
 # js-yaml int: 0b/0o/0x with `_` separators; decimal with `_`; a leading 0 is still decimal.
-INT_PATTERN = re.compile(
-    r"^[-+]?(?:0b[01_]*[01]|0x[0-9a-fA-F_]*[0-9a-fA-F]|0o[0-7_]*[0-7]|[0-9](?:[0-9_]*[0-9])?)$"
-)
+INT_PATTERN = re.compile(r"^[-+]?(?:0b[01_]*[01]|0x[0-9a-fA-F_]*[0-9a-fA-F]|0o[0-7_]*[0-7]|[0-9](?:[0-9_]*[0-9])?)$")
 FLOAT_PATTERN = re.compile(
     r"^(?:[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?"
     r"|\.[0-9_]+(?:[eE][-+]?[0-9]+)?"

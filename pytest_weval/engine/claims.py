@@ -49,9 +49,13 @@ class Landed:
 
 def _landed(row: dict[str, Any]) -> Landed:
     return Landed(
-        in_store=bool(row["in_store"]), text=row["text"],
-        input_tokens=int(row["input_tokens"] or 0), output_tokens=int(row["output_tokens"] or 0),
-        error_kind=row["error_kind"], error_status=row["error_status"], error_message=row["error_message"],
+        in_store=bool(row["in_store"]),
+        text=row["text"],
+        input_tokens=int(row["input_tokens"] or 0),
+        output_tokens=int(row["output_tokens"] or 0),
+        error_kind=row["error_kind"],
+        error_status=row["error_status"],
+        error_message=row["error_message"],
     )
 
 
@@ -122,8 +126,7 @@ class Coordinator:
         return await asyncio.shield(claiming)
 
     def _claim_one(self, conn: sqlite3.Connection, key: str) -> Landed | bool:
-        rows = rows_as_dicts(conn.execute(
-            "SELECT * FROM run_results WHERE run_id = ? AND key = ?", (self.run_id, key)))
+        rows = rows_as_dicts(conn.execute("SELECT * FROM run_results WHERE run_id = ? AND key = ?", (self.run_id, key)))
         if rows:
             return _landed(rows[0])
         now = time.time()
@@ -146,9 +149,18 @@ class Coordinator:
             return True
         return False
 
-    async def finish(self, key: str, *, in_store: bool = False, text: str | None = None,
-                     input_tokens: int = 0, output_tokens: int = 0, error_kind: str | None = None,
-                     error_status: int | None = None, error_message: str | None = None) -> None:
+    async def finish(
+        self,
+        key: str,
+        *,
+        in_store: bool = False,
+        text: str | None = None,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        error_kind: str | None = None,
+        error_status: int | None = None,
+        error_message: str | None = None,
+    ) -> None:
         """Record the outcome for this run and drop the claim, in one transaction."""
 
         def record(conn: sqlite3.Connection) -> None:
@@ -156,8 +168,18 @@ class Coordinator:
                 "INSERT OR REPLACE INTO run_results (run_id, key, in_store, text, input_tokens, "
                 "output_tokens, error_kind, error_status, error_message, created) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (self.run_id, key, int(in_store), None if in_store else text, input_tokens,
-                 output_tokens, error_kind, error_status, error_message, time.time()),
+                (
+                    self.run_id,
+                    key,
+                    int(in_store),
+                    None if in_store else text,
+                    input_tokens,
+                    output_tokens,
+                    error_kind,
+                    error_status,
+                    error_message,
+                    time.time(),
+                ),
             )
             conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, self.owner))
 
@@ -169,14 +191,16 @@ class Coordinator:
     async def forget(self, key: str) -> None:
         """Drop this run's recorded outcome for ``key`` (it pointed at a store entry that cannot
         be read), so the next claim can be taken."""
-        await self.db.run(lambda conn: conn.execute(
-            "DELETE FROM run_results WHERE run_id = ? AND key = ?", (self.run_id, key)))
+        await self.db.run(
+            lambda conn: conn.execute("DELETE FROM run_results WHERE run_id = ? AND key = ?", (self.run_id, key))
+        )
 
     async def abandon(self, key: str) -> None:
         """Drop a claim without an outcome (cancelled): another process may take it at once."""
         self.held.discard(key)
-        await self.db.run(lambda conn: conn.execute(
-            "DELETE FROM claims WHERE key = ? AND owner = ?", (key, self.owner)))
+        await self.db.run(
+            lambda conn: conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, self.owner))
+        )
 
     # -- waiting -------------------------------------------------------------------------
     async def wait(self, key: str) -> Landed | None:
@@ -200,7 +224,9 @@ class Coordinator:
             await asyncio.sleep(self.poll_s)
             keys = list(self._waiting)
             try:
-                found = await self.db.run(lambda conn: transaction(conn, lambda c: self._look(c, keys), immediate=False))
+                found = await self.db.run(
+                    lambda conn, keys=keys: transaction(conn, lambda c: self._look(c, keys), immediate=False)
+                )
             except Exception as exc:  # noqa: BLE001 - busy beyond the timeout, or worse: try again next round
                 log.warning("weval claims: poll failed: %s", exc)
                 continue
@@ -214,14 +240,16 @@ class Coordinator:
         found: dict[str, Landed | None] = {}
         now = time.time()
         for start in range(0, len(keys), _BATCH):
-            chunk = keys[start:start + _BATCH]
+            chunk = keys[start : start + _BATCH]
             marks = ",".join("?" * len(chunk))
-            for row in rows_as_dicts(conn.execute(
-                    f"SELECT * FROM run_results WHERE run_id = ? AND key IN ({marks})", (self.run_id, *chunk))):
+            for row in rows_as_dicts(
+                conn.execute(f"SELECT * FROM run_results WHERE run_id = ? AND key IN ({marks})", (self.run_id, *chunk))
+            ):
                 found[row["key"]] = _landed(row)
             live = {}
             for key, host, pid, expires in conn.execute(
-                    f"SELECT key, host, pid, expires FROM claims WHERE key IN ({marks})", chunk):
+                f"SELECT key, host, pid, expires FROM claims WHERE key IN ({marks})", chunk
+            ):
                 live[key] = expires >= now and not (host == self.host and pid != self.pid and not _pid_alive(pid))
             for key in chunk:
                 if key not in found and not live.get(key, False):
@@ -237,8 +265,11 @@ class Coordinator:
                 continue
             expires = time.time() + self.lease_s
             try:
-                await self.db.run(lambda conn: conn.execute(
-                    "UPDATE claims SET expires = ? WHERE owner = ?", (expires, self.owner)))
+                await self.db.run(
+                    lambda conn, expires=expires: conn.execute(
+                        "UPDATE claims SET expires = ? WHERE owner = ?", (expires, self.owner)
+                    )
+                )
             except sqlite3.Error as exc:
                 log.warning("weval claims: lease renewal failed: %s", exc)
 

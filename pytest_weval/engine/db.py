@@ -11,8 +11,9 @@ import asyncio
 import concurrent.futures
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -64,7 +65,9 @@ class SqliteDB:
         if self._conn is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(
-                str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                str(self.path),
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
                 check_same_thread=False,
             )
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
@@ -76,7 +79,7 @@ class SqliteDB:
                     conn.executescript(SCHEMA)
                     break
                 except sqlite3.OperationalError as exc:
-                    if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                    if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() > deadline:
                         raise
                     time.sleep(0.05)
             self._conn = conn

@@ -11,20 +11,21 @@ redactor.
 from __future__ import annotations
 
 import asyncio
-import datetime as _dt
 import concurrent.futures
 import dataclasses
+import datetime as _dt
+import hashlib
 import json
 import logging
 import random
 import sys
 import tempfile
-import hashlib
 import threading
 import time
 import uuid
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, Coroutine, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 import sniffio
@@ -41,7 +42,8 @@ from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
 from pytest_weval.engine.retry import RETRY_STATUSES, Breaker, Failure, parse_retry_after, retry_delay
 from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.store_files import FilesStore
-from pytest_weval.engine.store_sqlite import FILENAME as SQLITE_FILENAME, SqliteStore
+from pytest_weval.engine.store_sqlite import FILENAME as SQLITE_FILENAME
+from pytest_weval.engine.store_sqlite import SqliteStore
 
 log = logging.getLogger("pytest_weval.engine")
 T = TypeVar("T")
@@ -84,8 +86,14 @@ class Engine:
         self.coordinator: Coordinator | None = None
         self.run_id = self.settings.run_id or f"local-{uuid.uuid4().hex}"
         self.run_started = self.settings.run_started or time.time()
-        self._counts = {"http_requests": 0, "cache_hits": 0, "coalesced": 0, "from_other_workers": 0,
-                        "memo_hits": 0, "errors": 0}
+        self._counts = {
+            "http_requests": 0,
+            "cache_hits": 0,
+            "coalesced": 0,
+            "from_other_workers": 0,
+            "memo_hits": 0,
+            "errors": 0,
+        }
         self._usage: dict[str, _Usage] = {}
         self._closed = False
 
@@ -93,7 +101,7 @@ class Engine:
         return f"Engine(settings={self.settings!r}, started={self.loop is not None})"
 
     # -- lifecycle -----------------------------------------------------------------------
-    def start(self) -> "Engine":
+    def start(self) -> Engine:
         with self._lock:
             if self.loop is not None:
                 return self
@@ -147,14 +155,21 @@ class Engine:
                 self.cache = ResponseCache(FilesStore(cache_dir), settings.cache_mode)
             if settings.coordinating:
                 # Claims are run-time state: kept out of a folder of committed recordings.
-                where = Path(settings.coordination_dir) if settings.coordination_dir else Path(tempfile.gettempdir()) / "pytest-weval"
+                where = (
+                    Path(settings.coordination_dir)
+                    if settings.coordination_dir
+                    else Path(tempfile.gettempdir()) / "pytest-weval"
+                )
                 digest = hashlib.sha256(str(cache_dir.resolve()).encode()).hexdigest()[:16]
                 self._coord_db = SqliteDB(where / f"claims-{digest}.sqlite")
                 await self._coord_db.run(lambda conn: None)
         if settings.coordinating:
             self.coordinator = Coordinator(
-                self._coord_db, run_id=self.run_id, worker_id=settings.worker_id,
-                lease_s=settings.claim_lease_s, poll_s=settings.poll_interval_s,
+                self._coord_db,
+                run_id=self.run_id,
+                worker_id=settings.worker_id,
+                lease_s=settings.claim_lease_s,
+                poll_s=settings.poll_interval_s,
             )
             await self.coordinator.start()
 
@@ -193,7 +208,7 @@ class Engine:
         for db in {id(d): d for d in (self._db, self._coord_db) if d is not None}.values():
             db.close()
 
-    def __enter__(self) -> "Engine":
+    def __enter__(self) -> Engine:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -233,7 +248,11 @@ class Engine:
 
     # -- the request path -------------------------------------------------------------------
     def adapter(self, model: ModelSpec) -> Adapter:
-        ident = model.id if model.custom is None else model.id + "\x00" + json.dumps(model.custom, sort_keys=True, default=str)
+        ident = (
+            model.id
+            if model.custom is None
+            else model.id + "\x00" + json.dumps(model.custom, sort_keys=True, default=str)
+        )
         adapter = self._adapters.get(ident)
         if adapter is None:
             adapter = adapter_for(model, self.settings.allowed_env)
@@ -273,8 +292,9 @@ class Engine:
         reply = await asyncio.shield(task)
         return dataclasses.replace(reply, tool_calls=list(reply.tool_calls))
 
-    async def _obtain(self, adapter: Adapter, request: ModelRequest, key: str, summary: dict,
-                      priority: Priority) -> ModelReply:
+    async def _obtain(
+        self, adapter: Adapter, request: ModelRequest, key: str, summary: dict, priority: Priority
+    ) -> ModelReply:
         model_id = request.model.id
         usage = self._usage_of(model_id)
         if self.cache.readable(request):
@@ -325,8 +345,9 @@ class Engine:
         entry = make_entry(key, request.model.id, summary, reply)
         return await self.cache.put(entry)
 
-    async def _coordinated(self, adapter: Adapter, request: ModelRequest, key: str, summary: dict,
-                           priority: Priority) -> ModelReply:
+    async def _coordinated(
+        self, adapter: Adapter, request: ModelRequest, key: str, summary: dict, priority: Priority
+    ) -> ModelReply:
         """Claim, then send; or wait for the process holding the claim. The claim is taken
         before a concurrency slot, so the slot covers the HTTP exchange only (a claim is a
         database round trip). Under xdist items are shared out first (schedule.py), so a
@@ -340,7 +361,9 @@ class Engine:
                     reply = await self._send(adapter, request, priority)
                 except ModelCallError as exc:
                     await coordinator.finish(
-                        key, error_kind=exc.kind, error_status=getattr(exc, "status", None),
+                        key,
+                        error_kind=exc.kind,
+                        error_status=getattr(exc, "status", None),
                         error_message=self.redactor.redact(exc.message),
                     )
                     raise
@@ -350,8 +373,11 @@ class Engine:
                 try:
                     in_store = await self._store(request, key, summary, reply)
                     await coordinator.finish(
-                        key, in_store=in_store, text=None if in_store else reply.text,
-                        input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
+                        key,
+                        in_store=in_store,
+                        text=None if in_store else reply.text,
+                        input_tokens=reply.input_tokens,
+                        output_tokens=reply.output_tokens,
                     )
                 except BaseException:
                     if key in coordinator.held:
@@ -376,16 +402,21 @@ class Engine:
 
     async def _from_landed(self, landed: Landed, key: str, model_id: str) -> ModelReply | None:
         if landed.error_kind is not None:
-            raise rebuild_error(landed.error_kind, landed.error_message or "request failed in another worker",
-                                landed.error_status, model_id)
+            raise rebuild_error(
+                landed.error_kind,
+                landed.error_message or "request failed in another worker",
+                landed.error_status,
+                model_id,
+            )
         if landed.in_store:
             entry = await self.cache.get(key)
             if entry is None:
                 return None
             reply = reply_from_entry(entry, cached=False)
         else:
-            reply = ModelReply(text=landed.text or "", input_tokens=landed.input_tokens,
-                               output_tokens=landed.output_tokens)
+            reply = ModelReply(
+                text=landed.text or "", input_tokens=landed.input_tokens, output_tokens=landed.output_tokens
+            )
         self._counts["from_other_workers"] += 1
         return reply
 
@@ -418,10 +449,21 @@ class Engine:
                 continue
             if not failure.retryable or attempt >= attempts:
                 break
-            delay = retry_delay(failure, attempt, base=settings.backoff_base_s, cap=settings.backoff_max_s,
-                                retry_after_cap=settings.retry_after_max_s, rng=self._rng)
-            log.info("weval: %s attempt %d failed (%s); retrying in %.2fs", model_id, attempt,
-                     self.redactor.redact(failure.message), delay)
+            delay = retry_delay(
+                failure,
+                attempt,
+                base=settings.backoff_base_s,
+                cap=settings.backoff_max_s,
+                retry_after_cap=settings.retry_after_max_s,
+                rng=self._rng,
+            )
+            log.info(
+                "weval: %s attempt %d failed (%s); retrying in %.2fs",
+                model_id,
+                attempt,
+                self.redactor.redact(failure.message),
+                delay,
+            )
             await asyncio.sleep(delay)
         assert failure is not None
         if failure.rate_limited:
@@ -430,8 +472,10 @@ class Engine:
             self.breaker.failure(model_id, self.redactor.redact(failure.message))
         tries = f" after {attempt} attempt{'s' if attempt != 1 else ''}" if failure.retryable else ""
         raise ProviderError(
-            failure.status, f"{model_id}: {failure.message}{tries}",
-            model_id=model_id, rate_limited=failure.rate_limited,
+            failure.status,
+            f"{model_id}: {failure.message}{tries}",
+            model_id=model_id,
+            rate_limited=failure.rate_limited,
         )
 
     async def _attempt(self, adapter: Adapter, call: HttpCall, timeout: float, model_id: str) -> ModelReply | Failure:
@@ -465,8 +509,12 @@ class Engine:
                 data = None
             message = self.redactor.redact(error_message(text))
             return Failure(
-                status, f"HTTP {status}: {message}", retryable=status in RETRY_STATUSES,
-                rate_limited=status == 429, retry_after=parse_retry_after(response.headers), data=data,
+                status,
+                f"HTTP {status}: {message}",
+                retryable=status in RETRY_STATUSES,
+                rate_limited=status == 429,
+                retry_after=parse_retry_after(response.headers),
+                data=data,
             )
         try:
             data = response.json()
@@ -477,8 +525,12 @@ class Engine:
         except MalformedReply as exc:
             return Failure(status, f"malformed reply ({exc})", retryable=True)
         except BodyError as exc:
-            return Failure(exc.status, f"error in reply: {self.redactor.redact(exc.message)}",
-                           retryable=exc.status in RETRY_STATUSES, rate_limited=exc.status == 429)
+            return Failure(
+                exc.status,
+                f"error in reply: {self.redactor.redact(exc.message)}",
+                retryable=exc.status in RETRY_STATUSES,
+                rate_limited=exc.status == 429,
+            )
         reply.latency_s = time.monotonic() - started
         return reply
 

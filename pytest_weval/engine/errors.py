@@ -20,7 +20,7 @@ class ModelCallError(Exception):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r})"
 
-    def scrub(self, redact) -> "ModelCallError":
+    def scrub(self, redact) -> ModelCallError:
         self.message = redact(self.message)
         self.args = (self.message,)
         return self
@@ -53,8 +53,7 @@ class ProviderError(ModelCallError):
 
     kind = "provider"
 
-    def __init__(self, status: int | None, message: str, *, model_id: str | None = None,
-                 rate_limited: bool = False):
+    def __init__(self, status: int | None, message: str, *, model_id: str | None = None, rate_limited: bool = False):
         self.status = status
         self.rate_limited = rate_limited
         super().__init__(message, model_id=model_id)

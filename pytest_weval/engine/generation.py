@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine.errors import ModelCallError
@@ -89,8 +90,9 @@ async def generate_conversation(
             # or else one generation from what there is.
             fixed = [c for r, c in authored if r == "assistant" and c is not None]
             if fixed:
-                return Conversation(history=history, generated_indices=[], generated_texts=[],
-                                    final_text=fixed[-1], usage=usage)
+                return Conversation(
+                    history=history, generated_indices=[], generated_texts=[], final_text=fixed[-1], usage=usage
+                )
             text = await generate()
             history.append({"role": "assistant", "content": text})
             generated_indices.append(assistant_index)
@@ -103,11 +105,19 @@ async def generate_conversation(
         ]
         failed.append({"role": "assistant", "content": f"<<error>>{exc.message}<</error>>"})
         return Conversation(
-            history=failed, generated_indices=generated_indices, generated_texts=generated_texts,
-            final_text=None, error=exc.message, usage=usage,
+            history=failed,
+            generated_indices=generated_indices,
+            generated_texts=generated_texts,
+            final_text=None,
+            error=exc.message,
+            usage=usage,
         )
     final = generated_texts[-1] if generated_texts else None
     return Conversation(
-        history=history, generated_indices=generated_indices, generated_texts=generated_texts,
-        final_text=final, error=None if final is not None else "nothing was generated", usage=usage,
+        history=history,
+        generated_indices=generated_indices,
+        generated_texts=generated_texts,
+        final_text=final,
+        error=None if final is not None else "nothing was generated",
+        usage=usage,
     )

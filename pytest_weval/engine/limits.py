@@ -13,7 +13,7 @@ import heapq
 import itertools
 import math
 import time
-from typing import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 
 # provider -> (initial, max, min), Weval's provider profiles (docs/engine.md, 'Concurrency')
 PROFILES: dict[str, tuple[int, int, int]] = {
@@ -35,7 +35,7 @@ class Priority:
 
     def __init__(self, value: int):
         self.value = value
-        self.waiting: list[tuple["PrioritySlots", asyncio.Future[None]]] = []
+        self.waiting: list[tuple[PrioritySlots, asyncio.Future[None]]] = []
 
     def lower(self, value: int) -> None:
         if value >= self.value:
@@ -57,7 +57,7 @@ class PrioritySlots:
         self._seq = itertools.count()
         self.waiting = 0  # live waiters in the heap
 
-    async def acquire(self, priority: "int | Priority" = 0) -> None:
+    async def acquire(self, priority: int | Priority = 0) -> None:
         """Wait for a slot. ``priority`` may be a ``Priority`` box: lowering it later moves a
         waiting request forward (an urgent caller joined an identical request in flight)."""
         if self.in_use < self.limit and not self.waiting:
@@ -128,7 +128,7 @@ class AdaptiveLimiter(PrioritySlots):
         self._last_used = time.monotonic()
         super().__init__(self.initial)
 
-    async def acquire(self, priority: "int | Priority" = 0) -> None:
+    async def acquire(self, priority: int | Priority = 0) -> None:
         now = time.monotonic()
         if self.in_use == 0 and now - self._last_used > self.idle_reset_s and self.limit != self.initial:
             self.set_limit(self.initial)
@@ -164,9 +164,14 @@ class AdaptiveLimiter(PrioritySlots):
 
     def snapshot(self) -> dict[str, int]:
         return {
-            "limit": self.limit, "in_use": self.in_use, "waiting": self.waiting,
-            "initial": self.initial, "max": self.maximum, "min": self.minimum,
-            "decreases": self.decreases, "increases": self.increases,
+            "limit": self.limit,
+            "in_use": self.in_use,
+            "waiting": self.waiting,
+            "initial": self.initial,
+            "max": self.maximum,
+            "min": self.minimum,
+            "decreases": self.decreases,
+            "increases": self.increases,
         }
 
 
@@ -213,7 +218,7 @@ class Limits:
         return limiter
 
     @contextlib.asynccontextmanager
-    async def slot(self, group: str, priority: "int | Priority") -> AsyncIterator[AdaptiveLimiter]:
+    async def slot(self, group: str, priority: int | Priority) -> AsyncIterator[AdaptiveLimiter]:
         """Provider slot first, then the global one (a request waiting for its provider does
         not hold a global slot other providers could use)."""
         limiter = self.group(group)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Any, Protocol
 
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.results import Usage
@@ -42,8 +43,7 @@ class ModelRequest:
     def __post_init__(self) -> None:
         # Accept lists and dicts for convenience; store an immutable tuple of ChatMessage.
         messages = tuple(
-            m if isinstance(m, ChatMessage) else ChatMessage(m["role"], m.get("content"))
-            for m in self.messages
+            m if isinstance(m, ChatMessage) else ChatMessage(m["role"], m.get("content")) for m in self.messages
         )
         object.__setattr__(self, "messages", messages)
 
@@ -59,8 +59,9 @@ class ModelReply:
 
     def usage(self) -> Usage:
         """What this reply adds to an item's usage record."""
-        return Usage(requests=1, cache_hits=int(self.cached),
-                     input_tokens=self.input_tokens, output_tokens=self.output_tokens)
+        return Usage(
+            requests=1, cache_hits=int(self.cached), input_tokens=self.input_tokens, output_tokens=self.output_tokens
+        )
 
 
 class ModelClient(Protocol):

@@ -6,7 +6,8 @@ import dataclasses
 import email.utils
 import random
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pytest_weval.engine.errors import CircuitOpenError
 
@@ -58,8 +59,9 @@ def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> 
     return rng.uniform(delay / 2, delay)
 
 
-def retry_delay(failure: Failure, attempt: int, *, base: float, cap: float, retry_after_cap: float,
-                rng: random.Random) -> float:
+def retry_delay(
+    failure: Failure, attempt: int, *, base: float, cap: float, retry_after_cap: float, rng: random.Random
+) -> float:
     if failure.retry_after is not None:
         # Honour the provider's wait (capped), never less than it asked for.
         return min(failure.retry_after, retry_after_cap)

@@ -9,7 +9,7 @@ in a text. Errors leave the engine only through ``redact``; requests and setting
 from __future__ import annotations
 
 import threading
-from typing import Mapping
+from collections.abc import Mapping
 
 MASK = "[REDACTED]"
 _MIN_SECRET = 4  # shorter values ("", "1") would mangle every text
@@ -46,5 +46,4 @@ class Redactor:
 
 def masked_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """Headers for display: names kept, values masked."""
-    return {name: MASK for name in headers}
-
+    return dict.fromkeys(headers, MASK)

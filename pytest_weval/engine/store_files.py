@@ -12,6 +12,7 @@ import json
 import re
 from pathlib import Path
 from typing import Any
+
 from pytest_weval.files import write_atomic
 
 _KEY = re.compile(r"[0-9a-f]{64}\Z")
@@ -52,7 +53,8 @@ class FilesStore:
             "key": entry["key"],
             "model": entry["model"],
             "created": _dt.datetime.fromtimestamp(created, _dt.timezone.utc).isoformat(timespec="microseconds")
-            if isinstance(created, (int, float)) else created,
+            if isinstance(created, (int, float))
+            else created,
             "request": entry["request"],
             "reply": {
                 "text": entry["text"],

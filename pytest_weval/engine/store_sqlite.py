@@ -12,9 +12,12 @@ FILENAME = "weval-cache.sqlite"
 
 
 def get_entry(conn: sqlite3.Connection, key: str) -> dict[str, Any] | None:
-    rows = rows_as_dicts(conn.execute(
-        "SELECT key, model, request, text, input_tokens, output_tokens, created "
-        "FROM responses WHERE key = ?", (key,)))
+    rows = rows_as_dicts(
+        conn.execute(
+            "SELECT key, model, request, text, input_tokens, output_tokens, created FROM responses WHERE key = ?",
+            (key,),
+        )
+    )
     if not rows:
         return None
     row = rows[0]
@@ -27,9 +30,12 @@ def put_entry(conn: sqlite3.Connection, entry: dict[str, Any]) -> None:
         "INSERT OR REPLACE INTO responses (key, model, request, text, input_tokens, output_tokens, created) "
         "VALUES (?, ?, ?, ?, ?, ?, ?)",
         (
-            entry["key"], entry["model"],
+            entry["key"],
+            entry["model"],
             json.dumps(entry["request"], ensure_ascii=False, sort_keys=True),
-            entry["text"], int(entry.get("input_tokens") or 0), int(entry.get("output_tokens") or 0),
+            entry["text"],
+            int(entry.get("input_tokens") or 0),
+            int(entry.get("output_tokens") or 0),
             float(entry["created"]),
         ),
     )

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterable, Sequence
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from pytest_weval.results import PointAssessment
 
 from .config import APPROACHES, BACKUP_JUDGE, DEFAULT_JUDGES, JudgeSpec
 
-__all__ = ["judge_agreement", "run_judge_agreement", "krippendorff_interval"]
+__all__ = ["judge_agreement", "krippendorff_interval", "run_judge_agreement"]
 
 # Above this many pooled scores the expected disagreement uses the closed form instead of the
 # reference's double loop (same value up to float rounding; the alpha is rounded to 3 places).

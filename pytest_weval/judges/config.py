@@ -7,8 +7,9 @@ Pure data: no network, no pytest. ``select_judges`` turns the command line and t
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 Approach = Literal["standard", "prompt-aware", "holistic"]
 ScaleName = Literal["9", "5"]

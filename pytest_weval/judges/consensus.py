@@ -9,8 +9,9 @@ caller's ``ask``.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterable, Sequence
+from typing import Any
 
 from pytest_weval.blueprint.model import EvalPoint
 from pytest_weval.results import JudgeVerdict, PointAssessment
@@ -21,15 +22,14 @@ from .config import JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, JudgePanel, JudgeSpec
 from .parse import JudgeReplyError, parse_judge_reply
 from .prompts import build_judge_messages, build_transcript
 
-
 __all__ = [
-    "JudgeOutcome",
+    "ALL_FAILED",
     "Ask",
     "JudgeOne",
-    "ALL_FAILED",
+    "JudgeOutcome",
+    "backup_needed",
     "consensus_assessment",
     "failed_judges",
-    "backup_needed",
     "judge_points",
     "judge_points_with",
 ]
@@ -213,9 +213,7 @@ async def judge_points_with(
             sink: list[JudgeOutcome] = []
             await guarded(backup, point, sink)
             backup_outcome = sink[0]
-        return consensus_assessment(
-            point, primaries, uses_defaults=panel.uses_defaults, backup_outcome=backup_outcome
-        )
+        return consensus_assessment(point, primaries, uses_defaults=panel.uses_defaults, backup_outcome=backup_outcome)
 
     return list(await asyncio.gather(*(one_point(p) for p in text_points)))
 

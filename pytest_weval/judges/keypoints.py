@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from pytest_weval.blueprint.model import EvalPoint
 from pytest_weval.jsvalues import js_trim
@@ -12,7 +12,7 @@ from pytest_weval.jsvalues import js_trim
 from .config import KEYPOINT_MAX_TOKENS, KEYPOINT_TEMPERATURE, JudgePanel, JudgeSpec
 from .consensus import Ask
 
-__all__ = ["build_keypoint_messages", "parse_key_points", "extract_key_points", "KEYPOINT_EXTRACTOR_ID"]
+__all__ = ["KEYPOINT_EXTRACTOR_ID", "build_keypoint_messages", "extract_key_points", "parse_key_points"]
 
 KEYPOINT_EXTRACTOR_ID = "key-point-extractor"
 

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pytest_weval.jsvalues import js_trim
 
 __all__ = [
-    "ScaleClass",
-    "Scale",
-    "SCALE_9",
     "SCALE_5",
-    "get_scale",
+    "SCALE_9",
     "JudgeReplyError",
+    "Scale",
+    "ScaleClass",
+    "get_scale",
     "parse_judge_reply",
 ]
 
@@ -59,8 +59,11 @@ class Scale:
 SCALE_9 = Scale(
     "9",
     (
-        ScaleClass("CLASS_UTTERLY_UNMET", 0.0,
-                   "The criterion is absent to the point that the text contradicts or works against it."),
+        ScaleClass(
+            "CLASS_UTTERLY_UNMET",
+            0.0,
+            "The criterion is absent to the point that the text contradicts or works against it.",
+        ),
         ScaleClass("CLASS_UNMET", 0.001, "The criterion is not met."),
         ScaleClass("CLASS_TRACE", 0.125, "No more than a faint trace or hint of the criterion."),
         ScaleClass("CLASS_SLIGHT", 0.25, "The criterion is slightly present."),
@@ -87,7 +90,7 @@ SCALE_5 = Scale(
 _SCALES = {"9": SCALE_9, "5": SCALE_5}
 
 
-def get_scale(scale: "str | int | Scale") -> Scale:
+def get_scale(scale: str | int | Scale) -> Scale:
     """``"9"``/``"5"`` (or 9/5, or a :class:`Scale`) to the scale table."""
     if isinstance(scale, Scale):
         return scale
@@ -105,7 +108,7 @@ _REFLECTION = re.compile(r"<reflection>([\s\S]*?)</reflection>")
 _CLASSIFICATION = re.compile(r"<classification>([\s\S]*?)</classification>")
 
 
-def parse_judge_reply(text: str | None, scale: "str | int | Scale" = "9") -> tuple[float, str]:
+def parse_judge_reply(text: str | None, scale: str | int | Scale = "9") -> tuple[float, str]:
     """``(score, reflection)`` from a judge's reply.
 
     * an empty or blank reply is an error;

@@ -5,7 +5,8 @@ The protocol (blocks, labels, output format) follows the reference; the wording 
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from pytest_weval.jsvalues import js_trim
 
@@ -13,11 +14,11 @@ from .parse import Scale, get_scale
 
 __all__ = [
     "TRANSCRIPT_SEPARATOR",
-    "build_transcript",
-    "prompt_context_text",
     "build_judge_messages",
     "build_system_prompt",
+    "build_transcript",
     "build_user_prompt",
+    "prompt_context_text",
 ]
 
 TRANSCRIPT_SEPARATOR = "\n--------------------\n"
@@ -30,7 +31,7 @@ PLACEHOLDER_CONTENT = "<TO_BE_GENERATED>"
 def _role_content(message: Any) -> tuple[str, Any]:
     if isinstance(message, Mapping):
         return str(message.get("role")), message.get("content")
-    return str(getattr(message, "role")), getattr(message, "content", None)
+    return str(message.role), getattr(message, "content", None)
 
 
 def _js_str(value: Any) -> str:
@@ -98,7 +99,7 @@ def _has_description(description: str | None) -> bool:
     return description is not None and js_trim(str(description)) != ""
 
 
-def build_system_prompt(scale: "str | Scale", approach: str = "holistic", description: str | None = None) -> str:
+def build_system_prompt(scale: str | Scale, approach: str = "holistic", description: str | None = None) -> str:
     table = get_scale(scale)
     unmet = table.classes[0].name
     mostly = table.class_for(0.75).name
@@ -154,7 +155,7 @@ def build_user_prompt(
     subject_text: str,
     transcript: str,
     approach: str,
-    scale: "str | Scale",
+    scale: str | Scale,
 ) -> str:
     table = get_scale(scale)
     if approach in ("prompt-aware", "holistic"):
@@ -189,7 +190,7 @@ def build_judge_messages(
     subject_text: str,
     transcript: str,
     approach: str = "holistic",
-    scale: "str | Scale" = "9",
+    scale: str | Scale = "9",
     description: str | None = None,
 ) -> list[dict[str, str]]:
     """``[{role: system, ...}, {role: user, ...}]`` for one judge and one criterion.

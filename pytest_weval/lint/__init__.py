@@ -23,7 +23,7 @@ from pytest_weval.blueprint.build import build_blueprint
 from pytest_weval.blueprint.loader import DEFAULT_MAX_FILE_MB, RawSource, read_blueprint_file, room_for_depth
 from pytest_weval.lint.rules import BLUEPRINT_RULES, SOURCE_RULES
 
-__all__ = ["RULES", "PARSER_CODES", "format_finding", "lint_blueprint", "lint_file", "read_source"]
+__all__ = ["PARSER_CODES", "RULES", "format_finding", "lint_blueprint", "lint_file", "read_source"]
 
 #: The linter's own codes, with what each means.
 RULES: dict[str, str] = {
@@ -49,21 +49,33 @@ RULES: dict[str, str] = {
 
 #: Codes the parser emits (reused as lint findings; see docs/compatibility.md).
 PARSER_CODES: tuple[str, ...] = (
-    "ignored-key", "unknown-header-key", "ignored-header-id", "prompt-in-header", "prompt-not-object",
-    "points-not-list", "duplicate-prompt-id", "unknown-function", "undefined-ref", "invalid-point",
-    "invalid-prompt", "model-whitespace", "empty-collection",
+    "ignored-key",
+    "unknown-header-key",
+    "ignored-header-id",
+    "prompt-in-header",
+    "prompt-not-object",
+    "points-not-list",
+    "duplicate-prompt-id",
+    "unknown-function",
+    "undefined-ref",
+    "invalid-point",
+    "invalid-prompt",
+    "model-whitespace",
+    "empty-collection",
 )
 
 
-def read_source(path: str | Path, *, display_path: str | None = None,
-                max_file_mb: float = DEFAULT_MAX_FILE_MB) -> RawSource:
+def read_source(
+    path: str | Path, *, display_path: str | None = None, max_file_mb: float = DEFAULT_MAX_FILE_MB
+) -> RawSource:
     """The raw documents of a blueprint file, located as `display_path` (as the parser reads it)."""
     with room_for_depth():
         return read_blueprint_file(path, display_path=display_path, max_file_mb=max_file_mb)
 
 
-def lint_blueprint(blueprint: Blueprint, source: RawSource | None = None, *,
-                   parser_findings: bool = True) -> list[Finding]:
+def lint_blueprint(
+    blueprint: Blueprint, source: RawSource | None = None, *, parser_findings: bool = True
+) -> list[Finding]:
     """Every finding for one parsed blueprint, sorted by line.
 
     `source` (the RawSource the blueprint was parsed from) enables the rules that need what
@@ -85,9 +97,15 @@ def lint_blueprint(blueprint: Blueprint, source: RawSource | None = None, *,
     return sorted(unique, key=lambda f: (f.location.line, f.location.column))
 
 
-def lint_file(path: str | Path, *, rel_path: str | None = None, display_path: str | None = None,
-              collections_dir: Path | None = None, custom_models: dict[str, dict[str, Any]] | None = None,
-              max_file_mb: float = DEFAULT_MAX_FILE_MB) -> tuple[Blueprint | None, list[Finding]]:
+def lint_file(
+    path: str | Path,
+    *,
+    rel_path: str | None = None,
+    display_path: str | None = None,
+    collections_dir: Path | None = None,
+    custom_models: dict[str, dict[str, Any]] | None = None,
+    max_file_mb: float = DEFAULT_MAX_FILE_MB,
+) -> tuple[Blueprint | None, list[Finding]]:
     """Read, parse and lint one file. A file that cannot be parsed gives (None, [its error as a
     finding with code `parse-error`])."""
     path = Path(path)
@@ -98,7 +116,9 @@ def lint_file(path: str | Path, *, rel_path: str | None = None, display_path: st
             blueprint = build_blueprint(
                 source,
                 rel_path=rel_path if rel_path is not None else str(path),
-                collections_dir=collections_dir if collections_dir is not None else find_collections_dir(path.parent.resolve()),
+                collections_dir=collections_dir
+                if collections_dir is not None
+                else find_collections_dir(path.parent.resolve()),
                 custom_models=custom_models,
                 keep_unresolved_placeholders=True,
             )
@@ -106,8 +126,9 @@ def lint_file(path: str | Path, *, rel_path: str | None = None, display_path: st
         message = exc.message + (f" (hint: {exc.hint})" if exc.hint else "")
         return None, [Finding(code="parse-error", message=message, location=exc.location)]
     except OSError as exc:
-        return None, [Finding(code="parse-error", message=f"cannot read the file: {exc}",
-                              location=Location(path=shown))]
+        return None, [
+            Finding(code="parse-error", message=f"cannot read the file: {exc}", location=Location(path=shown))
+        ]
     return blueprint, lint_blueprint(blueprint, source)
 
 

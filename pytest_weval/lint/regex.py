@@ -72,19 +72,24 @@ def dialect_problems(pattern: str, flags: str = "") -> list[str]:
         if "i" in letters and "i" in flags:
             advice.append("remove it: this function already matches case-insensitively")
         elif "i" in letters:
-            advice.append("for case-insensitive matching use $imatches (or $not_imatches, "
-                          "$imatches_all_of -> $imatch_all_of)")
+            advice.append(
+                "for case-insensitive matching use $imatches (or $not_imatches, $imatches_all_of -> $imatch_all_of)"
+            )
         if "s" in letters:
             advice.append("for '.' across lines use [\\s\\S]")
         if "m" in letters:
             advice.append("JavaScript's ^ and $ cannot be switched to per-line here")
         if "x" in letters:
             advice.append("JavaScript has no verbose mode: remove the spaces and comments")
-        problems.append(f"inline flags '{inline.group(0)[:-1]})' are Python/PCRE syntax, not JavaScript"
-                        + (": " + "; ".join(advice) if advice else ""))
+        problems.append(
+            f"inline flags '{inline.group(0)[:-1]})' are Python/PCRE syntax, not JavaScript"
+            + (": " + "; ".join(advice) if advice else "")
+        )
     if _PY_NAMED.search(pattern):
-        problems.append("'(?P<name>...)' is Python syntax: JavaScript writes named groups '(?<name>...)' "
-                        "and back-references '\\k<name>'")
+        problems.append(
+            "'(?P<name>...)' is Python syntax: JavaScript writes named groups '(?<name>...)' "
+            "and back-references '\\k<name>'"
+        )
     if _ATOMIC.search(pattern):
         problems.append("atomic groups '(?>...)' do not exist in JavaScript")
     if _COMMENT.search(pattern):
@@ -92,9 +97,11 @@ def dialect_problems(pattern: str, flags: str = "") -> list[str]:
     if _CONDITIONAL.search(pattern):
         problems.append("conditional groups '(?(...)...)' do not exist in JavaScript")
     if _SLASH_LITERAL.match(pattern) and len(pattern) > 2:
-        problems.append("the pattern is written as a /.../ literal: in a blueprint the slashes (and any "
-                        "flags after them) are part of the pattern and must appear in the text; write "
-                        "the bare pattern, and use $imatches for the i flag")
+        problems.append(
+            "the pattern is written as a /.../ literal: in a blueprint the slashes (and any "
+            "flags after them) are part of the pattern and must appear in the text; write "
+            "the bare pattern, and use $imatches for the i flag"
+        )
     problems.extend(_scan(pattern, flags))
     return problems
 
@@ -116,13 +123,17 @@ def _scan(pattern: str, flags: str) -> list[str]:
                 seen_escapes.add(nxt)
                 if nxt in "pP" and i + 2 < n and pattern[i + 2] == "{":
                     end = pattern.find("}", i + 2)
-                    written = pattern[i:end + 1] if end != -1 else pattern[i:i + 3]
-                    problems.append(f"'{written}' is {_LITERAL_ESCAPES[nxt]}: here it matches the "
-                                    f"text '{written[1:]}'; for letters in any script use $contains_word "
-                                    "or a character range")
+                    written = pattern[i : end + 1] if end != -1 else pattern[i : i + 3]
+                    problems.append(
+                        f"'{written}' is {_LITERAL_ESCAPES[nxt]}: here it matches the "
+                        f"text '{written[1:]}'; for letters in any script use $contains_word "
+                        "or a character range"
+                    )
                 elif nxt not in "pP":
-                    problems.append(f"'\\{nxt}' means {_LITERAL_ESCAPES[nxt]} in Python/PCRE, but in "
-                                    f"JavaScript it matches the letter '{nxt}'")
+                    problems.append(
+                        f"'\\{nxt}' means {_LITERAL_ESCAPES[nxt]} in Python/PCRE, but in "
+                        f"JavaScript it matches the letter '{nxt}'"
+                    )
             if nxt == "b" and not in_class:
                 has_word_boundary = True
             i += 2
@@ -132,8 +143,10 @@ def _scan(pattern: str, flags: str) -> list[str]:
             if ch == "[" and _POSIX_CLASS.match(pattern, i):
                 match = _POSIX_CLASS.match(pattern, i)
                 assert match is not None
-                problems.append(f"'{match.group(0)}' is a POSIX class, which JavaScript does not have: "
-                                "there it is a set of single characters (write e.g. [a-zA-Z] or \\d)")
+                problems.append(
+                    f"'{match.group(0)}' is a POSIX class, which JavaScript does not have: "
+                    "there it is a set of single characters (write e.g. [a-zA-Z] or \\d)"
+                )
                 i = match.end()
                 continue
             if ch == "]":
@@ -171,6 +184,8 @@ def _scan(pattern: str, flags: str) -> list[str]:
         prev_quantifier = False
         i += 1
     if has_word_boundary and _ASCII_BOUNDARY_AT_LETTER.search(pattern):
-        problems.append("'\\b' is an ASCII-only word boundary in JavaScript, so it fails next to letters "
-                        "such as 'á' or 'ж': use $contains_word / $icontains_word for words in any script")
+        problems.append(
+            "'\\b' is an ASCII-only word boundary in JavaScript, so it fails next to letters "
+            "such as 'á' or 'ж': use $contains_word / $icontains_word for words in any script"
+        )
     return problems

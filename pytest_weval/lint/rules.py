@@ -7,7 +7,8 @@ Pure: no pytest, no network. Regex syntax and `$js` run in the scoring layer's V
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from pytest_weval.blueprint.js import js_json
 from pytest_weval.blueprint.loader import RawSource
@@ -25,11 +26,24 @@ from pytest_weval.scoring import (
 from pytest_weval.scoring.functions import FnError
 
 # Functions with a `$not_` twin (the registry's negations, by positive base name).
-_NEGATABLE = frozenset({
-    "contains", "icontains", "contains_any_of", "icontains_any_of", "contains_all_of",
-    "icontains_all_of", "matches", "imatches", "starts_with", "istarts_with", "ends_with",
-    "iends_with", "contains_word", "icontains_word",
-})
+_NEGATABLE = frozenset(
+    {
+        "contains",
+        "icontains",
+        "contains_any_of",
+        "icontains_any_of",
+        "contains_all_of",
+        "icontains_all_of",
+        "matches",
+        "imatches",
+        "starts_with",
+        "istarts_with",
+        "ends_with",
+        "iends_with",
+        "contains_word",
+        "icontains_word",
+    }
+)
 # Never run by the linter: they reach the network or always error here (reported apart).
 _NOT_RUN = frozenset({"call", "external", "factcheck"})
 # Probe texts for "this point errors whatever the response is".
@@ -56,8 +70,12 @@ def _finding(code: str, message: str, location: Location) -> Finding:
 
 def _ctx(blueprint: Blueprint, prompt: Prompt, text: str = "") -> PointContext:
     messages = [{"role": m.role, "content": m.content} for m in prompt.messages]
-    return PointContext(messages=messages + [{"role": "assistant", "content": text}],
-                        model_id="lint", prompt_id=prompt.id, config=blueprint.config)
+    return PointContext(
+        messages=messages + [{"role": "assistant", "content": text}],
+        model_id="lint",
+        prompt_id=prompt.id,
+        config=blueprint.config,
+    )
 
 
 # --- alternative paths -------------------------------------------------------------------------
@@ -76,13 +94,17 @@ def single_element_paths(blueprint: Blueprint) -> Iterator[Finding]:
                 continue
             first = next(iter(paths.values()))[0]
             if len(paths) == 1:
-                message = (f"'{block}' has a nested list holding one point ({_shown(first)}): as an "
-                           "alternative path it is scored apart from the other points and counts for "
-                           "half of the score; write it as a plain list item")
+                message = (
+                    f"'{block}' has a nested list holding one point ({_shown(first)}): as an "
+                    "alternative path it is scored apart from the other points and counts for "
+                    "half of the score; write it as a plain list item"
+                )
             else:
-                message = (f"'{block}' has {len(paths)} nested lists of one point each: that makes them "
-                           "alternatives (only the best one counts), not requirements; if every point "
-                           "is required, write a flat list (`- point`, not `- - point`)")
+                message = (
+                    f"'{block}' has {len(paths)} nested lists of one point each: that makes them "
+                    "alternatives (only the best one counts), not requirements; if every point "
+                    "is required, write a flat list (`- point`, not `- - point`)"
+                )
             yield _finding("single-element-paths", message, _where(first, prompt))
 
 
@@ -99,25 +121,51 @@ def regexes(blueprint: Blueprint) -> Iterator[Finding]:
                 problems = dialect_problems(pattern, flags)
                 error = check_pattern_syntax(pattern, flags)
                 if error:
-                    message = f"${point.fn} pattern {pattern!r} is not a valid JavaScript regex ({error}); " \
-                              "the point errors on every response"
+                    message = (
+                        f"${point.fn} pattern {pattern!r} is not a valid JavaScript regex ({error}); "
+                        "the point errors on every response"
+                    )
                     if problems:
                         message += ": " + "; ".join(problems)
                     yield _finding("invalid-regex", message, _where(point, prompt))
                 elif problems:
-                    yield _finding("regex-dialect", f"${point.fn} pattern {pattern!r}: " + "; ".join(problems),
-                                   _where(point, prompt))
+                    yield _finding(
+                        "regex-dialect",
+                        f"${point.fn} pattern {pattern!r}: " + "; ".join(problems),
+                        _where(point, prompt),
+                    )
 
 
 # --- should_not --------------------------------------------------------------------------------
 
 # A rule for the response ("Response should not ..."): inverted, it punishes the behaviour it asks for.
-_RULE_TEXT = ("should not", "shouldn't", "must not", "mustn't", "do not", "don't", "should never",
-              "must never", "never ")
+_RULE_TEXT = (
+    "should not",
+    "shouldn't",
+    "must not",
+    "mustn't",
+    "do not",
+    "don't",
+    "should never",
+    "must never",
+    "never ",
+)
 # A negated description of a failure ("Fails to mention ..."): right in effect, a double negative.
 _NEGATED_TEXT = (
-    "not ", "no ", "does not", "doesn't", "did not", "didn't", "is not", "isn't", "fail to",
-    "fails to", "failed to", "without ", "avoid", "refrain",
+    "not ",
+    "no ",
+    "does not",
+    "doesn't",
+    "did not",
+    "didn't",
+    "is not",
+    "isn't",
+    "fail to",
+    "fails to",
+    "failed to",
+    "without ",
+    "avoid",
+    "refrain",
 )
 _SUBJECTS = ("the response ", "response ", "the model ", "the answer ", "the assistant ", "it ")
 
@@ -127,7 +175,7 @@ def _negation(text: str) -> str | None:
     lowered = " ".join(text.strip().lower().split())
     for subject in _SUBJECTS:
         if lowered.startswith(subject):
-            lowered = lowered[len(subject):]
+            lowered = lowered[len(subject) :]
             break
     if lowered.startswith(_RULE_TEXT):
         return "rule"
@@ -150,13 +198,15 @@ def should_not_usage(blueprint: Blueprint) -> Iterator[Finding]:
                         "should-not-double-negative",
                         f"${point.fn} in should_not is a double negative (it scores when the response "
                         f"DOES match); write `${name}: {args}` in should",
-                        _where(point, prompt))
+                        _where(point, prompt),
+                    )
                 elif name in _NEGATABLE and not point.path_id:
                     yield _finding(
                         "should-not-function",
                         f"${point.fn} in should_not: write `$not_{name}: {args}` in should instead "
                         "(the same score; the format guide deprecates should_not)",
-                        _where(point, prompt))
+                        _where(point, prompt),
+                    )
             elif point.text and (kind := _negation(point.text)) is not None:
                 if kind == "rule":
                     yield _finding(
@@ -164,14 +214,16 @@ def should_not_usage(blueprint: Blueprint) -> Iterator[Finding]:
                         f"should_not point {point.text!r} states a rule the response should follow; "
                         "should_not inverts it, so a response that follows it scores 0 on this point: "
                         "move it to should",
-                        _where(point, prompt))
+                        _where(point, prompt),
+                    )
                 else:
                     yield _finding(
                         "should-not-double-negative",
                         f"should_not point {point.text!r} is a double negative (it scores 1 when the judge "
                         "finds it NOT met); state it positively in should, e.g. 'fails to mention X' in "
                         "should_not -> 'mentions X' in should",
-                        _where(point, prompt))
+                        _where(point, prompt),
+                    )
 
 
 # --- points that cannot score --------------------------------------------------------------------
@@ -181,8 +233,7 @@ def _always_errors(point: EvalPoint, blueprint: Blueprint, prompt: Prompt) -> st
     """The message when the point errors the same way on every probe response."""
     messages: set[str] = set()
     for probe in _PROBES:
-        raw = call_point_function(point.fn or "", point.fn_args, probe, _ctx(blueprint, prompt, probe),
-                                  point.has_args)
+        raw = call_point_function(point.fn or "", point.fn_args, probe, _ctx(blueprint, prompt, probe), point.has_args)
         if not isinstance(raw, FnError) or raw.authoring:
             return None
         messages.add(raw.message)
@@ -199,9 +250,12 @@ def unscorable_points(blueprint: Blueprint) -> Iterator[Finding]:
                 continue
             where = _where(point, prompt)
             if point.fn == "factcheck":
-                yield _finding("unsupported-function",
-                               "$factcheck calls a service hosted by Weval itself and always errors here; "
-                               "use a judged point or $call with a fact-checking service of your own", where)
+                yield _finding(
+                    "unsupported-function",
+                    "$factcheck calls a service hosted by Weval itself and always errors here; "
+                    "use a judged point or $call with a fact-checking service of your own",
+                    where,
+                )
                 continue
             if point.fn in _NOT_RUN:
                 continue
@@ -215,14 +269,21 @@ def unscorable_points(blueprint: Blueprint) -> Iterator[Finding]:
             low, high = (1.0 - found[1], 1.0 - found[0]) if point.is_inverted else found
             block = "should_not" if point.is_inverted else "should"
             if high == 0:
-                yield _finding("never-scores", f"{_shown(point)} in {block} can never score: it is 0 for "
-                                               "every response", where)
+                yield _finding(
+                    "never-scores", f"{_shown(point)} in {block} can never score: it is 0 for every response", where
+                )
             elif high < 1:
-                yield _finding("capped-score", f"{_shown(point)} in {block} can score at most {high:.2f}: "
-                                               "it asks for more matches than it lists", where)
+                yield _finding(
+                    "capped-score",
+                    f"{_shown(point)} in {block} can score at most {high:.2f}: it asks for more matches than it lists",
+                    where,
+                )
             elif low == 1:
-                yield _finding("constant-point", f"{_shown(point)} in {block} scores 1 for every response, "
-                                                 "so it tests nothing", where)
+                yield _finding(
+                    "constant-point",
+                    f"{_shown(point)} in {block} scores 1 for every response, so it tests nothing",
+                    where,
+                )
 
 
 # --- weights -----------------------------------------------------------------------------------
@@ -240,19 +301,26 @@ def weights(blueprint: Blueprint) -> Iterator[Finding]:
                 continue
             group = f"alternative path {path_id}" if path_id else "the required points"
             if len(members) == 1:
-                message = (f"the weight {members[0].multiplier:g} of {_shown(members[0])} has no effect: it is "
-                           f"the only point in {group}, and weights only compare points within a group")
+                message = (
+                    f"the weight {members[0].multiplier:g} of {_shown(members[0])} has no effect: it is "
+                    f"the only point in {group}, and weights only compare points within a group"
+                )
             else:
-                message = (f"every point in {group} has weight {members[0].multiplier:g}, so the weights "
-                           "have no effect (they only compare points within a group)")
+                message = (
+                    f"every point in {group} has weight {members[0].multiplier:g}, so the weights "
+                    "have no effect (they only compare points within a group)"
+                )
             yield _finding("weight-no-effect", message, _where(members[0], prompt))
     prompt_weights = [p.weight for p in blueprint.prompts]
     given = [w for w in prompt_weights if w is not None and w > 0]
     if given and len(given) == len(prompt_weights) and len(set(given)) == 1 and given[0] != 1:
         first = blueprint.prompts[0]
-        yield _finding("weight-no-effect",
-                       f"every prompt has weight {given[0]:g}, so the prompt weights have no effect "
-                       "(they only compare prompts with each other)", first.location)
+        yield _finding(
+            "weight-no-effect",
+            f"every prompt has weight {given[0]:g}, so the prompt weights have no effect "
+            "(they only compare prompts with each other)",
+            first.location,
+        )
 
 
 # --- the prompt's own ideal --------------------------------------------------------------------
@@ -286,24 +354,34 @@ def ideal_answers(blueprint: Blueprint) -> Iterator[Finding]:
             where = _where(point, prompt)
             if assessment.coverage_extent is None:
                 if not point.path_id:
-                    yield _finding("ideal-errors", f"{_shown(point)} errors on the prompt's own ideal answer: "
-                                                   f"{assessment.error}", where)
+                    yield _finding(
+                        "ideal-errors",
+                        f"{_shown(point)} errors on the prompt's own ideal answer: {assessment.error}",
+                        where,
+                    )
                 continue
             if assessment.coverage_extent < 1 - 1e-9:
                 if point.path_id:
                     failing_paths[point.path_id].append((point, assessment.coverage_extent))
                 else:
                     block = "should_not" if point.is_inverted else "should"
-                    yield _finding("ideal-fails", f"{_shown(point)} in {block} scores "
-                                                  f"{assessment.coverage_extent:.2f} on the prompt's own ideal "
-                                                  "answer", where)
+                    yield _finding(
+                        "ideal-fails",
+                        f"{_shown(point)} in {block} scores "
+                        f"{assessment.coverage_extent:.2f} on the prompt's own ideal "
+                        "answer",
+                        where,
+                    )
         if path_ids and all(pid in failing_paths for pid in path_ids):
             first_point, _ = failing_paths[path_ids[0]][0]
             details = "; ".join(
                 f"{pid}: {_shown(p)} scores {score:.2f}" for pid in path_ids for p, score in failing_paths[pid][:1]
             )
-            yield _finding("ideal-fails", "no alternative path accepts the prompt's own ideal answer (" + details + ")",
-                           _where(first_point, prompt))
+            yield _finding(
+                "ideal-fails",
+                "no alternative path accepts the prompt's own ideal answer (" + details + ")",
+                _where(first_point, prompt),
+            )
 
 
 # --- tools -------------------------------------------------------------------------------------
@@ -333,9 +411,12 @@ def tools(blueprint: Blueprint) -> Iterator[Finding]:
                 continue
             for name in _tool_names(point.fn, point.fn_args):
                 if name not in names:
-                    yield _finding("undeclared-tool",
-                                   f"${point.fn} names tool '{name}', which the header's `tools` does not "
-                                   f"declare ({', '.join(sorted(map(str, names)))})", _where(point, prompt))
+                    yield _finding(
+                        "undeclared-tool",
+                        f"${point.fn} names tool '{name}', which the header's `tools` does not "
+                        f"declare ({', '.join(sorted(map(str, names)))})",
+                        _where(point, prompt),
+                    )
 
 
 # --- point_defs (needs the raw source) -----------------------------------------------------------
@@ -383,9 +464,12 @@ def point_defs(blueprint: Blueprint, source: RawSource) -> Iterator[Finding]:
         return
     defs_key = "point_defs" if header.get("point_defs") else ("defs" if header.get("defs") else None)
     if header.get("point_defs") and "defs" in header:
-        yield _finding("shadowed-defs", "both `point_defs` and `defs` are set: Weval reads `point_defs` only, "
-                                        "so every `defs` entry is ignored; merge them into `point_defs`",
-                       _location(source, header, "defs", "defs"))
+        yield _finding(
+            "shadowed-defs",
+            "both `point_defs` and `defs` are set: Weval reads `point_defs` only, "
+            "so every `defs` entry is ignored; merge them into `point_defs`",
+            _location(source, header, "defs", "defs"),
+        )
     if defs_key is None or not isinstance(header[defs_key], dict):
         return
     defs = header[defs_key]
@@ -398,14 +482,19 @@ def point_defs(blueprint: Blueprint, source: RawSource) -> Iterator[Finding]:
         used.add(name)
         weight_key = next((k for k in ("weight", "multiplier") if k in node), None)
         if weight_key and isinstance(defs.get(name), dict):
-            yield _finding("ref-weight-ignored",
-                           f"the {weight_key} on `$ref: {name}` is ignored: Weval uses an object definition "
-                           f"as written; put the weight inside `{defs_key}.{name}`",
-                           _location(source, node, weight_key, weight_key))
+            yield _finding(
+                "ref-weight-ignored",
+                f"the {weight_key} on `$ref: {name}` is ignored: Weval uses an object definition "
+                f"as written; put the weight inside `{defs_key}.{name}`",
+                _location(source, node, weight_key, weight_key),
+            )
     for name in defs:
         if name not in used:
-            yield _finding("unused-point-def", f"`{defs_key}.{name}` is never used by a `$ref`",
-                           _location(source, defs, name, f"{defs_key}.{name}"))
+            yield _finding(
+                "unused-point-def",
+                f"`{defs_key}.{name}` is never used by a `$ref`",
+                _location(source, defs, name, f"{defs_key}.{name}"),
+            )
 
 
 def weight_and_multiplier(blueprint: Blueprint, source: RawSource) -> Iterator[Finding]:
@@ -413,17 +502,30 @@ def weight_and_multiplier(blueprint: Blueprint, source: RawSource) -> Iterator[F
     header = _header(source)
     skip = {id(header.get("point_defs")), id(header.get("defs"))} if header else set()
     for node in _walk(source.documents, skip):
-        if "weight" in node and "multiplier" in node and node.get("weight") is not None and (
-                any(isinstance(k, str) and k.startswith("$") for k in node) or {"text", "point", "fn"} & node.keys()):
-            yield _finding("ignored-key", f"point sets both weight ({node['weight']}) and multiplier "
-                                          f"({node['multiplier']}): the multiplier is ignored",
-                           _location(source, node, "multiplier", "multiplier"))
+        if (
+            "weight" in node
+            and "multiplier" in node
+            and node.get("weight") is not None
+            and (any(isinstance(k, str) and k.startswith("$") for k in node) or {"text", "point", "fn"} & node.keys())
+        ):
+            yield _finding(
+                "ignored-key",
+                f"point sets both weight ({node['weight']}) and multiplier "
+                f"({node['multiplier']}): the multiplier is ignored",
+                _location(source, node, "multiplier", "multiplier"),
+            )
 
 
 BlueprintRule = Callable[[Blueprint], Iterator[Finding]]
 SourceRule = Callable[[Blueprint, RawSource], Iterator[Finding]]
 
 BLUEPRINT_RULES: tuple[BlueprintRule, ...] = (
-    single_element_paths, regexes, should_not_usage, unscorable_points, weights, ideal_answers, tools,
+    single_element_paths,
+    regexes,
+    should_not_usage,
+    unscorable_points,
+    weights,
+    ideal_answers,
+    tools,
 )
 SOURCE_RULES: tuple[SourceRule, ...] = (point_defs, weight_and_multiplier)

@@ -16,19 +16,25 @@ Range = tuple[float, float]
 ALWAYS = (1.0, 1.0)
 NEVER = (0.0, 0.0)
 
-_SUBSTRING = {"contains", "icontains", "starts_with", "istarts_with", "ends_with", "iends_with",
-              "matches", "imatches"}
+_SUBSTRING = {"contains", "icontains", "starts_with", "istarts_with", "ends_with", "iends_with", "matches", "imatches"}
 _ANY_OF = {"contains_any_of", "icontains_any_of"}
 _ALL_OF = {"contains_all_of", "icontains_all_of", "matches_all_of", "imatch_all_of"}
-_N_OF = {"contains_at_least_n_of", "icontains_at_least_n_of", "matches_at_least_n_of",
-         "imatch_at_least_n_of"}
+_N_OF = {"contains_at_least_n_of", "icontains_at_least_n_of", "matches_at_least_n_of", "imatch_at_least_n_of"}
 # Singular and other registered spellings -> the names above.
 _SPELLINGS = {
-    "contain": "contains", "icontain": "icontains", "match": "matches", "imatch": "imatches",
-    "start_with": "starts_with", "istart_with": "istarts_with", "end_with": "ends_with",
-    "iend_with": "iends_with", "contain_any_of": "contains_any_of",
-    "icontain_any_of": "icontains_any_of", "contain_all_of": "contains_all_of",
-    "icontain_all_of": "icontains_all_of", "match_all_of": "matches_all_of",
+    "contain": "contains",
+    "icontain": "icontains",
+    "match": "matches",
+    "imatch": "imatches",
+    "start_with": "starts_with",
+    "istart_with": "istarts_with",
+    "end_with": "ends_with",
+    "iend_with": "iends_with",
+    "contain_any_of": "contains_any_of",
+    "icontain_any_of": "icontains_any_of",
+    "contain_all_of": "contains_all_of",
+    "icontain_all_of": "icontains_all_of",
+    "match_all_of": "matches_all_of",
     "contain_at_least_n_of": "contains_at_least_n_of",
     "icontain_at_least_n_of": "icontains_at_least_n_of",
     "match_at_least_n_of": "matches_at_least_n_of",
@@ -64,8 +70,7 @@ def _positive_range(name: str, args: Any) -> Range | None:
         return ALWAYS if "" in args else None
     if name in _ALL_OF and _str_list(args):
         return ALWAYS if not args or all(a == "" for a in args) else None
-    if name in _N_OF and isinstance(args, list) and len(args) == 2 and is_number(args[0]) \
-            and _str_list(args[1]):
+    if name in _N_OF and isinstance(args, list) and len(args) == 2 and is_number(args[0]) and _str_list(args[1]):
         n, candidates = args[0], args[1]
         if n <= 0:
             return ALWAYS

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Protocol
+from typing import Any, Protocol
 
 import pytest
 
@@ -32,9 +33,15 @@ class BlueprintSource(ResultSource, Protocol):
 
 # Findings worth a warning on every run: a placeholder with no models (docs/rulings.md, ruling 5), and the
 # authoring mistakes whose items will error (docs/rulings.md, rulings 3 and 9), so the file and line are shown.
-ALWAYS_WARN = frozenset({
-    "empty-collection", "unknown-function", "undefined-ref", "invalid-point", "invalid-prompt",
-})
+ALWAYS_WARN = frozenset(
+    {
+        "empty-collection",
+        "unknown-function",
+        "undefined-ref",
+        "invalid-point",
+        "invalid-prompt",
+    }
+)
 
 
 def is_blueprint_path(file_path: Path, settings: WevalSettings, named_files: frozenset[Path]) -> bool:
@@ -108,8 +115,7 @@ def marker_name(tag: str) -> str:
     return tag.lstrip("_")
 
 
-def variant_label(model: ModelSpec, temperature: float | None, system_index: int,
-                  blueprint: Blueprint) -> str:
+def variant_label(model: ModelSpec, temperature: float | None, system_index: int, blueprint: Blueprint) -> str:
     label = model.id
     if blueprint.sets_temperature:
         label += f",temp={js_number_str(temperature if temperature is not None else 0)}"
@@ -139,8 +145,14 @@ def make_items(parent: BlueprintFile, blueprint: Blueprint) -> Iterator[pytest.I
         base = prompt.id if count == 1 else f"{prompt.id}~{count}"
         for model, temperature, system_index, label in variants:
             item = WevalItem.from_parent(
-                parent, name=f"{base}[{label}]", blueprint=blueprint, prompt=prompt, model=model,
-                temperature=temperature, system_index=system_index, source=parent.source,
+                parent,
+                name=f"{base}[{label}]",
+                blueprint=blueprint,
+                prompt=prompt,
+                model=model,
+                temperature=temperature,
+                system_index=system_index,
+                source=parent.source,
             )
             item.extra_keyword_matches.update((blueprint.id, model.id, prompt.id))
             yield item

@@ -38,8 +38,17 @@ class WevalScoreFailure(AssertionError):
 
 
 class WevalItem(pytest.Item):
-    def __init__(self, *, blueprint: Blueprint, prompt: Prompt, model: ModelSpec,
-                 temperature: float | None, system_index: int, source: ResultSource, **kwargs: Any):
+    def __init__(
+        self,
+        *,
+        blueprint: Blueprint,
+        prompt: Prompt,
+        model: ModelSpec,
+        temperature: float | None,
+        system_index: int,
+        source: ResultSource,
+        **kwargs: Any,
+    ):
         if "nodeid" not in kwargs and "[" in kwargs.get("name", ""):
             # pytest 9 keeps node ids structured: from `name` alone it would make the bracket
             # part of the name, while the ids it reads back (--lf, --ff, --sw) are parsed into

@@ -66,8 +66,10 @@ class LintItem(pytest.Item):
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, LintFailure):
             count = len(self.findings)
-            lines = [f"{count} lint finding{'s' if count != 1 else ''} in {self.path.name} "
-                     "(--weval-lint-strict fails on any):"]
+            lines = [
+                f"{count} lint finding{'s' if count != 1 else ''} in {self.path.name} "
+                "(--weval-lint-strict fails on any):"
+            ]
             lines += [f"  {format_finding(f)}" for f in self.findings]
             return "\n".join(lines)
         return super().repr_failure(excinfo, style=style)

@@ -9,8 +9,9 @@ and the pipeline's settings are made from it here, in one place (``engine_settin
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pytest
 
@@ -20,18 +21,66 @@ from pytest_weval.run.pipeline import PipelineSettings
 
 # (option, ini, help, kind, default). kind: "str", "list", "float", "int", "flag".
 _OPTIONS: list[tuple[str, str, str, str, object]] = [
-    ("--weval-models", "weval_models", "replace every blueprint's model list (comma separated ids, placeholders, built-ins ideal/echo)", "list", None),
+    (
+        "--weval-models",
+        "weval_models",
+        "replace every blueprint's model list (comma separated ids, placeholders, built-ins ideal/echo)",
+        "list",
+        None,
+    ),
     ("--weval-judges", "weval_judges", "judge models, comma separated (each a holistic judge)", "list", None),
-    ("--weval-threshold", "weval_threshold", "pass mark when neither prompt nor blueprint sets `threshold` (default 0.5)", "float", 0.5),
-    ("--weval-min-score", "weval_min_score", "fail the session when a blueprint's or folder's mean score is below this", "float", None),
+    (
+        "--weval-threshold",
+        "weval_threshold",
+        "pass mark when neither prompt nor blueprint sets `threshold` (default 0.5)",
+        "float",
+        0.5,
+    ),
+    (
+        "--weval-min-score",
+        "weval_min_score",
+        "fail the session when a blueprint's or folder's mean score is below this",
+        "float",
+        None,
+    ),
     ("--weval-concurrency", "weval_concurrency", "global cap on model requests in flight", "int", None),
-    ("--weval-cache", "weval_cache", "response cache mode: rw (default), ro (offline replay), refresh, off", "str", "rw"),
+    (
+        "--weval-cache",
+        "weval_cache",
+        "response cache mode: rw (default), ro (offline replay), refresh, off",
+        "str",
+        "rw",
+    ),
     ("--weval-cache-dir", "weval_cache_dir", "cache directory (default .weval_cache/ in the rootdir)", "str", None),
-    ("--weval-out", "weval_out", "write Weval-shaped result JSON per blueprint plus summary.json into this directory", "str", None),
-    ("--weval-allow-env", "weval_allow_env", "environment variables a blueprint may reference as ${VAR} (comma separated)", "list", None),
+    (
+        "--weval-out",
+        "weval_out",
+        "write Weval-shaped result JSON per blueprint plus summary.json into this directory",
+        "str",
+        None,
+    ),
+    (
+        "--weval-allow-env",
+        "weval_allow_env",
+        "environment variables a blueprint may reference as ${VAR} (comma separated)",
+        "list",
+        None,
+    ),
     ("--weval-timeout", "weval_timeout", "per-request timeout in seconds (default 60)", "float", 60.0),
-    ("--weval-max-attempts", "weval_max_attempts", "attempts per model request, retries included (default 3)", "int", 3),
-    ("--weval-lint", "weval_lint", "run the blueprint linter: findings are reported as warnings with file and line", "flag", False),
+    (
+        "--weval-max-attempts",
+        "weval_max_attempts",
+        "attempts per model request, retries included (default 3)",
+        "int",
+        3,
+    ),
+    (
+        "--weval-lint",
+        "weval_lint",
+        "run the blueprint linter: findings are reported as warnings with file and line",
+        "flag",
+        False,
+    ),
     ("--weval-lint-strict", "weval_lint_strict", "run the blueprint linter with findings as failures", "flag", False),
 ]
 
@@ -43,6 +92,7 @@ _INI_ONLY: list[tuple[str, str, str, object]] = [
     ("weval_max_file_mb", "largest blueprint file read, in MB (default 20)", "str", "20"),
     ("weval_provider_concurrency", "per-provider caps, e.g. openai:20,anthropic:10", "str", None),
 ]
+
 
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("weval", "Weval blueprints as tests")
@@ -79,7 +129,6 @@ class WevalSettings:
     globs: tuple[str, ...]
     model_defs: Path | None
     max_file_mb: float
-
 
     def engine_settings(self, workerinput: Mapping[str, Any] | None) -> EngineSettings:
         """How this process's engine sends, limits and caches; ``workerinput`` is xdist's
@@ -155,9 +204,7 @@ def _provider_caps(value: object) -> dict[str, int]:
         try:
             caps[name.strip().lower()] = int(number)
         except ValueError:
-            raise UsageError(
-                f"weval_provider_concurrency: {part!r} is not provider:number (e.g. openai:20)"
-            ) from None
+            raise UsageError(f"weval_provider_concurrency: {part!r} is not provider:number (e.g. openai:20)") from None
     return caps
 
 

@@ -9,7 +9,7 @@ store, so each item is evaluated once and no request is sent twice (docs/engine.
 from __future__ import annotations
 
 import gc
-from typing import Sequence
+from collections.abc import Sequence
 
 from pytest_weval.api import Weval
 from pytest_weval.plugin.items import WevalItem
@@ -20,8 +20,13 @@ from pytest_weval.run.schedule import ItemScheduler
 
 def item_work(item: WevalItem, priority: int = 0) -> ItemWork:
     return ItemWork(
-        nodeid=item.nodeid, blueprint=item.blueprint, prompt=item.prompt, model=item.model,
-        temperature=item.temperature, system_index=item.system_index, priority=priority,
+        nodeid=item.nodeid,
+        blueprint=item.blueprint,
+        prompt=item.prompt,
+        model=item.model,
+        temperature=item.temperature,
+        system_index=item.system_index,
+        priority=priority,
     )
 
 
@@ -43,7 +48,11 @@ class Runner:
             # a 100k-item run does not hold 100k coroutines.
             window = max(256, 8 * cap)
         self.scheduler = ItemScheduler(
-            self.engine, self.pipeline, [item_work(item) for item in items], window=window, exchange=exchange,
+            self.engine,
+            self.pipeline,
+            [item_work(item) for item in items],
+            window=window,
+            exchange=exchange,
         )
 
     def hurry(self, item: WevalItem) -> None:

@@ -172,7 +172,8 @@ class WevalPlugin:
         ran = {result.blueprint_path for result in self.results}
         workeroutput[BLUEPRINTS_OUTPUT] = {
             blueprint.path: blueprint.model_dump_json()
-            for blueprint in self.blueprints.values() if blueprint.path in ran
+            for blueprint in self.blueprints.values()
+            if blueprint.path in ran
         }
 
     def _blueprints_by_path(self) -> dict[str, Blueprint]:
@@ -185,8 +186,9 @@ class WevalPlugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         ran_items = self._runner is not None or bool(self.results)
-        interrupted = (bool(session.shouldstop or session.shouldfail)
-                       or session.exitstatus == pytest.ExitCode.INTERRUPTED)
+        interrupted = (
+            bool(session.shouldstop or session.shouldfail) or session.exitstatus == pytest.ExitCode.INTERRUPTED
+        )
         self.close(drain=not interrupted)
         if ran_items:
             # The results held here stay until exit, where each full collection of the heap
@@ -207,8 +209,12 @@ class WevalPlugin:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.settings.out_dir is not None:
             write_outputs(
-                self.settings.out_dir, self._blueprints_by_path(), self.results, rollup=self.rollup,
-                min_score=min_score, gate_lines=self.gate_lines if min_score is not None else None,
+                self.settings.out_dir,
+                self._blueprints_by_path(),
+                self.results,
+                rollup=self.rollup,
+                min_score=min_score,
+                gate_lines=self.gate_lines if min_score is not None else None,
             )
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

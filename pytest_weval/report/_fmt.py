@@ -62,7 +62,7 @@ def fit_left(text: str, width: int) -> str:
         return text
     if width <= 1:
         return text[-width:] if width > 0 else ""
-    return ELLIPSIS + text[-(width - 1):]
+    return ELLIPSIS + text[-(width - 1) :]
 
 
 def plural(count: int, word: str, words: str | None = None) -> str:

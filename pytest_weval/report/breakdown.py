@@ -7,8 +7,8 @@ which alternative path won.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from pytest_weval.results import PointAssessment
 from pytest_weval.scoring.aggregate import aggregate_groups

@@ -50,8 +50,7 @@ def _point_label(p: PointAssessment) -> str:
 def _point_lines(index: int, p: PointAssessment, verbose: bool) -> list[str]:
     limit = 0 if verbose else REFLECTION_CHARS
     score = "ERROR" if p.coverage_extent is None else fmt_score(p.coverage_extent)
-    facts = ["judged by LLM" if p.kind == "judged" else "checked by function",
-             f"weight {js_number(p.multiplier)}"]
+    facts = ["judged by LLM" if p.kind == "judged" else "checked by function", f"weight {js_number(p.multiplier)}"]
     if not is_required(p):
         facts.append(f"alternative path {p.path_id}")
     if p.is_inverted:
@@ -91,8 +90,9 @@ def _pulled_down(result: ItemResult, b: Breakdown) -> list[str]:
         lines.append(f"  - every required point errored, so that half counts as 0 (cost {share})")
     if b.paths:
         if b.best_path_all_errored:
-            lines.append(f"  - no alternative path could be scored, so that part counts as 0 "
-                         f"(cost {fmt_score(1 / b.groups)})")
+            lines.append(
+                f"  - no alternative path could be scored, so that part counts as 0 (cost {fmt_score(1 / b.groups)})"
+            )
         others = [f"{p.path_id} {fmt_score(p.score)}" for p in b.paths if p.path_id != b.best_path]
         best = next(p for p in b.paths if p.path_id == b.best_path)
         text = f"  - alternative paths: only the best counts; {best.path_id} was best ({fmt_score(best.score)})"
@@ -138,37 +138,51 @@ def explain_failure(result: ItemResult, *, verbose: bool = False) -> str:
 
 # (pattern, plain words, what to do). First match wins; the raw message is always shown too.
 _CAUSES: list[tuple[str, str, str]] = [
-    (r"replay|cache miss|not (?:in|found in) the cache|no recorded|offline",
-     "Offline replay has no recorded answer for this item.",
-     "Run once with network access and --weval-cache=rw to record it, then replay with ro."),
-    (r"api[ _-]?key|unauthori[sz]ed|\b401\b|\b403\b|authenticat|credential",
-     "The model provider's API key is missing or was refused.",
-     "Set the provider's key variable ({key}) and run again."),
-    (r"all judges failed|no judge|judges? (?:are|is) (?:not )?(?:available|configured)",
-     "No judge could score the points that need an LLM judge.",
-     "Check the judge models (--weval-judges) and their API keys; function points still ran."),
-    (r"rate.?limit|\b429\b|too many requests",
-     "The provider refused the request because too many were sent (rate limit).",
-     "Lower --weval-concurrency or wait a little, then run again."),
-    (r"timed? ?out|timeout",
-     "The model took too long to answer.",
-     "Run again, or raise --weval-timeout."),
-    (r"circuit breaker",
-     "The model failed many times in a row, so further requests to it were stopped.",
-     "Check that the model id is right and the provider is up."),
-    (r"unknown (?:point )?function|invalid regular expression|regex|\$ref|validat|must be|blueprint",
-     "The blueprint has a mistake, so this item cannot be scored as written.",
-     "Fix the blueprint at the place the message names."),
-    (r"connect|network|dns|resolve|refused|unreachable|\b5\d\d\b",
-     "The model provider could not be reached or had a server problem.",
-     "Check the network and the provider's base URL, then run again."),
+    (
+        r"replay|cache miss|not (?:in|found in) the cache|no recorded|offline",
+        "Offline replay has no recorded answer for this item.",
+        "Run once with network access and --weval-cache=rw to record it, then replay with ro.",
+    ),
+    (
+        r"api[ _-]?key|unauthori[sz]ed|\b401\b|\b403\b|authenticat|credential",
+        "The model provider's API key is missing or was refused.",
+        "Set the provider's key variable ({key}) and run again.",
+    ),
+    (
+        r"all judges failed|no judge|judges? (?:are|is) (?:not )?(?:available|configured)",
+        "No judge could score the points that need an LLM judge.",
+        "Check the judge models (--weval-judges) and their API keys; function points still ran.",
+    ),
+    (
+        r"rate.?limit|\b429\b|too many requests",
+        "The provider refused the request because too many were sent (rate limit).",
+        "Lower --weval-concurrency or wait a little, then run again.",
+    ),
+    (r"timed? ?out|timeout", "The model took too long to answer.", "Run again, or raise --weval-timeout."),
+    (
+        r"circuit breaker",
+        "The model failed many times in a row, so further requests to it were stopped.",
+        "Check that the model id is right and the provider is up.",
+    ),
+    (
+        r"unknown (?:point )?function|invalid regular expression|regex|\$ref|validat|must be|blueprint",
+        "The blueprint has a mistake, so this item cannot be scored as written.",
+        "Fix the blueprint at the place the message names.",
+    ),
+    (
+        r"connect|network|dns|resolve|refused|unreachable|\b5\d\d\b",
+        "The model provider could not be reached or had a server problem.",
+        "Check the network and the provider's base URL, then run again.",
+    ),
 ]
 
 
 def _cause(result: ItemResult) -> tuple[str, str]:
     if any(p.authoring_error for p in result.points):
-        return ("The blueprint has a mistake, so this item cannot be scored as written.",
-                "Fix the blueprint at the place the message names.")
+        return (
+            "The blueprint has a mistake, so this item cannot be scored as written.",
+            "Fix the blueprint at the place the message names.",
+        )
     text = (result.error or "").lower()
     named = re.search(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", result.error or "")
     key = named.group(1) if named else "for example OPENAI_API_KEY"

@@ -11,10 +11,12 @@ is a plain mean). Errored and skipped items are counted but have no score to ave
 
 from __future__ import annotations
 
+import itertools
 import math
 import posixpath
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence, Union
+from typing import Any
 
 from pytest_weval.judges.agreement import judge_agreement
 from pytest_weval.judges.consensus import failed_judges
@@ -23,7 +25,7 @@ from pytest_weval.scoring.aggregate import prompt_weight
 
 ROOT = ""  # the folder that holds the whole run
 
-Agreement = Union[Callable[[list[PointAssessment]], Any], Mapping[str, Any], None]
+Agreement = Callable[[list[PointAssessment]], Any] | Mapping[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -42,9 +44,15 @@ class Tally:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "mean": self.mean, "weighted": self.weighted, "items": self.items,
-            "passed": self.passed, "failed": self.failed, "errors": self.errors,
-            "skipped": self.skipped, "scored": self.scored, "totalWeight": self.total_weight,
+            "mean": self.mean,
+            "weighted": self.weighted,
+            "items": self.items,
+            "passed": self.passed,
+            "failed": self.failed,
+            "errors": self.errors,
+            "skipped": self.skipped,
+            "scored": self.scored,
+            "totalWeight": self.total_weight,
         }
 
 
@@ -52,12 +60,11 @@ def tally(results: Iterable[ItemResult]) -> Tally:
     results = list(results)
     outcomes = [r.outcome for r in results]
     scored = [r for r in results if r.outcome in ("passed", "failed") and r.score is not None]
-    weights = [prompt_weight(r.prompt_weight) or 1.0 for r in scored]  # else it weighs 1 (docs/scoring.md, 'Prompt weights and roll-ups')
+    weights = [
+        prompt_weight(r.prompt_weight) or 1.0 for r in scored
+    ]  # else it weighs 1 (docs/scoring.md, 'Prompt weights and roll-ups')
     total_weight = math.fsum(weights)
-    mean = (
-        math.fsum(r.score * w for r, w in zip(scored, weights)) / total_weight
-        if total_weight else None
-    )
+    mean = math.fsum(r.score * w for r, w in zip(scored, weights)) / total_weight if total_weight else None
     return Tally(
         mean=mean,
         weighted=any(r.prompt_weight is not None for r in results),
@@ -89,7 +96,10 @@ class BlueprintRollup:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "path": self.path, "id": self.id, "title": self.title, **self.overall.to_dict(),
+            "path": self.path,
+            "id": self.id,
+            "title": self.title,
+            **self.overall.to_dict(),
             "models": {m: t.to_dict() for m, t in self.by_model.items()},
             "effectiveModels": {m: t.to_dict() for m, t in self.by_effective_model.items()},
         }
@@ -113,9 +123,11 @@ class FolderRollup:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "path": self.path, **self.overall.to_dict(),
+            "path": self.path,
+            **self.overall.to_dict(),
             "models": {m: t.to_dict() for m, t in self.by_model.items()},
-            "folders": list(self.folders), "blueprints": list(self.blueprints),
+            "folders": list(self.folders),
+            "blueprints": list(self.blueprints),
         }
 
 
@@ -133,8 +145,12 @@ class PointProblem:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "file": self.blueprint_path, "promptId": self.prompt_id, "model": self.model,
-            "point": self.point, "error": self.error, "scoreKept": self.score_kept,
+            "file": self.blueprint_path,
+            "promptId": self.prompt_id,
+            "model": self.model,
+            "point": self.point,
+            "error": self.error,
+            "scoreKept": self.score_kept,
             "nodeid": self.nodeid,
         }
 
@@ -151,8 +167,11 @@ class ItemProblem:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "file": self.blueprint_path, "promptId": self.prompt_id, "model": self.model,
-            "error": self.error, "nodeid": self.nodeid,
+            "file": self.blueprint_path,
+            "promptId": self.prompt_id,
+            "model": self.model,
+            "error": self.error,
+            "nodeid": self.nodeid,
         }
 
 
@@ -187,16 +206,23 @@ class Rollup:
 
 def usage_dict(usage: Usage) -> dict[str, int]:
     return {
-        "requests": usage.requests, "cacheHits": usage.cache_hits,
-        "inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens,
+        "requests": usage.requests,
+        "cacheHits": usage.cache_hits,
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
     }
 
 
 def item_key(result: ItemResult) -> tuple:
     """A total, stable order for items (file, prompt, model variant)."""
     return (
-        result.blueprint_path, result.blueprint_id, result.prompt_id, result.model_id,
-        result.effective_model_id, result.nodeid, result.outcome,
+        result.blueprint_path,
+        result.blueprint_id,
+        result.prompt_id,
+        result.model_id,
+        result.effective_model_id,
+        result.nodeid,
+        result.outcome,
         -1.0 if result.score is None else result.score,
     )
 
@@ -207,7 +233,7 @@ def folder_of(blueprint_path: str) -> str:
 
 
 def _ancestors(folder: str) -> list[str]:
-    """"a/b" -> ["", "a", "a/b"]."""
+    """ "a/b" -> ["", "a", "a/b"]."""
     chain = [ROOT]
     if folder:
         parts = folder.split("/")
@@ -222,7 +248,7 @@ def _folders(results: Sequence[ItemResult]) -> dict[str, FolderRollup]:
     for r in results:
         home = folder_of(r.blueprint_path)
         chain = _ancestors(home)
-        for parent, child in zip(chain, chain[1:]):
+        for parent, child in itertools.pairwise(chain):
             subfolders.setdefault(parent, set()).add(child)
         for folder in chain:
             members.setdefault(folder, []).append(r)
@@ -245,8 +271,9 @@ def _problems(results: Sequence[ItemResult]) -> tuple[tuple[PointProblem, ...], 
     points, items = [], []
     for r in results:
         if r.outcome == "error":
-            items.append(ItemProblem(r.blueprint_path, r.prompt_id, r.effective_model_id,
-                                     r.error or "unknown error", r.nodeid))
+            items.append(
+                ItemProblem(r.blueprint_path, r.prompt_id, r.effective_model_id, r.error or "unknown error", r.nodeid)
+            )
         for p in r.points:
             if p.error:
                 score_kept = p.coverage_extent is not None
@@ -255,10 +282,17 @@ def _problems(results: Sequence[ItemResult]) -> tuple[tuple[PointProblem, ...], 
                     failures = failed_judges(p.reflection)
                     if failures:
                         error = f"{error} Failed: {'; '.join(failures)}."
-                points.append(PointProblem(
-                    r.blueprint_path, r.prompt_id, r.effective_model_id, p.key_point_text,
-                    error, score_kept, r.nodeid,
-                ))
+                points.append(
+                    PointProblem(
+                        r.blueprint_path,
+                        r.prompt_id,
+                        r.effective_model_id,
+                        p.key_point_text,
+                        error,
+                        score_kept,
+                        r.nodeid,
+                    )
+                )
     return tuple(points), tuple(items)
 
 

@@ -9,10 +9,9 @@ maps, counts.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, Union
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
 
 
 def _in_unit(value: float | None, what: str) -> None:
@@ -46,7 +45,7 @@ class IndividualJudgement(_Strict):
     reflection: str
 
     @model_validator(mode="after")
-    def _bounds(self) -> "IndividualJudgement":
+    def _bounds(self) -> IndividualJudgement:
         _in_unit(self.coverageExtent, "judge score")
         return self
 
@@ -67,7 +66,7 @@ class PointAssessmentJson(_Strict):
     sampleCount: int | None = None
 
     @model_validator(mode="after")
-    def _score_or_error(self) -> "PointAssessmentJson":
+    def _score_or_error(self) -> PointAssessmentJson:
         _in_unit(self.coverageExtent, "coverageExtent")
         if self.coverageExtent is None and not self.error:
             raise ValueError(f"point {self.keyPointText!r} has neither coverageExtent nor error")
@@ -107,7 +106,7 @@ class CoverageScores(_Strict):
     stdDev: float | None = None
 
     @model_validator(mode="after")
-    def _counts(self) -> "CoverageScores":
+    def _counts(self) -> CoverageScores:
         if self.keyPointsCount != len(self.pointAssessments):
             raise ValueError("keyPointsCount differs from the number of pointAssessments")
         if self.pointAssessments and self.avgCoverageExtent is None:
@@ -118,7 +117,7 @@ class CoverageScores(_Strict):
         return self
 
 
-CoverageResult = Union[CoverageError, CoverageScores]
+CoverageResult = CoverageError | CoverageScores
 
 
 class EvaluationResults(_Strict):
@@ -153,7 +152,7 @@ class ComparisonFile(_Strict):
     effectiveModels: list[str]
     modelSystemPrompts: dict[str, str | None]
     promptIds: list[str]
-    promptContexts: dict[str, Union[list[Message], str]]
+    promptContexts: dict[str, list[Message] | str]
     extractedKeyPoints: dict[str, list[str]] | None = None
     allFinalAssistantResponses: dict[str, dict[str, str]]
     fullConversationHistories: dict[str, dict[str, list[Message]]] | None = None
@@ -177,9 +176,7 @@ def validate_comparison(data: dict[str, Any]) -> ComparisonFile:
         problems.append("effectiveModels are not sorted")
     models = set(model.effectiveModels)
     prompts = set(model.promptIds)
-    if not isinstance(model.config.get("models"), list) or not all(
-        isinstance(m, str) for m in model.config["models"]
-    ):
+    if not isinstance(model.config.get("models"), list) or not all(isinstance(m, str) for m in model.config["models"]):
         problems.append("config.models is not a list of model ids")
     if model.config.get("id") != model.configId:
         problems.append("config.id differs from configId")

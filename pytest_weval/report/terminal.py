@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import posixpath
 import textwrap
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pytest_weval.report._fmt import fit, fit_left, fmt_score, js_number, one_line, plural, shorten
 from pytest_weval.report.rollup import ROOT, Rollup, Tally
@@ -96,8 +97,9 @@ def render_score_table(rollup: Rollup, width: int = 80) -> list[str]:
         for path, bp in rollup.blueprints.items():
             cells = [fmt_score(bp.by_model[m].mean) if m in bp.by_model else "" for m in models]
             rows.append([path, *cells, fmt_score(bp.overall.mean)])
-        rows.append(["all blueprints", *[fmt_score(rollup.by_model[m].mean) for m in models],
-                     fmt_score(rollup.overall.mean)])
+        rows.append(
+            ["all blueprints", *[fmt_score(rollup.by_model[m].mean) for m in models], fmt_score(rollup.overall.mean)]
+        )
         lines += _table(rows, "l" + "r" * (len(models) + 1), width)
         if legend:
             lines.append("Columns:")
@@ -141,8 +143,7 @@ def render_usage(rollup: Rollup, width: int = 80) -> list[str]:
         return []
     rows = [["model", "requests", "cached", "tokens in", "tokens out"]]
     for model, u in [*rollup.usage.items(), ("total", rollup.usage_total)]:
-        rows.append([model, f"{u.requests:,}", f"{u.cache_hits:,}", f"{u.input_tokens:,}",
-                     f"{u.output_tokens:,}"])
+        rows.append([model, f"{u.requests:,}", f"{u.cache_hits:,}", f"{u.input_tokens:,}", f"{u.output_tokens:,}"])
     return textwrap.wrap("Usage per model (answers and judging)", width) + _table(rows, "lrrrr", width)
 
 
@@ -188,7 +189,9 @@ def render_point_errors(rollup: Rollup, width: int = 80, limit: int = 20) -> lis
         )
         lines += textwrap.wrap(text, width, subsequent_indent="    ")
     if len(problems) > limit:
-        lines += textwrap.wrap(f"... and {len(problems) - limit} more (all are in summary.json with --weval-out)", width)
+        lines += textwrap.wrap(
+            f"... and {len(problems) - limit} more (all are in summary.json with --weval-out)", width
+        )
     return lines
 
 

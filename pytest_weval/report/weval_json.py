@@ -16,15 +16,16 @@ import json
 import math
 import os
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from pytest_weval.blueprint.model import Blueprint, Prompt
+from pytest_weval.files import write_atomic
 from pytest_weval.report._fmt import utf16_key
-from pytest_weval.scoring.aggregate import aggregate, prompt_weight, round2
 from pytest_weval.report.rollup import Rollup, build_rollup, item_key
 from pytest_weval.results import ItemResult, PointAssessment
-from pytest_weval.files import write_atomic
+from pytest_weval.scoring.aggregate import aggregate, prompt_weight, round2
 
 IDEAL_MODEL_ID = "IDEAL_BENCHMARK"
 DEFAULT_EMBEDDING_MODEL = "openai:text-embedding-3-small"
@@ -89,17 +90,29 @@ def point_assessment_json(p: PointAssessment) -> dict[str, Any]:
         ]
     if p.kind == "judged":
         entry = {
-            "keyPointText": p.key_point_text, "coverageExtent": p.coverage_extent,
-            "reflection": p.reflection, "error": p.error, "individualJudgements": judgements,
-            "judgeModelId": p.judge_model_id, "multiplier": p.multiplier, "citation": p.citation,
-            "isInverted": p.is_inverted, "pathId": p.path_id,
+            "keyPointText": p.key_point_text,
+            "coverageExtent": p.coverage_extent,
+            "reflection": p.reflection,
+            "error": p.error,
+            "individualJudgements": judgements,
+            "judgeModelId": p.judge_model_id,
+            "multiplier": p.multiplier,
+            "citation": p.citation,
+            "isInverted": p.is_inverted,
+            "pathId": p.path_id,
         }
     else:
         entry = {
-            "keyPointText": p.key_point_text, "coverageExtent": p.coverage_extent,
-            "multiplier": p.multiplier, "citation": p.citation, "isInverted": p.is_inverted,
-            "pathId": p.path_id, "reflection": p.reflection, "error": p.error,
-            "judgeModelId": p.judge_model_id, "individualJudgements": judgements,
+            "keyPointText": p.key_point_text,
+            "coverageExtent": p.coverage_extent,
+            "multiplier": p.multiplier,
+            "citation": p.citation,
+            "isInverted": p.is_inverted,
+            "pathId": p.path_id,
+            "reflection": p.reflection,
+            "error": p.error,
+            "judgeModelId": p.judge_model_id,
+            "individualJudgements": judgements,
         }
     return _drop_absent(entry)
 
@@ -113,12 +126,14 @@ def coverage_json(result: ItemResult) -> dict[str, Any]:
     avg = None
     if points:
         avg = result.score if result.score is not None else round2(aggregate(points))
-    return _drop_absent({
-        "keyPointsCount": len(points),
-        "avgCoverageExtent": avg,
-        "pointAssessments": [point_assessment_json(p) for p in points],
-        "judgeAgreement": result.judge_agreement or None,
-    })
+    return _drop_absent(
+        {
+            "keyPointsCount": len(points),
+            "avgCoverageExtent": avg,
+            "pointAssessments": [point_assessment_json(p) for p in points],
+            "judgeAgreement": result.judge_agreement or None,
+        }
+    )
 
 
 # ---------------------------------------------------------------- conversations
@@ -269,26 +284,28 @@ def build_comparison(
         if weights:
             coverage["__promptWeights"] = weights
 
-    out = _drop_absent({
-        "configId": blueprint.id,
-        "configTitle": blueprint.title,
-        "runLabel": run_label or blueprint.content_hash,
-        "timestamp": safe_timestamp(timestamp),
-        "description": blueprint.description,
-        "sourceCommitSha": source_commit_sha,
-        "sourceBlueprintFileName": source_blueprint_file_name,
-        "config": effective_config(blueprint, ordered),
-        "evalMethodsUsed": list(EVAL_METHODS),
-        "effectiveModels": _sorted_keys(effective),
-        "modelSystemPrompts": {k: system_prompts[k] for k in _sorted_keys(system_prompts)},
-        "promptIds": _sorted_keys(prompt_ids),
-        "promptContexts": contexts,
-        "extractedKeyPoints": extracted,  # the evaluator always returns this map, even empty
-        "allFinalAssistantResponses": finals,
-        "fullConversationHistories": histories if store_full_history else None,
-        "evaluationResults": {"llmCoverageScores": coverage},
-        "errors": errors or None,
-    })
+    out = _drop_absent(
+        {
+            "configId": blueprint.id,
+            "configTitle": blueprint.title,
+            "runLabel": run_label or blueprint.content_hash,
+            "timestamp": safe_timestamp(timestamp),
+            "description": blueprint.description,
+            "sourceCommitSha": source_commit_sha,
+            "sourceBlueprintFileName": source_blueprint_file_name,
+            "config": effective_config(blueprint, ordered),
+            "evalMethodsUsed": list(EVAL_METHODS),
+            "effectiveModels": _sorted_keys(effective),
+            "modelSystemPrompts": {k: system_prompts[k] for k in _sorted_keys(system_prompts)},
+            "promptIds": _sorted_keys(prompt_ids),
+            "promptContexts": contexts,
+            "extractedKeyPoints": extracted,  # the evaluator always returns this map, even empty
+            "allFinalAssistantResponses": finals,
+            "fullConversationHistories": histories if store_full_history else None,
+            "evaluationResults": {"llmCoverageScores": coverage},
+            "errors": errors or None,
+        }
+    )
     # modelSystemPrompts keeps its nulls: the reference writes ``systemPromptUsed ?? null``.
     return js_json(out)
 
@@ -311,12 +328,21 @@ def build_run_summary(
     rollup = rollup if rollup is not None else build_rollup(results)
     data = rollup.to_dict()
     items = [
-        _drop_absent({
-            "nodeid": r.nodeid or None, "file": r.blueprint_path, "blueprintId": r.blueprint_id,
-            "promptId": r.prompt_id, "model": r.model_id, "effectiveModel": r.effective_model_id,
-            "outcome": r.outcome, "score": r.score, "threshold": r.threshold,
-            "promptWeight": r.prompt_weight, "error": r.error,
-        })
+        _drop_absent(
+            {
+                "nodeid": r.nodeid or None,
+                "file": r.blueprint_path,
+                "blueprintId": r.blueprint_id,
+                "promptId": r.prompt_id,
+                "model": r.model_id,
+                "effectiveModel": r.effective_model_id,
+                "outcome": r.outcome,
+                "score": r.score,
+                "threshold": r.threshold,
+                "promptWeight": r.prompt_weight,
+                "error": r.error,
+            }
+        )
         for r in sorted(results, key=item_key)
     ]
     summary = {
@@ -393,8 +419,9 @@ def write_outputs(
         if bp is None:
             continue  # the blueprint could not be reloaded: its items still go in the summary
         label = f"{run_label}_{bp.content_hash}" if run_label else None
-        data = build_comparison(bp, items, run_label=label, timestamp=stamp,
-                                include_prompt_weights=include_prompt_weights)
+        data = build_comparison(
+            bp, items, run_label=label, timestamp=stamp, include_prompt_weights=include_prompt_weights
+        )
         stem = _file_stem(bp.id)
         used[stem] = used.get(stem, 0) + 1
         name = f"{stem}.json" if used[stem] == 1 else f"{stem}.{used[stem]}.json"
@@ -402,8 +429,9 @@ def write_outputs(
         written.append(out / name)
         files[path] = name
 
-    summary = build_run_summary(results, rollup, run_label=run_label, timestamp=stamp,
-                                min_score=min_score, gate_lines=gate_lines, files=files)
+    summary = build_run_summary(
+        results, rollup, run_label=run_label, timestamp=stamp, min_score=min_score, gate_lines=gate_lines, files=files
+    )
     write_json_atomic(out / "summary.json", summary)
     written.append(out / "summary.json")
     return written

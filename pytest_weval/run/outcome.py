@@ -8,7 +8,7 @@ a mistake in the points (docs/rulings.md, ruling 9), or no judge could score any
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 from pytest_weval.results import Outcome, PointAssessment
 
@@ -28,9 +28,11 @@ def decide(points: Sequence[PointAssessment], score: float | None, threshold: fl
     """passed, failed, or error with the reason; ``score`` is the rounded aggregate."""
     authoring = [p for p in points if p.authoring_error]
     if authoring:
-        return Verdict("error", "the blueprint has a mistake in this prompt's points: " + "; ".join(
-            f"{p.key_point_text}: {p.error}" for p in authoring
-        ))
+        return Verdict(
+            "error",
+            "the blueprint has a mistake in this prompt's points: "
+            + "; ".join(f"{p.key_point_text}: {p.error}" for p in authoring),
+        )
     judged = [p for p in points if p.kind == "judged"]
     if judged and all(p.coverage_extent is None for p in judged):
         reasons = sorted({_judge_failure_reason(p) for p in judged})

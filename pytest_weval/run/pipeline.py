@@ -136,10 +136,15 @@ class Pipeline:
             work.blueprint.evaluation_config,
         )
         if not points and prompt.ideal:
-            points = await judging.extract_key_points(
-                prompt_text=judging.prompt_context_text(prompt.messages), ideal=prompt.ideal, panel=panel,
-                ask=self.asker(work.priority, usage, purpose="extract"),
-            ) or []
+            points = (
+                await judging.extract_key_points(
+                    prompt_text=judging.prompt_context_text(prompt.messages),
+                    ideal=prompt.ideal,
+                    panel=panel,
+                    ask=self.asker(work.priority, usage, purpose="extract"),
+                )
+                or []
+            )
         if not points:
             result.outcome = "skipped"
             result.error = "this prompt has no points and no ideal answer: nothing to score"
@@ -189,18 +194,20 @@ class Pipeline:
         )
         function_points = [p for p in points if p.is_function or p.authoring_error]
         text_points = [p for p in points if not (p.is_function or p.authoring_error)]
-        function_task = scoring.score_function_points(
-            function_points, text, ctx, call_external=self.external.call
+        function_task = scoring.score_function_points(function_points, text, ctx, call_external=self.external.call)
+        judge_task = (
+            judging.judge_points(
+                text_points,
+                subject_text=text,
+                history=history,
+                generated_indices=generated_indices,
+                description=description,
+                panel=panel,
+                ask=ask,
+            )
+            if text_points
+            else _nothing()
         )
-        judge_task = judging.judge_points(
-            text_points,
-            subject_text=text,
-            history=history,
-            generated_indices=generated_indices,
-            description=description,
-            panel=panel,
-            ask=ask,
-        ) if text_points else _nothing()
         function_results, judged = await asyncio.gather(function_task, judge_task)
         return list(function_results) + list(judged)
 
@@ -257,7 +264,9 @@ def _builtin_conversation(work: ItemWork) -> Conversation:
     if work.model.id == "ideal" and not prompt.ideal:
         return Conversation(
             history=history + [dict(role=m.role, content=m.content) for m in prompt.messages],
-            generated_indices=[], generated_texts=[], final_text=None,
+            generated_indices=[],
+            generated_texts=[],
+            final_text=None,
             error="model 'ideal' needs an `ideal` answer, and this prompt has none",
         )
     generated_indices: list[int] = []
@@ -288,7 +297,9 @@ def _builtin_conversation(work: ItemWork) -> Conversation:
         generated_texts.append(content)
     final = generated_texts[-1] if generated_texts else None
     return Conversation(
-        history=history, generated_indices=generated_indices,
-        generated_texts=generated_texts, final_text=final,
+        history=history,
+        generated_indices=generated_indices,
+        generated_texts=generated_texts,
+        final_text=final,
         error=None if final else "nothing was generated",
     )

@@ -21,7 +21,7 @@ import dataclasses
 import enum
 import logging
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from pytest_weval.engine import Engine
 from pytest_weval.engine.claims import Coordinator, Landed
@@ -113,8 +113,12 @@ class ItemScheduler:
         others still run theirs). Whatever is left is cancelled and its claims released, so
         another worker takes it over."""
         self._feeder.cancel()
-        log.debug("weval: %s evaluated %d items, received %d from other workers",
-                  self.engine.settings.worker_id, self.evaluated_here, self.received)
+        log.debug(
+            "weval: %s evaluated %d items, received %d from other workers",
+            self.engine.settings.worker_id,
+            self.evaluated_here,
+            self.received,
+        )
         if self.engine.loop is None:
             return
 
@@ -263,7 +267,9 @@ class ItemScheduler:
             future.set_result(result)
         if self._coordinator is not None:
             try:
-                await asyncio.shield(self._coordinator.finish(self._item_prefix + nodeid, text=result.model_dump_json()))
+                await asyncio.shield(
+                    self._coordinator.finish(self._item_prefix + nodeid, text=result.model_dump_json())
+                )
             except Exception as exc:  # noqa: BLE001 - a worker waiting for it takes the item over
                 log.warning("weval: could not publish the result of %s: %s", nodeid, exc)
 
@@ -274,9 +280,9 @@ class ItemScheduler:
         try:
             item.future.set_result(ItemResult.model_validate_json(landed.text or ""))
         except ValueError as exc:
-            item.future.set_exception(RuntimeError(
-                f"the result another worker published for {item.work.nodeid} is unreadable: {exc}"
-            ))
+            item.future.set_exception(
+                RuntimeError(f"the result another worker published for {item.work.nodeid} is unreadable: {exc}")
+            )
 
     def _start_urgent(self, item: ScheduledItem) -> None:
         if not item.urgent and not item.future.done():

@@ -34,12 +34,12 @@ from pytest_weval.scoring.types import FnError, FnScore, RawResult
 
 __all__ = [
     "EXTERNAL_FUNCTIONS",
+    "PATTERN_FUNCTIONS",
+    "REGISTERED_FUNCTIONS",
     "ExternalRequest",
     "FnError",
     "FnScore",
-    "PATTERN_FUNCTIONS",
     "PointContext",
-    "REGISTERED_FUNCTIONS",
     "RawResult",
     "acall_point_function",
     "aggregate",

@@ -47,13 +47,11 @@ def _run(fn_name: str, args: Any, env: CallEnv) -> RawResult:
         return _unknown(fn_name)
     try:
         return spec.impl(env.text, args, env)
-    except Exception as exc:  # a JS function that threw (or a bug here): a point error
+    except Exception as exc:  # noqa: BLE001 - a JS function that threw (or a bug here): a point error
         return _threw(fn_name, exc)
 
 
-def call_point_function(
-    fn_name: str, args: Any, text: str, ctx: PointContext, has_args: bool = True
-) -> RawResult:
+def call_point_function(fn_name: str, args: Any, text: str, ctx: PointContext, has_args: bool = True) -> RawResult:
     """One point function's raw result (true/false, a number, FnScore or FnError), before
     inversion and clamping. ``fn_name`` is looked up as given (the parser pluralises).
     ``$call`` needs an executor: see :func:`acall_point_function`."""
@@ -75,15 +73,13 @@ async def acall_point_function(
     return await asyncio.to_thread(call_point_function, fn_name, args, text, ctx, has_args)
 
 
-async def _call_external(
-    args: Any, text: str, ctx: PointContext, call_external: ExternalExecutor
-) -> RawResult:
+async def _call_external(args: Any, text: str, ctx: PointContext, call_external: ExternalExecutor) -> RawResult:
     request = build_external_request(args, ctx, response=text)
     if isinstance(request, FnError):
         return request
     try:
         reply = await call_external(request)
-    except Exception as exc:  # transport failure after the executor's retries
+    except Exception as exc:  # noqa: BLE001 - transport failure after the executor's retries
         return FnError(f"External service call failed: {exc}")
     status, body = reply[0], reply[1]
     return read_external_response(status, body, cached=len(reply) > 2 and bool(reply[2]))

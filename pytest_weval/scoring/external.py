@@ -70,9 +70,7 @@ def _resolve_service(args: Mapping[str, Any], config: Mapping[str, Any]) -> tupl
         key = to_js_string(name)
         if not isinstance(services, dict) or not truthy(services.get(key)):
             available = ", ".join(own_keys(services)) if isinstance(services, dict) and services else "none"
-            return _failed(
-                f"External service '{key}' not found in config. Available services: {available}"
-            )
+            return _failed(f"External service '{key}' not found in config. Available services: {available}")
         service = services[key]
         return (service if isinstance(service, dict) else {}), key
     if truthy(args.get("url")):
@@ -117,9 +115,7 @@ def _headers(
     for key in own_keys(configured):
         value = configured[key]
         if not isinstance(value, str):
-            return _failed(
-                f"Failed to substitute env var in header '{key}': value.replace is not a function"
-            )
+            return _failed(f"Failed to substitute env var in header '{key}': value.replace is not a function")
         for var in _ENV_REF.findall(value):
             if var not in allowed_env:
                 # docs/rulings.md, ruling 16: a blueprint reads only the variables the user allowed.
@@ -129,8 +125,7 @@ def _headers(
                 )
             if var not in environ:
                 return _failed(
-                    f"Failed to substitute env var in header '{key}': "
-                    f"Environment variable {var} is not defined"
+                    f"Failed to substitute env var in header '{key}': Environment variable {var} is not defined"
                 )
         headers[key] = _ENV_REF.sub(lambda m: environ[m.group(1)], value)
     return tuple(headers.items())
@@ -223,11 +218,8 @@ def read_external_response(status: int, body_text: str, *, cached: bool = False)
         kind = "undefined" if "score" not in fields else typeof(score)
         return _failed(f"Invalid service response: score must be a number, got {kind}")
     if score < 0 or score > 1:
-        return _failed(
-            f"Invalid service response: score must be between 0 and 1, got {to_js_string(score)}"
-        )
+        return _failed(f"Invalid service response: score must be between 0 and 1, got {to_js_string(score)}")
     explain = fields.get("explain")
     if cached and truthy(explain):
         explain = f"{to_js_string(explain)} (cached)"
     return FnScore(float(score), explain if isinstance(explain, str) else None)
-

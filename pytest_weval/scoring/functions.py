@@ -12,13 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_weval.blueprint.functions import CANONICAL_FUNCTIONS, FUNCTION_ALIASES
 from pytest_weval.jsvalues import is_number
 from pytest_weval.scoring import jsbox, tools, words
 from pytest_weval.scoring.context import PointContext
 from pytest_weval.scoring.jsvalues import count_words, js_min
 from pytest_weval.scoring.regex_js import RegexSyntaxError, RegexTimeout, TextMatcher
 from pytest_weval.scoring.types import FnError, RawResult
-from pytest_weval.blueprint.functions import CANONICAL_FUNCTIONS, FUNCTION_ALIASES
 
 Job = tuple[str, str]
 
@@ -56,12 +56,7 @@ def _is_str_list(value: Any) -> bool:
 
 
 def _is_n_of(value: Any) -> bool:
-    return (
-        isinstance(value, list)
-        and len(value) == 2
-        and is_number(value[0])
-        and _is_str_list(value[1])
-    )
+    return isinstance(value, list) and len(value) == 2 and is_number(value[0]) and _is_str_list(value[1])
 
 
 # -- substring functions ---------------------------------------------------------------------
@@ -163,9 +158,7 @@ def _matches(name: str, flags: str) -> Impl:
     return impl
 
 
-def _count_matching(
-    name: str, patterns: list[str], flags: str, matcher: TextMatcher
-) -> int | FnError:
+def _count_matching(name: str, patterns: list[str], flags: str, matcher: TextMatcher) -> int | FnError:
     found = 0
     for pattern in patterns:  # in order: the first failing pattern decides the error
         try:
@@ -191,13 +184,10 @@ def _matches_at_least_n_of(name: str, flags: str) -> Impl:
     def impl(text: str, args: Any, env: CallEnv) -> RawResult:
         if not _is_n_of(args):
             return FnError(
-                f"Invalid arguments for '{name}'. Expected an array of the format "
-                "[n, ['pattern1', 'pattern2', ...]]."
+                f"Invalid arguments for '{name}'. Expected an array of the format [n, ['pattern1', 'pattern2', ...]]."
             )
         patterns = args[1]
-        return _n_of_score(
-            args[0], len(patterns), lambda: _count_matching(name, patterns, flags, env.matcher)
-        )
+        return _n_of_score(args[0], len(patterns), lambda: _count_matching(name, patterns, flags, env.matcher))
 
     return impl
 
@@ -276,9 +266,7 @@ def _factcheck(text: str, args: Any, env: CallEnv) -> RawResult:
 
 
 def _no_executor(text: str, args: Any, env: CallEnv) -> RawResult:
-    return FnError(
-        "External service call failed: no HTTP executor is available here, so $call cannot run"
-    )
+    return FnError("External service call failed: no HTTP executor is available here, so $call cannot run")
 
 
 def _tool(fn: Callable[[Any, list[Any]], RawResult]) -> Impl:
@@ -325,12 +313,8 @@ _POSITIVE: dict[str, FunctionSpec] = {
     "imatches": FunctionSpec(_matches("imatches", "i"), _pattern_jobs("i")),
     "matches_all_of": FunctionSpec(_matches_all_of("matches_all_of", ""), _pattern_jobs("")),
     "imatch_all_of": FunctionSpec(_matches_all_of("imatch_all_of", "i"), _pattern_jobs("i")),
-    "matches_at_least_n_of": FunctionSpec(
-        _matches_at_least_n_of("matches_at_least_n_of", ""), _pattern_jobs("")
-    ),
-    "imatch_at_least_n_of": FunctionSpec(
-        _matches_at_least_n_of("imatch_at_least_n_of", "i"), _pattern_jobs("i")
-    ),
+    "matches_at_least_n_of": FunctionSpec(_matches_at_least_n_of("matches_at_least_n_of", ""), _pattern_jobs("")),
+    "imatch_at_least_n_of": FunctionSpec(_matches_at_least_n_of("imatch_at_least_n_of", "i"), _pattern_jobs("i")),
     "contains_word": FunctionSpec(_word(False), _word_jobs(False)),
     "icontains_word": FunctionSpec(_word(True), _word_jobs(True)),
     "word_count_between": FunctionSpec(_word_count_between),
@@ -343,6 +327,7 @@ _POSITIVE: dict[str, FunctionSpec] = {
     "tool_call_count_between": FunctionSpec(_tool(tools.tool_call_count_between)),
     "tool_call_order": FunctionSpec(_tool(tools.tool_call_order)),
 }
+
 
 def _build_registry() -> dict[str, FunctionSpec]:
     """Implementations for every name the parser knows (one table of names and aliases, in

@@ -285,14 +285,11 @@ def where_matches(where_src: str, args_list: list[Any]) -> bool | FnError:
                     continue
                 _SANDBOX.reset()
                 return FnError(
-                    "tool_args_match: the 'where' expression did not finish within "
-                    f"{int(JS_TIMEOUT_S * 1000)}ms"
+                    f"tool_args_match: the 'where' expression did not finish within {int(JS_TIMEOUT_S * 1000)}ms"
                 )
             except v8.JsOutOfMemory:
                 _SANDBOX.reset()
-                return FnError(
-                    f"tool_args_match: the 'where' expression exceeded {MEMORY_LIMIT_MB} MB"
-                )
+                return FnError(f"tool_args_match: the 'where' expression exceeded {MEMORY_LIMIT_MB} MB")
             except v8.JsEngineError as exc:
                 _SANDBOX.reset()
                 return FnError(f"tool_args_match: the 'where' expression failed: {exc}")

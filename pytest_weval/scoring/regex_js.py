@@ -134,10 +134,7 @@ def _node20_rejects(pattern: str, flags: str) -> str | None:
                 if end > 0:
                     name = pattern[i + 3 : end]
                     if name in names:  # duplicate names in separate alternatives: V8 12.5+
-                        return (
-                            f"Invalid regular expression: /{pattern}/{flags}: "
-                            "Duplicate capture group name"
-                        )
+                        return f"Invalid regular expression: /{pattern}/{flags}: Duplicate capture group name"
                     names.add(name)
         i += 1
     return None
@@ -166,9 +163,7 @@ def check_pattern_syntax(pattern: str, flags: str = "") -> str | None:
             return _syntax_cache[key]
     with _ISOLATE.lock:
         try:
-            error = _ISOLATE.eval(
-                f"__wevalReCheck({json.dumps(pattern)},{json.dumps(flags)})", 1.0
-            )
+            error = _ISOLATE.eval(f"__wevalReCheck({json.dumps(pattern)},{json.dumps(flags)})", 1.0)
         except v8.JsTimeout:  # compiling is linear; only a wedged isolate gets here
             _ISOLATE.reset()
             raise
@@ -254,9 +249,7 @@ class TextMatcher:
             after = haystack[end] if end < len(haystack) else ""
             if (before and not before.isascii()) or (after and not after.isascii()):
                 undecided = True  # \p{L}/\p{N} membership of a non-ASCII neighbour: ask V8
-            elif not (before and _is_ascii_word_char(before)) and not (
-                after and _is_ascii_word_char(after)
-            ):
+            elif not (before and _is_ascii_word_char(before)) and not (after and _is_ascii_word_char(after)):
                 return True
             at = haystack.find(needle, at + 1)
         return None if undecided else False
@@ -325,9 +318,7 @@ def _run_batch(text: str, jobs: list[tuple[str, str]]) -> list[Outcome]:
         start = 0
         while start < len(jobs):
             try:
-                out = json.loads(
-                    _ISOLATE.eval(f"__wevalReBatch({text_js},{jobs_js},{start})", REGEX_TIMEOUT_S)
-                )
+                out = json.loads(_ISOLATE.eval(f"__wevalReBatch({text_js},{jobs_js},{start})", REGEX_TIMEOUT_S))
                 results.extend(_outcome(job, value) for job, value in zip(jobs[start:], out))
                 break
             except (v8.JsTimeout, v8.JsOutOfMemory) as exc:
@@ -357,9 +348,7 @@ def _partial_results(exc: Exception) -> list[bool | str]:
 def _run_alone(text_js: str, job: tuple[str, str]) -> Outcome:
     """Give one pattern the whole budget; a second timeout makes it a point error."""
     try:
-        out = json.loads(
-            _ISOLATE.eval(f"__wevalReBatch({text_js},{json.dumps([job])},0)", REGEX_TIMEOUT_S)
-        )
+        out = json.loads(_ISOLATE.eval(f"__wevalReBatch({text_js},{json.dumps([job])},0)", REGEX_TIMEOUT_S))
         return _outcome(job, out[0])
     except v8.JsTimeout:
         _ISOLATE.ensure_healthy_after_failure()

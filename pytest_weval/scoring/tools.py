@@ -83,14 +83,63 @@ def tool_call_order(args: Any, calls: list[Any]) -> RawResult:
 
 # Properties every plain object / array inherits in JS, so `key in obj` is true for them.
 _OBJECT_PROTO = frozenset(
-    "constructor hasOwnProperty isPrototypeOf propertyIsEnumerable toLocaleString toString "
-    "valueOf __proto__ __defineGetter__ __defineSetter__ __lookupGetter__ __lookupSetter__".split()
+    [
+        "constructor",
+        "hasOwnProperty",
+        "isPrototypeOf",
+        "propertyIsEnumerable",
+        "toLocaleString",
+        "toString",
+        "valueOf",
+        "__proto__",
+        "__defineGetter__",
+        "__defineSetter__",
+        "__lookupGetter__",
+        "__lookupSetter__",
+    ]
 )
 _ARRAY_PROTO = frozenset(
-    "length at concat copyWithin entries every fill filter find findIndex findLast "
-    "findLastIndex flat flatMap forEach includes indexOf join keys lastIndexOf map pop push "
-    "reduce reduceRight reverse shift slice some sort splice toLocaleString toReversed "
-    "toSorted toSpliced toString unshift values with".split()
+    [
+        "length",
+        "at",
+        "concat",
+        "copyWithin",
+        "entries",
+        "every",
+        "fill",
+        "filter",
+        "find",
+        "findIndex",
+        "findLast",
+        "findLastIndex",
+        "flat",
+        "flatMap",
+        "forEach",
+        "includes",
+        "indexOf",
+        "join",
+        "keys",
+        "lastIndexOf",
+        "map",
+        "pop",
+        "push",
+        "reduce",
+        "reduceRight",
+        "reverse",
+        "shift",
+        "slice",
+        "some",
+        "sort",
+        "splice",
+        "toLocaleString",
+        "toReversed",
+        "toSorted",
+        "toSpliced",
+        "toString",
+        "unshift",
+        "values",
+        "with",
+    ]
 )
 
 

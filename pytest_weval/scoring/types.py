@@ -8,7 +8,6 @@ function that threw; the evaluator turns it into "Error executing point function
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,7 @@ class FnError:
     authoring: bool = False
 
 
-RawResult = Union[bool, int, float, FnScore, FnError]
+RawResult = bool | int | float | FnScore | FnError
 
 
 class PointFunctionThrew(Exception):

@@ -23,8 +23,8 @@ import atexit
 import contextlib
 import threading
 import time
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from py_mini_racer import (
@@ -66,7 +66,7 @@ class EngineStats:
 STATS = EngineStats()
 
 T = TypeVar("T")
-_ISOLATES: list["Isolate"] = []
+_ISOLATES: list[Isolate] = []
 _loop_lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 
@@ -84,7 +84,7 @@ def _engine_loop() -> asyncio.AbstractEventLoop:
             def serve() -> None:
                 try:
                     init_mini_racer(ignore_duplicate_init=True)
-                except BaseException as exc:  # reported to the caller below
+                except BaseException as exc:  # noqa: BLE001 - reported to the caller below
                     failure.append(exc)
                 finally:
                     ready.set()

@@ -6,10 +6,9 @@ from __future__ import annotations
 import time
 
 import pytest
+from blueprint_helpers import CORPUS_DIR
 
 from pytest_weval.blueprint import Blueprint, BlueprintError, load_blueprint
-
-from blueprint_helpers import CORPUS_DIR
 
 BLUEPRINTS = CORPUS_DIR / "blueprints"
 if not BLUEPRINTS.exists():
@@ -33,8 +32,9 @@ def load_all(model_override: list[str] | None = None) -> tuple[dict[str, Bluepri
     for path in FILES:
         rel = path.relative_to(BLUEPRINTS).as_posix()
         try:
-            loaded[rel] = load_blueprint(path, rel_path=rel, display_path=f"blueprints/{rel}",
-                                         model_override=model_override)
+            loaded[rel] = load_blueprint(
+                path, rel_path=rel, display_path=f"blueprints/{rel}", model_override=model_override
+            )
         except BlueprintError as exc:
             errors[rel] = exc
     return loaded, errors
@@ -56,7 +56,11 @@ def test_only_the_files_the_reference_rejects_fail(corpus) -> None:
     for rel, (line, column, field, words) in EXPECTED_ERRORS.items():
         error = errors[rel]
         assert (error.location.path, error.location.line, error.location.column, error.location.field) == (
-            f"blueprints/{rel}", line, column, field)
+            f"blueprints/{rel}",
+            line,
+            column,
+            field,
+        )
         assert words in error.message
         assert str(error).startswith(f"blueprints/{rel}:{line}:{column} ({field}): ")
     assert len(loaded) == 193

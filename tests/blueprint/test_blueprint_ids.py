@@ -27,10 +27,25 @@ from pytest_weval.jsvalues import ABSENT, truthy
 @pytest.mark.parametrize(
     ("value", "text"),
     [
-        (1, "1"), (1.0, "1"), (0.1, "0.1"), (0.7, "0.7"), (-0.0, "0"), (100.0, "100"), (1.5e-7, "1.5e-7"),
-        (1e-7, "1e-7"), (0.000001, "0.000001"), (123.456, "123.456"), (1e20, "100000000000000000000"),
-        (1e21, "1e+21"), (1.5e300, "1.5e+300"), (2**60, "1152921504606847000"), (2**53 - 1, "9007199254740991"),
-        (float("nan"), "NaN"), (float("inf"), "Infinity"), (float("-inf"), "-Infinity"), (0.1 + 0.2, "0.30000000000000004"),
+        (1, "1"),
+        (1.0, "1"),
+        (0.1, "0.1"),
+        (0.7, "0.7"),
+        (-0.0, "0"),
+        (100.0, "100"),
+        (1.5e-7, "1.5e-7"),
+        (1e-7, "1e-7"),
+        (0.000001, "0.000001"),
+        (123.456, "123.456"),
+        (1e20, "100000000000000000000"),
+        (1e21, "1e+21"),
+        (1.5e300, "1.5e+300"),
+        (2**60, "1152921504606847000"),
+        (2**53 - 1, "9007199254740991"),
+        (float("nan"), "NaN"),
+        (float("inf"), "Infinity"),
+        (float("-inf"), "-Infinity"),
+        (0.1 + 0.2, "0.30000000000000004"),
     ],
 )
 def test_js_number_str(value: float, text: str) -> None:
@@ -72,15 +87,29 @@ def test_js_json_layout() -> None:
 
 def test_js_truthiness_and_operators() -> None:
     assert [truthy(v) for v in (None, ABSENT, False, 0, 0.0, float("nan"), "", [], {}, "0", -1)] == [
-        False, False, False, False, False, False, False, True, True, True, True]
+        False,
+        False,
+        False,
+        False,
+        False,
+        False,
+        False,
+        True,
+        True,
+        True,
+        True,
+    ]
     assert js_or("", None, 0) == 0 and js_or(None, "x") == "x" and js_or(ABSENT, "") == ""
     assert js_nullish(None, 0, 1) == 0 and js_nullish(None, ABSENT) is ABSENT and js_nullish(ABSENT, None) is None
     assert js_string([1, None, "a"]) == "1,,a" and js_string({}) == "[object Object]" and js_string(2.0) == "2"
 
 
 def test_generated_prompt_id_example_from_the_spec() -> None:
-    prompt = {"messages": [{"role": "user", "content": "This prompt needs an ID."}],
-              "idealResponse": "An ideal response.", "render_as": "markdown"}
+    prompt = {
+        "messages": [{"role": "user", "content": "This prompt needs an ID."}],
+        "idealResponse": "An ideal response.",
+        "render_as": "markdown",
+    }
     assert stable_stringify(prompt) == (
         '{"idealResponse":"An ideal response.","messages":[{"content":"This prompt needs an ID.","role":"user"}],'
         '"render_as":"markdown"}'
@@ -92,9 +121,14 @@ def test_generated_prompt_id_example_from_the_spec() -> None:
 @pytest.mark.parametrize(
     ("path", "blueprint_id"),
     [
-        ("my-test.yml", "my-test"), ("subdir/my-test.weval.yaml", "subdir__my-test"),
-        ("a/b/c.civic.yml", "a__b__c"), ("x.json", "x"), ("foo.json.yml", "foo"),  # docs/format.md, 'Blueprint ids': all four apply
-        ("./x.yml", ".__x"), ("v1.2.3/my.special-test.yml", "v1.2.3__my.special-test"), ("x.yml.txt", "x.yml.txt"),
+        ("my-test.yml", "my-test"),
+        ("subdir/my-test.weval.yaml", "subdir__my-test"),
+        ("a/b/c.civic.yml", "a__b__c"),
+        ("x.json", "x"),
+        ("foo.json.yml", "foo"),  # docs/format.md, 'Blueprint ids': all four apply
+        ("./x.yml", ".__x"),
+        ("v1.2.3/my.special-test.yml", "v1.2.3__my.special-test"),
+        ("x.yml.txt", "x.yml.txt"),
     ],
 )
 def test_blueprint_id_from_path(path: str, blueprint_id: str) -> None:
@@ -103,8 +137,15 @@ def test_blueprint_id_from_path(path: str, blueprint_id: str) -> None:
 
 @pytest.mark.parametrize(
     ("tag", "normalized"),
-    [("AI Safety", "ai-safety"), ("_featured", "_featured"), ("  Foo_Bar  baz!! ", "foo-bar-baz"),
-     ("Évaluation", "valuation"), ("a__b", "a-b"), ("", ""), ("!!!", "")],
+    [
+        ("AI Safety", "ai-safety"),
+        ("_featured", "_featured"),
+        ("  Foo_Bar  baz!! ", "foo-bar-baz"),
+        ("Évaluation", "valuation"),
+        ("a__b", "a-b"),
+        ("", ""),
+        ("!!!", ""),
+    ],
 )
 def test_normalize_tag(tag: str, normalized: str) -> None:
     assert normalize_tag(tag) == normalized
@@ -126,7 +167,18 @@ def test_locale_compare_order() -> None:
     ids = ["b-prompt", "A-prompt", "a-prompt", "a_prompt", "a1", "p10", "p2", "É", "e", "f", "Z"]
     random.Random(1).shuffle(ids)
     assert sorted(ids, key=locale_compare_key) == [
-        "a_prompt", "a-prompt", "A-prompt", "a1", "b-prompt", "e", "É", "f", "p10", "p2", "Z"]
+        "a_prompt",
+        "a-prompt",
+        "A-prompt",
+        "a1",
+        "b-prompt",
+        "e",
+        "É",
+        "f",
+        "p10",
+        "p2",
+        "Z",
+    ]
 
 
 def _reference_hash(data: dict) -> str:
@@ -139,7 +191,11 @@ def test_content_hash_shape() -> None:
         "temperatures": [10, 9, 0.5],
         "system": None,
         "prompts": [
-            {"id": "b", "messages": [{"role": "user", "content": "not hashed"}], "points": [{"text": "t", "multiplier": 1}]},
+            {
+                "id": "b",
+                "messages": [{"role": "user", "content": "not hashed"}],
+                "points": [{"text": "t", "multiplier": 1}],
+            },
             {"id": "a", "idealResponse": "i", "weight": 2, "should_not": [{"text": "not hashed"}]},
         ],
     }
@@ -147,8 +203,10 @@ def test_content_hash_shape() -> None:
         # JS default sort: by String(x); an object sorts as "[object Object]" ('[' < 'a').
         "models": [{"id": "custom", "url": "u"}, "a:m", "z:m"],
         "system": None,
-        "prompts": [{"id": "a", "idealResponse": "i", "weight": 2},
-                    {"id": "b", "points": [{"text": "t", "multiplier": 1}]}],
+        "prompts": [
+            {"id": "a", "idealResponse": "i", "weight": 2},
+            {"id": "b", "points": [{"text": "t", "multiplier": 1}]},
+        ],
         "temperatureSettings": [0.5, 10, 9],  # JS default sort is lexicographic
     }
     assert content_hash(config) == _reference_hash(expected)
@@ -159,4 +217,5 @@ def test_content_hash_single_temperature_and_systems() -> None:
     expected = {"models": ["m"], "systems": ["a", "b", None], "prompts": [], "temperatureSettings": 0.3}
     assert content_hash(config) == _reference_hash(expected)
     assert content_hash({"models": ["m"], "temperature": 1, "prompts": []}) == _reference_hash(
-        {"models": ["m"], "prompts": [], "temperatureSettings": 1})
+        {"models": ["m"], "prompts": [], "temperatureSettings": 1}
+    )

@@ -5,11 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from pytest_weval.blueprint import BlueprintError, find_collections_dir, load_blueprint, load_model_defs, parse_blueprint_text
-from pytest_weval.blueprint.model import ModelSpec
-
 from blueprint_helpers import write_collections
+
+from pytest_weval.blueprint import (
+    BlueprintError,
+    find_collections_dir,
+    load_blueprint,
+    load_model_defs,
+    parse_blueprint_text,
+)
+from pytest_weval.blueprint.model import ModelSpec
 
 CUSTOM = {"id": "local-llm", "url": "http://127.0.0.1:8080/v1", "modelName": "smollm2", "inherit": "openai"}
 
@@ -78,8 +83,12 @@ def test_malformed_collection(configs_repo: Path) -> None:
 
 
 def test_custom_model_objects_in_a_blueprint(configs_repo: Path) -> None:
-    path = write(configs_repo, "x.yml", "models:\n  - openai:gpt-4o-mini\n  - id: local-llm\n    url: http://h/v1\n"
-                                        "    modelName: m\n    inherit: openai\n")
+    path = write(
+        configs_repo,
+        "x.yml",
+        "models:\n  - openai:gpt-4o-mini\n  - id: local-llm\n    url: http://h/v1\n"
+        "    modelName: m\n    inherit: openai\n",
+    )
     blueprint = load_blueprint(path, rel_path="x.yml")
     plain, custom = blueprint.models
     assert plain == ModelSpec(id="openai:gpt-4o-mini")
@@ -88,8 +97,9 @@ def test_custom_model_objects_in_a_blueprint(configs_repo: Path) -> None:
 
 def test_override_replaces_the_list_and_resolves_placeholders(configs_repo: Path) -> None:
     path = write(configs_repo, "x.yml", "models: [NOPE]\n---\n- prompt: hi\n")
-    blueprint = load_blueprint(path, rel_path="x.yml", model_override=["ideal", "CORE", "local-llm"],
-                               custom_models={"local-llm": CUSTOM})
+    blueprint = load_blueprint(
+        path, rel_path="x.yml", model_override=["ideal", "CORE", "local-llm"], custom_models={"local-llm": CUSTOM}
+    )
     assert ids(blueprint.models) == ["ideal", "openai:gpt-4o-mini", "anthropic:claude-3-5-haiku", "local-llm"]
     assert blueprint.models[0].custom is None and blueprint.models[-1].custom == CUSTOM
 
@@ -110,8 +120,9 @@ def test_model_defs_ids_work_in_blueprints(configs_repo: Path) -> None:
 def test_content_hash_uses_resolved_models(tmp_path: Path) -> None:
     text = "- id: p\n  prompt: hi\n"
     literal = parse_blueprint_text(text, fmt="yaml", rel_path="x.yml", keep_unresolved_placeholders=True)
-    resolved = parse_blueprint_text(text, fmt="yaml", rel_path="x.yml",
-                                    collections_dir=write_collections(tmp_path, {"CORE": ["a:b"]}))
+    resolved = parse_blueprint_text(
+        text, fmt="yaml", rel_path="x.yml", collections_dir=write_collections(tmp_path, {"CORE": ["a:b"]})
+    )
     explicit = parse_blueprint_text("models: [a:b]\n---\n" + text, fmt="yaml", rel_path="x.yml")
     assert literal.content_hash != resolved.content_hash == explicit.content_hash
 
@@ -121,8 +132,10 @@ def test_load_model_defs(tmp_path: Path) -> None:
     listed.write_text("- id: a\n  url: http://h\n  modelName: m\n  inherit: openai\n", encoding="utf-8")
     assert load_model_defs(listed)["a"]["modelName"] == "m"
     mapped = tmp_path / "defs.yaml"
-    mapped.write_text("models:\n  - id: b\n    url: http://h\n    modelName: m\n    inherit: openai\n"
-                      "    format: completions\n", encoding="utf-8")
+    mapped.write_text(
+        "models:\n  - id: b\n    url: http://h\n    modelName: m\n    inherit: openai\n    format: completions\n",
+        encoding="utf-8",
+    )
     assert list(load_model_defs(mapped)) == ["b"]
 
 

@@ -12,8 +12,9 @@ from pytest_weval.blueprint.model import Blueprint
 
 
 def parse(text: str, fmt: str = "yaml", **kwargs: Any) -> Blueprint:
-    return parse_blueprint_text(text, fmt=fmt, rel_path=f"bp.{'yml' if fmt == 'yaml' else 'json'}",
-                                keep_unresolved_placeholders=True, **kwargs)
+    return parse_blueprint_text(
+        text, fmt=fmt, rel_path=f"bp.{'yml' if fmt == 'yaml' else 'json'}", keep_unresolved_placeholders=True, **kwargs
+    )
 
 
 def error_of(text: str, fmt: str = "yaml") -> BlueprintError:
@@ -65,8 +66,13 @@ def test_non_object_prompt_is_kept_and_fails_validation() -> None:
 
 def test_aliases_and_references() -> None:
     blueprint = parse("configId: c\nconfigTitle: T\nsystemPrompt: S\nreference: {name: R, url: u}\n")
-    assert blueprint.config == {"id": "c", "title": "T", "system": "S", "references": [{"title": "R", "url": "u"}],
-                                "prompts": []}
+    assert blueprint.config == {
+        "id": "c",
+        "title": "T",
+        "system": "S",
+        "references": [{"title": "R", "url": "u"}],
+        "prompts": [],
+    }
     assert blueprint.title == "T" and blueprint.id == "bp" and blueprint.systems == ("S",)
 
 
@@ -81,26 +87,41 @@ def test_header_id_is_ignored_with_a_finding() -> None:
     [
         ("models: openai:x\n", "The 'models' field must be an array of strings or custom model objects.", 1),
         ("models:\n  - a:b\n  - 123\n", "Invalid model definition: must be a string or an object.", 3),
-        ("models:\n  - {name: x}\n", "Invalid custom model definition: 'id' is required and must be a string. "
-                                    'Found: {"name":"x"}', 2),
-        ("models:\n  - {id: c, url: u, modelName: m}\n",
-         "Invalid custom model definition for 'c': 'inherit' is required and must be a string.", 2),
-        ("models:\n  - {id: c, url: u, modelName: m, inherit: openai, format: x}\n",
-         "Invalid custom model definition for 'c': 'format' must be either 'chat' or 'completions'. Found: 'x'", 2),
+        (
+            "models:\n  - {name: x}\n",
+            "Invalid custom model definition: 'id' is required and must be a string. Found: {\"name\":\"x\"}",
+            2,
+        ),
+        (
+            "models:\n  - {id: c, url: u, modelName: m}\n",
+            "Invalid custom model definition for 'c': 'inherit' is required and must be a string.",
+            2,
+        ),
+        (
+            "models:\n  - {id: c, url: u, modelName: m, inherit: openai, format: x}\n",
+            "Invalid custom model definition for 'c': 'format' must be either 'chat' or 'completions'. Found: 'x'",
+            2,
+        ),
         ("tools:\n  - description: d\n", "Invalid tool definition at index 0: each tool must have a 'name' string.", 2),
         ("toolUse:\n  mode: auto\n", "The 'toolUse.mode' field, if provided, must be 'trace-only'.", 2),
         ("toolUse:\n  maxSteps: 0\n", "The 'toolUse.maxSteps' field, if provided, must be a positive number.", 2),
         ("externalServices:\n  svc: {url: '${BASE}/x'}\n", "External service 'svc' has invalid URL: ${BASE}/x", 2),
-        ("externalServices:\n  svc: {url: 'https://h/x', method: DELETE}\n",
-         "External service 'svc' has invalid method: DELETE. Must be GET, POST, or PUT", 2),
+        (
+            "externalServices:\n  svc: {url: 'https://h/x', method: DELETE}\n",
+            "External service 'svc' has invalid method: DELETE. Must be GET, POST, or PUT",
+            2,
+        ),
         ("author: 5\n", "Invalid 'author' field: must be a string or an object with 'name'.", 1),
         ("render_as: pdf\n", "Invalid global 'render_as' value. Must be one of: markdown, html, plaintext.", 1),
         ("temperature: hot\n", "Config file has invalid 'temperature'", 1),
         ("temperatures: [0, warm]\n", "Config file has invalid 'temperatures'", 1),
         ("tags: [a, 1]\n", "Config file has an invalid 'tags' field (must be an array of strings if provided).", 1),
         ("systems: [a, 1]\n", "Config file has invalid 'systems' (must be an array of strings or nulls).", 1),
-        ("title: T\nsystems: [null, a, null]\n",
-         "Config file validation error: The 'systems' array can contain at most one 'null' entry.", 2),
+        (
+            "title: T\nsystems: [null, a, null]\n",
+            "Config file validation error: The 'systems' array can contain at most one 'null' entry.",
+            2,
+        ),
         ("title: 5\n", "Failed to determine a valid 'title' for the blueprint from file content or 'id'.", 1),
         ("threshold: 2\n", "'threshold' must be a number between 0 and 1. Found 2.", 1),
     ],
@@ -154,8 +175,12 @@ def test_unknown_header_key_did_you_mean() -> None:
 def test_messages_shorthand_and_typed_messages() -> None:
     blueprint = parse("- messages:\n    - system: s\n    - user: u\n    - ai: a\n    - user: v\n")
     prompt = blueprint.prompts[0]
-    assert [(m.role, m.content) for m in prompt.messages] == [("system", "s"), ("user", "u"), ("assistant", "a"),
-                                                             ("user", "v")]
+    assert [(m.role, m.content) for m in prompt.messages] == [
+        ("system", "s"),
+        ("user", "u"),
+        ("assistant", "a"),
+        ("user", "v"),
+    ]
     assert prompt.validation_error is None
 
 
@@ -167,17 +192,37 @@ def test_assistant_null_turn() -> None:
 @pytest.mark.parametrize(
     ("text", "message", "line"),
     [
-        ("- prompt: p\n  messages:\n    - {user: u}\n    - bad: x\n",
-         "Invalid role 'bad' in message at index 1 in prompt 'undefined'.", 4),
-        ("- prompt: p\n  weight: 20\n",
-         "Prompt weight must be a number between 0.1 and 10. Found 20. Prompt ID: 'unknown'", 2),
-        ("- id: q\n  prompt: p\n  importance: x\n",
-         "Prompt weight must be a number between 0.1 and 10. Found x. Prompt ID: 'q'", 3),
-        ("- prompt: p\n  temperature: hot\n", "Prompt temperature must be a number. Found string. Prompt ID: 'unknown'", 2),
-        ("- prompt: p\n  maxCalls: -1\n", "Prompt 'maxCalls' must be a non-negative number. Found -1. Prompt ID: 'unknown'", 2),
+        (
+            "- prompt: p\n  messages:\n    - {user: u}\n    - bad: x\n",
+            "Invalid role 'bad' in message at index 1 in prompt 'undefined'.",
+            4,
+        ),
+        (
+            "- prompt: p\n  weight: 20\n",
+            "Prompt weight must be a number between 0.1 and 10. Found 20. Prompt ID: 'unknown'",
+            2,
+        ),
+        (
+            "- id: q\n  prompt: p\n  importance: x\n",
+            "Prompt weight must be a number between 0.1 and 10. Found x. Prompt ID: 'q'",
+            3,
+        ),
+        (
+            "- prompt: p\n  temperature: hot\n",
+            "Prompt temperature must be a number. Found string. Prompt ID: 'unknown'",
+            2,
+        ),
+        (
+            "- prompt: p\n  maxCalls: -1\n",
+            "Prompt 'maxCalls' must be a non-negative number. Found -1. Prompt ID: 'unknown'",
+            2,
+        ),
         ("- prompt: p\n  requiredTools: x\n", "Prompt 'requiredTools' must be an array. Prompt ID: 'unknown'", 2),
-        ("- prompt: p\n  citation: {url: u}\n",
-         "Invalid 'citation'/'reference' object in prompt 'undefined': missing 'title' or 'name' string.", 2),
+        (
+            "- prompt: p\n  citation: {url: u}\n",
+            "Invalid 'citation'/'reference' object in prompt 'undefined': missing 'title' or 'name' string.",
+            2,
+        ),
         ("- prompt: p\n  threshold: 1.5\n", "'threshold' must be a number between 0 and 1. Found 1.5.", 2),
         ("- prompt: p\n  messages: hello\n", "'messages' must be a list of messages in prompt 'undefined'.", 2),
     ],
@@ -193,9 +238,17 @@ def test_prompt_fields() -> None:
         "- id: p\n  prompt: ignored\n  messages: [{user: hi}]\n  ideal: I\n  idealResponse: J\n  system: null\n"
         "  importance: 2\n  temperature: 0.4\n  reference: {title: R}\n  threshold: 0.9\n"
     ).prompts[0]
-    assert prompt.raw == {"messages": [{"role": "user", "content": "hi"}], "id": "p", "idealResponse": "I",
-                          "system": None, "noCache": True, "citation": {"title": "R"}, "weight": 2,
-                          "render_as": "html", "temperature": 0.4}
+    assert prompt.raw == {
+        "messages": [{"role": "user", "content": "hi"}],
+        "id": "p",
+        "idealResponse": "I",
+        "system": None,
+        "noCache": True,
+        "citation": {"title": "R"},
+        "weight": 2,
+        "render_as": "html",
+        "temperature": 0.4,
+    }
     assert prompt.has_system and prompt.system is None and prompt.ideal == "I" and prompt.no_cache
     assert prompt.weight == 2 and prompt.temperature == 0.4 and prompt.render_as == "html"
     assert prompt.threshold == 0.9  # our extension: kept typed, not in raw (docs/rulings.md, ruling 8)
@@ -239,9 +292,18 @@ def test_per_prompt_validation(tmp_path) -> None:
     ("messages", "error"),
     [
         ("[]", "Prompt ID 'p' must have either a valid 'promptText' or a non-empty 'messages' array."),
-        ("[{assistant: a}, {user: u}]", "Prompt ID 'p': First message role cannot be 'assistant'. Must be 'user' or 'system'."),
-        ("[{user: u}, {assistant: null}]", "Prompt ID 'p': Last message role in the input sequence must be 'user'. Found 'assistant'."),
-        ("[{role: bot, content: x}, {user: u}]", "Prompt ID 'p', message 0: Invalid role 'bot'. Must be 'user', 'assistant', or 'system'."),
+        (
+            "[{assistant: a}, {user: u}]",
+            "Prompt ID 'p': First message role cannot be 'assistant'. Must be 'user' or 'system'.",
+        ),
+        (
+            "[{user: u}, {assistant: null}]",
+            "Prompt ID 'p': Last message role in the input sequence must be 'user'. Found 'assistant'.",
+        ),
+        (
+            "[{role: bot, content: x}, {user: u}]",
+            "Prompt ID 'p', message 0: Invalid role 'bot'. Must be 'user', 'assistant', or 'system'.",
+        ),
         ("[{system: ' '}, {user: u}]", "Prompt ID 'p', message 0 (role 'system'): Content cannot be empty."),
         ("[{content: x}]", "Prompt ID 'p': Last message role in the input sequence must be 'user'. Found 'undefined'."),
     ],
@@ -257,19 +319,32 @@ def test_point_forms_and_locations() -> None:
     prompt = parse(
         "- prompt: p\n"
         "  should:\n"
-        "    - plain\n"                               # 3
-        "    - $is_json\n"                            # 4
+        "    - plain\n"  # 3
+        "    - $is_json\n"  # 4
         "    - {$contain_any_of: [a, b], weight: 2}\n"  # 5
-        "    - {fn: match, arg: x, citation: C}\n"    # 6
-        "    - {text: t, multiplier: 0.5}\n"          # 7
-        "    - Point text: Its citation\n"            # 8
-        "    - $factcheck:\n"                         # 9
+        "    - {fn: match, arg: x, citation: C}\n"  # 6
+        "    - {text: t, multiplier: 0.5}\n"  # 7
+        "    - Point text: Its citation\n"  # 8
+        "    - $factcheck:\n"  # 9
         "  should_not:\n"
-        "    - - $contains\n"                         # 11
-        "      - {$icontains: z}\n"                   # 12
+        "    - - $contains\n"  # 11
+        "      - {$icontains: z}\n"  # 12
     ).prompts[0]
-    shapes = [(pt.text, pt.fn, pt.fn_args, pt.has_args, pt.multiplier, pt.citation, pt.path_id, pt.is_inverted,
-               pt.display_text, pt.location.line) for pt in prompt.points]
+    shapes = [
+        (
+            pt.text,
+            pt.fn,
+            pt.fn_args,
+            pt.has_args,
+            pt.multiplier,
+            pt.citation,
+            pt.path_id,
+            pt.is_inverted,
+            pt.display_text,
+            pt.location.line,
+        )
+        for pt in prompt.points
+    ]
     assert shapes == [
         ("plain", None, None, False, 1, None, None, False, "plain", 3),
         (None, "is_json", None, False, 1, None, None, False, "Function: is_json(undefined)", 4),
@@ -297,10 +372,19 @@ def test_should_and_should_not_paths_do_not_share_ids() -> None:
     ("points", "message"),
     [
         ("[[[a]]]", "Nested arrays within nested arrays are not supported in prompt 'undefined'. Found: [[\"a\"]]"),
-        ("[[a, [b]]]", "Nested arrays within alternative paths are not supported in prompt 'undefined'. Found: [\"b\"]"),
-        ("[[a, 5]]", "Invalid point format in alternative path in prompt 'undefined'. Point must be a string or object. Found: 5"),
+        (
+            "[[a, [b]]]",
+            "Nested arrays within alternative paths are not supported in prompt 'undefined'. Found: [\"b\"]",
+        ),
+        (
+            "[[a, 5]]",
+            "Invalid point format in alternative path in prompt 'undefined'. Point must be a string or object. Found: 5",
+        ),
         ("[{$ref: {x: 1}}]", "Invalid $ref usage in prompt 'unknown'. Expected a string name."),
-        ("[{text: t, weight: 0}]", "Point multiplier must be a number between 0.1 and 10. Found 0. Prompt ID: 'unknown'"),
+        (
+            "[{text: t, weight: 0}]",
+            "Point multiplier must be a number between 0.1 and 10. Found 0. Prompt ID: 'unknown'",
+        ),
     ],
 )
 def test_point_errors(points: str, message: str) -> None:
@@ -336,9 +420,13 @@ def test_a_quoted_function_point_is_explained() -> None:
 
 
 def test_missing_ref_definition_is_a_finding_and_an_item_error() -> None:
-    blueprint = parse("point_defs: {scoreBand: 'return 1'}\n---\n- id: p\n  prompt: x\n  should:\n    - $ref: scoreBnd\n")
+    blueprint = parse(
+        "point_defs: {scoreBand: 'return 1'}\n---\n- id: p\n  prompt: x\n  should:\n    - $ref: scoreBnd\n"
+    )
     (point,) = blueprint.prompts[0].points
-    assert point.authoring_error == "Undefined definition 'scoreBnd' referenced in prompt 'p'. (did you mean 'scoreBand'?)"
+    assert (
+        point.authoring_error == "Undefined definition 'scoreBnd' referenced in prompt 'p'. (did you mean 'scoreBand'?)"
+    )
     assert [f.location.line for f in blueprint.findings if f.code == "undefined-ref"] == [6]
 
 
@@ -373,11 +461,17 @@ def test_points_source_that_is_not_a_list() -> None:
 def test_parse_points_outside_a_blueprint() -> None:
     from pytest_weval.blueprint import parse_points
 
-    points = parse_points(should=["mentions A", {"$contains": "b"}, ["x", "y"]], should_not=["$is_json", "$nope"],
-                          source="weval_judge")
+    points = parse_points(
+        should=["mentions A", {"$contains": "b"}, ["x", "y"]], should_not=["$is_json", "$nope"], source="weval_judge"
+    )
     assert [(p.text or p.fn, p.path_id, p.is_inverted) for p in points] == [
-        ("mentions A", None, False), ("contains", None, False), ("x", "path_2", False), ("y", "path_2", False),
-        ("is_json", None, True), ("nope", None, True)]
+        ("mentions A", None, False),
+        ("contains", None, False),
+        ("x", "path_2", False),
+        ("y", "path_2", False),
+        ("is_json", None, True),
+        ("nope", None, True),
+    ]
     assert points[-1].authoring_error.startswith("Unknown point function: 'nope'")
     assert points[0].location.path == "weval_judge" and points[0].location.field == "should[0]"
     with pytest.raises(BlueprintError) as caught:

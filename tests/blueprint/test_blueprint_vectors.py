@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from blueprint_helpers import SPEC_DIR, write_collections
 
 from pytest_weval.blueprint import BlueprintError, parse_blueprint_text
 from pytest_weval.blueprint.model import Blueprint, EvalPoint
-
-from blueprint_helpers import SPEC_DIR, write_collections
 
 VECTOR_FILE = SPEC_DIR / "vectors" / "parser.json"
 if not VECTOR_FILE.exists():

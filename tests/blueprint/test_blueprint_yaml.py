@@ -12,14 +12,13 @@ from typing import Any
 
 import pytest
 import yaml
+from blueprint_helpers import CORPUS_DIR
 
 from pytest_weval.blueprint import BlueprintError, load_blueprint, parse_blueprint_text
 from pytest_weval.blueprint.js import js_json
 from pytest_weval.blueprint.loader import _load_with_constructor, load_source
 from pytest_weval.blueprint.yaml_build import build_yaml_documents
 from pytest_weval.blueprint.yaml_dialect import BlueprintLoader, plain_scalar_tag
-
-from blueprint_helpers import CORPUS_DIR
 
 
 def header_of(text: str) -> dict[str, Any]:
@@ -36,8 +35,7 @@ def parse(text: str, **kwargs: Any):
 
 def test_only_true_and_false_are_booleans() -> None:
     doc = header_of("a: yes\nb: no\nc: on\nd: off\ne: true\nf: False\ng: TRUE\nh: y\ni: Yes\n")
-    assert doc == {"a": "yes", "b": "no", "c": "on", "d": "off", "e": True, "f": False, "g": True,
-                   "h": "y", "i": "Yes"}
+    assert doc == {"a": "yes", "b": "no", "c": "on", "d": "off", "e": True, "f": False, "g": True, "h": "y", "i": "Yes"}
 
 
 def test_no_sexagesimal_numbers() -> None:
@@ -47,10 +45,28 @@ def test_no_sexagesimal_numbers() -> None:
 @pytest.mark.parametrize(
     ("written", "value"),
     [
-        ("0o17", 15), ("017", 17), ("0x1F", 31), ("0b101", 5), ("1_000", 1000), ("-42", -42), ("+7", 7),
-        ("1.5", 1.5), ("1.", 1.0), (".5", 0.5), ("1e3", 1000.0), ("-.inf", float("-inf")),
-        ("~", None), ("null", None), ("Null", None), ("", None),
-        ("12_", "12_"), ("0b", "0b"), ("1e", "1e"), ("1:30", "1:30"), ("0x", "0x"), ("nope", "nope"),
+        ("0o17", 15),
+        ("017", 17),
+        ("0x1F", 31),
+        ("0b101", 5),
+        ("1_000", 1000),
+        ("-42", -42),
+        ("+7", 7),
+        ("1.5", 1.5),
+        ("1.", 1.0),
+        (".5", 0.5),
+        ("1e3", 1000.0),
+        ("-.inf", float("-inf")),
+        ("~", None),
+        ("null", None),
+        ("Null", None),
+        ("", None),
+        ("12_", "12_"),
+        ("0b", "0b"),
+        ("1e", "1e"),
+        ("1:30", "1:30"),
+        ("0x", "0x"),
+        ("nope", "nope"),
     ],
 )
 def test_core_schema_scalars(written: str, value: Any) -> None:
@@ -61,9 +77,38 @@ def test_quoted_scalars_stay_strings() -> None:
     assert header_of("a: '1'\nb: \"true\"\nc: 'null'\n") == {"a": "1", "b": "true", "c": "null"}
 
 
-@pytest.mark.parametrize("value", ["", "~", "null", "NULL", "true", "False", "yes", "1", "-1", "0x1f", "0o7", "017",
-                                   "1_0", "1.5", ".5", "1e5", ".inf", "-.Inf", ".NaN", "2024-01-02",
-                                   "2024-01-02 10:11:12", "<<", "1:30", "text", "12_", "+.5", "-"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        "~",
+        "null",
+        "NULL",
+        "true",
+        "False",
+        "yes",
+        "1",
+        "-1",
+        "0x1f",
+        "0o7",
+        "017",
+        "1_0",
+        "1.5",
+        ".5",
+        "1e5",
+        ".inf",
+        "-.Inf",
+        ".NaN",
+        "2024-01-02",
+        "2024-01-02 10:11:12",
+        "<<",
+        "1:30",
+        "text",
+        "12_",
+        "+.5",
+        "-",
+    ],
+)
 def test_fast_resolution_agrees_with_the_resolver(value: str) -> None:
     # The event builder resolves plain scalars itself; it must agree with the loader's resolver.
     assert plain_scalar_tag(value) == BlueprintLoader("").resolve(yaml.ScalarNode, value, (True, False))
@@ -189,8 +234,9 @@ _DEPTH_SCRIPT = textwrap.dedent(
 )
 def test_deep_nesting_is_a_located_error_not_a_crash(fmt: str, text: str, where: str) -> None:
     # PyYAML's C composer recurses and crashes the process near 50,000 levels: run it apart.
-    result = subprocess.run([sys.executable, "-c", _DEPTH_SCRIPT, fmt], input=text, capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", _DEPTH_SCRIPT, fmt], input=text, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(where + " nesting is deeper than 1000 levels"), result.stdout
 
@@ -290,8 +336,9 @@ def test_undefined_alias() -> None:
 
 
 def test_json_duplicate_keys_keep_the_last_as_json_parse() -> None:
-    blueprint = parse_blueprint_text('{"title": "A", "title": "B", "prompts": []}', fmt="json", rel_path="j.json",
-                                     keep_unresolved_placeholders=True)
+    blueprint = parse_blueprint_text(
+        '{"title": "A", "title": "B", "prompts": []}', fmt="json", rel_path="j.json", keep_unresolved_placeholders=True
+    )
     assert blueprint.title == "B"
 
 

@@ -42,4 +42,3 @@ def make_engine(tmp_path, server):
     yield make
     for engine in engines:
         engine.close()
-

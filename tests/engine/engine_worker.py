@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from pytest_weval.blueprint.model import ModelSpec  # noqa: E402
-from pytest_weval.engine import ChatMessage, Engine, EngineSettings, ModelCallError, ModelRequest  # noqa: E402
-from tests.fakeserver import provider_env  # noqa: E402
+from pytest_weval.blueprint.model import ModelSpec
+from pytest_weval.engine import ChatMessage, Engine, EngineSettings, ModelCallError, ModelRequest
+from tests.fakeserver import provider_env
 
 
 def main() -> None:
@@ -59,12 +59,16 @@ def main() -> None:
     results = engine.run_coroutine(run_all()).result()
     stats = engine.stats
     engine.close()
-    Path(config["out"]).write_text(json.dumps({
-        "results": dict(zip(config["prompts"], results)),
-        "http_requests": stats["http_requests"],
-        "from_other_workers": stats["from_other_workers"],
-        "cache_hits": stats["cache_hits"],
-    }))
+    Path(config["out"]).write_text(
+        json.dumps(
+            {
+                "results": dict(zip(config["prompts"], results)),
+                "http_requests": stats["http_requests"],
+                "from_other_workers": stats["from_other_workers"],
+                "cache_hits": stats["cache_hits"],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ import sqlite3
 import threading
 
 import pytest
-
 from engine_helpers import request
+
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine import ChatMessage, ModelRequest, ReplayMissError
 from pytest_weval.engine.cache import cache_key
@@ -35,8 +35,9 @@ def test_sqlite_entry_contents(make_engine, server, tmp_path):
     engine.complete_sync(request("anthropic:c", "hi", system="S"))
     engine.close()
     db = sqlite3.connect(tmp_path / "cache" / "weval-cache.sqlite")
-    key, model, summary, text, tokens_in, tokens_out, created = db.execute(
-        "SELECT key, model, request, text, input_tokens, output_tokens, created FROM responses").fetchone()
+    _key, model, summary, text, tokens_in, tokens_out, created = db.execute(
+        "SELECT key, model, request, text, input_tokens, output_tokens, created FROM responses"
+    ).fetchone()
     assert model == "anthropic:c" and text == "echo: hi" and (tokens_in, tokens_out) == (1, 2)
     summary = json.loads(summary)
     assert summary["messages"] == [{"role": "system", "content": "S"}, {"role": "user", "content": "hi"}]
@@ -137,8 +138,10 @@ def test_key_covers_what_changes_the_answer():
     assert key() != key(temperature=0.5)
     assert key() != key(max_tokens=10)
     assert key() != key(messages=(ChatMessage("system", "S"), ChatMessage("user", "hi")))
-    other = cache_key(adapter_for(ModelSpec(id="openai:n"), frozenset()).identity(),
-                      ModelRequest(model=spec, messages=(ChatMessage("user", "hi"),), temperature=0))[0]
+    other = cache_key(
+        adapter_for(ModelSpec(id="openai:n"), frozenset()).identity(),
+        ModelRequest(model=spec, messages=(ChatMessage("user", "hi"),), temperature=0),
+    )[0]
     assert other != key()
     assert len(key()) == 64
 

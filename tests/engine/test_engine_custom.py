@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import pytest
-
 from engine_helpers import request
+
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine import ConfigError, MissingKeyError, ModelRequest
 
 
 def custom(server, **fields):
-    definition = {"id": "local:model", "url": server.url + "/custom/v1/chat/completions",
-                  "modelName": "local-model", "inherit": "openai"}
+    definition = {
+        "id": "local:model",
+        "url": server.url + "/custom/v1/chat/completions",
+        "modelName": "local-model",
+        "inherit": "openai",
+    }
     definition.update(fields)
     return ModelSpec(id=definition["id"], custom=definition)
 
@@ -24,15 +28,19 @@ def test_openai_inherit_chat(make_engine, server):
     assert sent.path == "/custom/v1/chat/completions"
     assert sent.headers["x-team"] == "qa"
     assert sent.body == {
-        "model": "local-model", "stream": False, "temperature": 0, "max_tokens": 1500,
+        "model": "local-model",
+        "stream": False,
+        "temperature": 0,
+        "max_tokens": 1500,
         "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "hi"}],
     }
 
 
 def test_parameters_override_and_null_removes(make_engine, server):
     engine = make_engine(env={})
-    spec = custom(server, parameters={"stream": None, "max_tokens": 150, "top_p": 0, "extra": False,
-                                      "temperature": None})
+    spec = custom(
+        server, parameters={"stream": None, "max_tokens": 150, "top_p": 0, "extra": False, "temperature": None}
+    )
     engine.complete_sync(request(spec))
     body = server.requests[0].body
     assert "stream" not in body and "temperature" not in body
@@ -41,9 +49,12 @@ def test_parameters_override_and_null_removes(make_engine, server):
 
 def test_parameter_mapping(make_engine, server):
     engine = make_engine(env={})
-    spec = custom(server, url=server.url + "/special/generate",
-                  parameterMapping={"temperature": "heat", "maxTokens": "token_limit"},
-                  parameters={"token_limit": 200, "custom_param": "value"})
+    spec = custom(
+        server,
+        url=server.url + "/special/generate",
+        parameterMapping={"temperature": "heat", "maxTokens": "token_limit"},
+        parameters={"token_limit": 200, "custom_param": "value"},
+    )
     engine.complete_sync(request(spec, temperature=0.9))
     body = server.requests[0].body
     assert body["heat"] == 0.9 and body["token_limit"] == 200 and body["custom_param"] == "value"
@@ -53,8 +64,12 @@ def test_parameter_mapping(make_engine, server):
 def test_completions_conversational(make_engine, server):
     engine = make_engine(env={})
     spec = custom(server, url=server.url + "/local/v1/completions", format="completions")
-    messages = [{"role": "system", "content": "Sys"}, {"role": "user", "content": "Q1"},
-                {"role": "assistant", "content": "A1"}, {"role": "user", "content": "Q2"}]
+    messages = [
+        {"role": "system", "content": "Sys"},
+        {"role": "user", "content": "Q1"},
+        {"role": "assistant", "content": "A1"},
+        {"role": "user", "content": "Q2"},
+    ]
     server.rules.clear()
     reply = engine.complete_sync(ModelRequest(model=spec, messages=messages, temperature=0))
     body = server.requests[0].body
@@ -68,8 +83,9 @@ def test_completions_raw(make_engine, server):
     spec = custom(server, url=server.url + "/local/v1/completions", format="completions", promptFormat="raw")
     engine.complete_sync(request(spec, "Just this"))
     assert server.requests[0].body["prompt"] == "Just this"
-    engine.complete_sync(ModelRequest(model=spec, messages=[
-        {"role": "system", "content": "S"}, {"role": "user", "content": "U"}]))
+    engine.complete_sync(
+        ModelRequest(model=spec, messages=[{"role": "system", "content": "S"}, {"role": "user", "content": "U"}])
+    )
     assert server.requests[1].body["prompt"] == "S\n\nU"
 
 
@@ -99,8 +115,11 @@ def test_google_inherit_sends_system_instruction(make_engine, server):
 def test_env_substitution_only_for_allowed_variables(make_engine, server):
     env = {"PROXY_API_KEY": "proxy-secret-123", "PROXY_HOST": server.url}
     engine = make_engine(env=env, allowed_env=frozenset({"PROXY_API_KEY", "PROXY_HOST"}))
-    spec = custom(server, url="${PROXY_HOST}/custom/v1/chat/completions",
-                  headers={"X-API-Key": "${PROXY_API_KEY}", "X-Plain": "value"})
+    spec = custom(
+        server,
+        url="${PROXY_HOST}/custom/v1/chat/completions",
+        headers={"X-API-Key": "${PROXY_API_KEY}", "X-Plain": "value"},
+    )
     engine.complete_sync(request(spec))
     sent = server.requests[0]
     assert sent.headers["x-api-key"] == "proxy-secret-123" and sent.headers["x-plain"] == "value"

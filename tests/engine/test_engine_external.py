@@ -10,8 +10,18 @@ from tests.scoring.scoring_helpers import run_loopback
 
 
 def request(url: str, *, cache: bool = True) -> ExternalRequest:
-    return ExternalRequest(url=url, method="POST", headers=(), json_body={"response": "abc"}, timeout_s=5,
-                           max_retries=0, retry_backoff_s=0, cache=cache, cache_key="k-" + url, service="svc")
+    return ExternalRequest(
+        url=url,
+        method="POST",
+        headers=(),
+        json_body={"response": "abc"},
+        timeout_s=5,
+        max_retries=0,
+        retry_backoff_s=0,
+        cache=cache,
+        cache_key="k-" + url,
+        service="svc",
+    )
 
 
 def test_a_repeated_call_is_served_from_the_run_cache_and_says_so():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from engine_helpers import request
+
 from tests.fakeserver import FakeServer, FakeServerProcess, Rule
 
 
@@ -14,8 +15,14 @@ def test_seeded_fault_rate_is_reproducible_and_retries_recover(make_engine, tmp_
         with FakeServer(fault_rate=0.4, fault_kinds=("500", "429", "malformed", "drop"), seed=7) as server:
             from pytest_weval.engine import Engine, EngineSettings
 
-            settings = EngineSettings(cache_mode="off", env=server.env(), backoff_base_s=0.001,
-                                      backoff_max_s=0.01, max_attempts=10, breaker_threshold=0)
+            settings = EngineSettings(
+                cache_mode="off",
+                env=server.env(),
+                backoff_base_s=0.001,
+                backoff_max_s=0.01,
+                max_attempts=10,
+                breaker_threshold=0,
+            )
             with Engine(settings) as engine:
                 for index in range(15):
                     assert engine.complete_sync(request("openai:m", f"q{index}")).text == f"echo: q{index}"
@@ -41,7 +48,9 @@ def test_subprocess_server_cli_and_log(make_engine, tmp_path):
 
 
 def test_rules_match_on_model_and_path(server, make_engine):
-    server.rules.extend([Rule(model="special", reply="for {model}"), Rule(path="/mistral/", reply="mistral says {last}")])
+    server.rules.extend(
+        [Rule(model="special", reply="for {model}"), Rule(path="/mistral/", reply="mistral says {last}")]
+    )
     engine = make_engine()
     assert engine.complete_sync(request("openai:special")).text == "for special"
     assert engine.complete_sync(request("mistral:x", "yo")).text == "mistral says yo"

@@ -6,8 +6,8 @@ import email.utils
 import time
 
 import pytest
-
 from engine_helpers import request
+
 from pytest_weval.engine import CircuitOpenError, ProviderError
 from pytest_weval.engine.retry import backoff_delay, parse_retry_after
 from tests.fakeserver import Rule

@@ -10,20 +10,32 @@ MODEL = ModelSpec(id="openai:gpt-4o-mini")
 
 
 def run(engine, messages, system=None, **kw):
-    return engine.run_coroutine(generate_conversation(
-        engine, MODEL, messages, system=system, temperature=kw.pop("temperature", 0),
-        no_cache=kw.pop("no_cache", False), **kw)).result()
+    return engine.run_coroutine(
+        generate_conversation(
+            engine,
+            MODEL,
+            messages,
+            system=system,
+            temperature=kw.pop("temperature", 0),
+            no_cache=kw.pop("no_cache", False),
+            **kw,
+        )
+    ).result()
 
 
 def test_multi_turn_with_assistant_nulls(make_engine, server):
     engine = make_engine()
-    conversation = run(engine, [
-        {"role": "user", "content": "first"},
-        {"role": "assistant", "content": None},
-        {"role": "user", "content": "second"},
-        {"role": "assistant", "content": "fixed"},
-        {"role": "user", "content": "third"},
-    ], system="Sys")
+    conversation = run(
+        engine,
+        [
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": None},
+            {"role": "user", "content": "second"},
+            {"role": "assistant", "content": "fixed"},
+            {"role": "user", "content": "third"},
+        ],
+        system="Sys",
+    )
     assert conversation.error is None
     assert conversation.history == [
         {"role": "system", "content": "Sys"},
@@ -69,11 +81,14 @@ def test_blank_reply_is_an_error(make_engine, server):
 def test_provider_failure_gives_the_reference_error_history(make_engine, server):
     server.rules.append(Rule(status=400, contains="second"))
     engine = make_engine()
-    conversation = run(engine, [
-        {"role": "user", "content": "first"},
-        {"role": "assistant", "content": None},
-        {"role": "user", "content": "second"},
-    ])
+    conversation = run(
+        engine,
+        [
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": None},
+            {"role": "user", "content": "second"},
+        ],
+    )
     assert "HTTP 400" in conversation.error
     assert conversation.generated_texts == ["echo: first"]
     assert conversation.history == [

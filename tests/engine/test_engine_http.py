@@ -24,20 +24,22 @@ Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]
 def uses_fast_backend(client: httpx.AsyncClient) -> bool:
     """Whether every pool of ``client`` goes through the engine's backend."""
     transports = [t for t in (client._transport, *client._mounts.values()) if t is not None]
-    return all(isinstance(getattr(getattr(t, "_pool", None), "_network_backend", None), _Backend)
-               for t in transports)
+    return all(isinstance(getattr(getattr(t, "_pool", None), "_network_backend", None), _Backend) for t in transports)
 
 
 async def read_request(reader: asyncio.StreamReader) -> None:
     head = await reader.readuntil(b"\r\n\r\n")
-    length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                   if line.lower().startswith(b"content-length:")), 0)
+    length = next(
+        (int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0
+    )
     await reader.readexactly(length)
 
 
 def response_head(length: int) -> bytes:
-    return (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n"
-            f"Connection: keep-alive\r\n\r\n").encode()
+    return (
+        f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n"
+        f"Connection: keep-alive\r\n\r\n"
+    ).encode()
 
 
 @contextlib.contextmanager
@@ -141,10 +143,14 @@ async def test_client_pools_use_the_backend_and_keep_env_proxies(monkeypatch):
     ours = async_client(follow_redirects=False)
     try:
         assert uses_fast_backend(ours) and not uses_fast_backend(plain)
+
         # the same proxy routes as httpx's own client
         def routes(client: httpx.AsyncClient) -> dict[str, str | None]:
-            return {str(p.pattern): None if t is None else repr(t._pool._proxy_url)  # type: ignore[attr-defined]
-                    for p, t in client._mounts.items()}
+            return {
+                str(p.pattern): None if t is None else repr(t._pool._proxy_url)  # type: ignore[attr-defined]
+                for p, t in client._mounts.items()
+            }
+
         assert routes(ours) == routes(plain)
         assert any(t is not None for t in ours._mounts.values())
         for url in ("https://api.openai.com/v1", "http://localhost:8000", "https://internal.example/x"):
@@ -202,7 +208,11 @@ def test_the_whole_attempt_is_bounded_not_just_each_read(make_engine):
             await asyncio.sleep(0.05)
 
     with tiny_server(trickle) as url:
-        engine = make_engine(env={"OPENAI_BASE_URL": url + "/v1", "OPENAI_API_KEY": "sk-test"},
-                             cache_mode="off", timeout_s=0.3, max_attempts=1)
+        engine = make_engine(
+            env={"OPENAI_BASE_URL": url + "/v1", "OPENAI_API_KEY": "sk-test"},
+            cache_mode="off",
+            timeout_s=0.3,
+            max_attempts=1,
+        )
         with pytest.raises(ProviderError, match=r"no reply within 0.3 s \(timeout\)"):
             engine.complete_sync(request("openai:gpt-4o-mini", "slow"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from engine_helpers import request
+
 from pytest_weval.engine.limits import AdaptiveLimiter, Limits, PrioritySlots
 from tests.fakeserver import Rule
 
@@ -127,8 +128,11 @@ def test_engine_provider_cap_bounds_concurrency(make_engine, server):
 def test_engine_global_cap(make_engine, server):
     server.latency_ms = 50
     engine = make_engine(concurrency=2)
-    futures = [engine.run_coroutine(engine.complete(request(model, f"q{i}")))
-               for i in range(6) for model in ("openai:m", "anthropic:c")]
+    futures = [
+        engine.run_coroutine(engine.complete(request(model, f"q{i}")))
+        for i in range(6)
+        for model in ("openai:m", "anthropic:c")
+    ]
     for future in futures:
         future.result()
     assert server.max_in_flight == 2
@@ -141,8 +145,7 @@ def test_engine_sends_in_priority_order(make_engine, server):
     import time
 
     time.sleep(0.005)
-    futures = [engine.run_coroutine(engine.complete(request("openai:m", f"p{p}", priority=p)))
-               for p in (7, 2, 9, 1, 5)]
+    futures = [engine.run_coroutine(engine.complete(request("openai:m", f"p{p}", priority=p))) for p in (7, 2, 9, 1, 5)]
     blocker.result()
     for future in futures:
         future.result()

@@ -23,8 +23,9 @@ def spawn(tmp_path: Path, name: str, **config) -> tuple[subprocess.Popen, Path]:
     config["out"] = str(out)
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(config))
-    process = subprocess.Popen([sys.executable, str(WORKER), str(path)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, str(WORKER), str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     return process, out
 
 
@@ -42,13 +43,21 @@ def wait_until(condition, timeout: float = 30) -> None:
 
 @pytest.mark.parametrize("cache_mode,cache_store", [("rw", "sqlite"), ("off", "sqlite"), ("rw", "files")])
 def test_two_workers_never_send_a_request_twice(tmp_path, cache_mode, cache_store):
-    prompts_a = [f"prompt {i}" for i in range(0, 40)]
+    prompts_a = [f"prompt {i}" for i in range(40)]
     prompts_b = [f"prompt {i}" for i in range(10, 50)]  # 30 shared with worker A
     go = tmp_path / "go"
     with FakeServer(latency_ms=150) as server:
-        common = dict(url=server.url, cache_dir=str(tmp_path / "cache"), run_id="run-xyz", worker_count=2,
-                      cache_mode=cache_mode, cache_store=cache_store, go=str(go),
-                      coordination_dir=str(tmp_path / "coord"), provider_concurrency={"openai": 8})
+        common = dict(
+            url=server.url,
+            cache_dir=str(tmp_path / "cache"),
+            run_id="run-xyz",
+            worker_count=2,
+            cache_mode=cache_mode,
+            cache_store=cache_store,
+            go=str(go),
+            coordination_dir=str(tmp_path / "coord"),
+            provider_concurrency={"openai": 8},
+        )
         a, out_a = spawn(tmp_path, "a", prompts=prompts_a, worker_id="gw0", ready=str(tmp_path / "ra"), **common)
         b, out_b = spawn(tmp_path, "b", prompts=prompts_b, worker_id="gw1", ready=str(tmp_path / "rb"), **common)
         wait_until(lambda: (tmp_path / "ra").exists() and (tmp_path / "rb").exists())
@@ -71,8 +80,13 @@ def test_two_workers_never_send_a_request_twice(tmp_path, cache_mode, cache_stor
 
 def test_mode_off_results_are_not_served_across_runs(tmp_path):
     with FakeServer() as server:
-        common = dict(url=server.url, cache_dir=str(tmp_path / "cache"), worker_count=2, cache_mode="off",
-                      prompts=["same question"])
+        common = dict(
+            url=server.url,
+            cache_dir=str(tmp_path / "cache"),
+            worker_count=2,
+            cache_mode="off",
+            prompts=["same question"],
+        )
         first, _ = spawn(tmp_path, "one", run_id="run-1", **common)
         wait_for(first)
         second, out = spawn(tmp_path, "two", run_id="run-2", **common)
@@ -85,8 +99,14 @@ def test_sigkill_mid_run_loses_only_in_flight_requests(tmp_path):
     prompts = [f"question {i}" for i in range(40)]
     db_path = tmp_path / "cache" / "weval-cache.sqlite"
     with FakeServer(latency_ms=100) as server:
-        common = dict(url=server.url, cache_dir=str(tmp_path / "cache"), prompts=prompts,
-                      provider_concurrency={"openai": 4}, coordinate=True, claim_lease_s=60)
+        common = dict(
+            url=server.url,
+            cache_dir=str(tmp_path / "cache"),
+            prompts=prompts,
+            provider_concurrency={"openai": 4},
+            coordinate=True,
+            claim_lease_s=60,
+        )
         victim, _ = spawn(tmp_path, "victim", run_id="run-1", **common)
         wait_until(lambda: server.count >= 14)
         os.kill(victim.pid, signal.SIGKILL)
@@ -133,9 +153,12 @@ def test_a_claim_held_by_a_killed_unreaped_worker_is_taken_over_at_once(tmp_path
     db = SqliteDB(tmp_path / "claims.sqlite")
 
     async def scenario():
-        await db.run(lambda conn: conn.execute(
-            "INSERT INTO claims (key, owner, host, pid, expires) VALUES ('k', 'gone', ?, ?, ?)",
-            (socket.gethostname(), child.pid, time.time() + 3600)))
+        await db.run(
+            lambda conn: conn.execute(
+                "INSERT INTO claims (key, owner, host, pid, expires) VALUES ('k', 'gone', ?, ?, ?)",
+                (socket.gethostname(), child.pid, time.time() + 3600),
+            )
+        )
         coordinator = Coordinator(db, run_id="r", worker_id="gw1", lease_s=30, poll_s=0.05)
         return await coordinator.claim("k"), coordinator.takeovers
 
@@ -154,8 +177,11 @@ def test_an_outcome_recorded_in_a_store_entry_that_cannot_be_read_is_asked_again
     from pytest_weval.engine import Engine, EngineSettings
 
     with FakeServer() as server:
-        engine = Engine(EngineSettings(cache_dir=str(tmp_path / "cache"), env=server.env(), worker_count=2,
-                                       worker_id="gw0", run_id="run-gone")).start()
+        engine = Engine(
+            EngineSettings(
+                cache_dir=str(tmp_path / "cache"), env=server.env(), worker_count=2, worker_id="gw0", run_id="run-gone"
+            )
+        ).start()
         try:
             asked = request("openai:gpt-4o-mini", "lost entry")
             key = engine.key_for(asked)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
 from engine_helpers import request
+
 from pytest_weval.engine import ConfigError, MissingKeyError
 from pytest_weval.engine.keys import base_url
 from tests.fakeserver import Rule
-
 
 OPENAI_STYLE = [
     ("openai", "/openai/v1/chat/completions", "test-openai-key"),
@@ -22,8 +21,9 @@ OPENAI_STYLE = [
 @pytest.mark.parametrize("provider,path,key", OPENAI_STYLE)
 def test_openai_style_request_shape(make_engine, server, provider, path, key):
     engine = make_engine()
-    reply = engine.complete_sync(request(f"{provider}:some/model-1", "What is 2+2?", system="Be brief.",
-                                         temperature=0.5))
+    reply = engine.complete_sync(
+        request(f"{provider}:some/model-1", "What is 2+2?", system="Be brief.", temperature=0.5)
+    )
     assert reply.text == "echo: What is 2+2?"
     assert (reply.input_tokens, reply.output_tokens) == (3, 4)
     [sent] = server.requests
@@ -77,8 +77,14 @@ def test_openai_reasoning_models_send_max_completion_tokens(make_engine, server)
 
 
 def test_openai_400_unsupported_parameter_is_adapted_once(make_engine, server):
-    server.rules.append(Rule(status=400, times=1, body='{"error": {"message": "Unsupported parameter: '
-                             "'max_tokens' is not supported with this model.\", \"param\": \"max_tokens\"}}"))
+    server.rules.append(
+        Rule(
+            status=400,
+            times=1,
+            body='{"error": {"message": "Unsupported parameter: '
+            "'max_tokens' is not supported with this model.\", \"param\": \"max_tokens\"}}",
+        )
+    )
     engine = make_engine()
     reply = engine.complete_sync(request("openai:new-model"))
     assert reply.text == "echo: hello"
@@ -100,8 +106,9 @@ def test_anthropic_request_shape(make_engine, server):
     from pytest_weval.blueprint.model import ModelSpec
     from pytest_weval.engine import ModelRequest
 
-    reply = engine.complete_sync(ModelRequest(model=ModelSpec(id="anthropic:claude-3-5-haiku"),
-                                              messages=messages, temperature=0))
+    reply = engine.complete_sync(
+        ModelRequest(model=ModelSpec(id="anthropic:claude-3-5-haiku"), messages=messages, temperature=0)
+    )
     assert reply.text == "echo: three"
     [sent] = server.requests
     assert sent.path == "/anthropic/v1/messages"
@@ -142,8 +149,16 @@ def test_google_assistant_turns_become_model(make_engine, server):
     from pytest_weval.engine import ModelRequest
 
     engine = make_engine()
-    engine.complete_sync(ModelRequest(model=ModelSpec(id="google:g"), messages=[
-        {"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]))
+    engine.complete_sync(
+        ModelRequest(
+            model=ModelSpec(id="google:g"),
+            messages=[
+                {"role": "user", "content": "a"},
+                {"role": "assistant", "content": "b"},
+                {"role": "user", "content": "c"},
+            ],
+        )
+    )
     assert [c["role"] for c in server.requests[0].body["contents"]] == ["user", "model", "user"]
 
 
@@ -197,7 +212,17 @@ def test_native_tool_calls_become_tool_call_lines():
     from pytest_weval.engine.providers.openai_compat import OpenAICompat
 
     adapter = OpenAICompat("openai", "openai:m", "m")
-    reply = adapter.parse({"choices": [{"message": {"content": "done", "tool_calls": [
-        {"type": "function", "function": {"name": "search", "arguments": '{"q": "x"}'}}]}}]})
+    reply = adapter.parse(
+        {
+            "choices": [
+                {
+                    "message": {
+                        "content": "done",
+                        "tool_calls": [{"type": "function", "function": {"name": "search", "arguments": '{"q": "x"}'}}],
+                    }
+                }
+            ]
+        }
+    )
     assert reply.text == 'TOOL_CALL {"name": "search", "arguments": {"q": "x"}}\ndone'
     assert reply.tool_calls == [{"name": "search", "arguments": '{"q": "x"}'}]

@@ -6,8 +6,8 @@ import logging
 import traceback
 
 import pytest
-
 from engine_helpers import request
+
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine import ModelCallError, ProviderError
 from tests.fakeserver import Rule
@@ -20,12 +20,15 @@ def everything_about(error: BaseException) -> str:
     return "\n".join([str(error), repr(error), "".join(traceback.format_exception(error))])
 
 
-@pytest.mark.parametrize("model,header", [
-    ("openai:m", "authorization"),
-    ("openrouter:m", "authorization"),
-    ("anthropic:c", "x-api-key"),
-    ("google:g", "x-goog-api-key"),
-])
+@pytest.mark.parametrize(
+    "model,header",
+    [
+        ("openai:m", "authorization"),
+        ("openrouter:m", "authorization"),
+        ("anthropic:c", "x-api-key"),
+        ("google:g", "x-goog-api-key"),
+    ],
+)
 def test_key_echoed_by_the_provider_is_redacted(make_engine, server, caplog, model, header):
     caplog.set_level(logging.DEBUG)
     env = server.env()
@@ -60,9 +63,15 @@ def test_cache_never_holds_a_key(make_engine, server, tmp_path, store):
     env = dict(server.env(), OPENAI_API_KEY=CANARY, HDR=HEADER_CANARY)
     engine = make_engine(env=env, cache_store=store, allowed_env=frozenset({"HDR"}))
     engine.complete_sync(request("openai:m", "hi"))
-    spec = ModelSpec(id="local:x", custom={"id": "local:x", "url": server.url + "/c/chat/completions",
-                                           "modelName": "x", "headers": {"X-Token": "${HDR}",
-                                                                         "X-Literal": HEADER_CANARY + "2"}})
+    spec = ModelSpec(
+        id="local:x",
+        custom={
+            "id": "local:x",
+            "url": server.url + "/c/chat/completions",
+            "modelName": "x",
+            "headers": {"X-Token": "${HDR}", "X-Literal": HEADER_CANARY + "2"},
+        },
+    )
     engine.complete_sync(request(spec, "hi"))
     engine.close()
     for path in (tmp_path / "cache").rglob("*"):
@@ -75,8 +84,15 @@ def test_cache_never_holds_a_key(make_engine, server, tmp_path, store):
 def test_custom_url_secret_is_redacted_from_connection_errors(make_engine, server):
     env = {"TOKEN": CANARY}
     engine = make_engine(env=env, allowed_env=frozenset({"TOKEN"}), max_attempts=1, timeout_s=1)
-    spec = ModelSpec(id="local:y", custom={"id": "local:y", "url": "http://127.0.0.1:9/v1/chat?token=${TOKEN}",
-                                           "modelName": "y", "headers": {"Authorization": "Bearer ${TOKEN}"}})
+    spec = ModelSpec(
+        id="local:y",
+        custom={
+            "id": "local:y",
+            "url": "http://127.0.0.1:9/v1/chat?token=${TOKEN}",
+            "modelName": "y",
+            "headers": {"Authorization": "Bearer ${TOKEN}"},
+        },
+    )
     with pytest.raises(ModelCallError) as info:
         engine.complete_sync(request(spec))
     assert "connection failed" in str(info.value)

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-
 PROVIDER_VARS = (
-    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "MISTRAL_API_KEY",
-    "TOGETHER_API_KEY", "XAI_API_KEY", "OPENROUTER_API_KEY",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "MISTRAL_API_KEY",
+    "TOGETHER_API_KEY",
+    "XAI_API_KEY",
+    "OPENROUTER_API_KEY",
 )
 
 INI = """\

@@ -18,12 +18,23 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "example_blueprints"
 
 PROVIDER_VARS = (
-    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "MISTRAL_API_KEY",
-    "TOGETHER_API_KEY", "XAI_API_KEY", "OPENROUTER_API_KEY",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "MISTRAL_API_KEY",
+    "TOGETHER_API_KEY",
+    "XAI_API_KEY",
+    "OPENROUTER_API_KEY",
 )
 BASE_URL_VARS = (
-    "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GEMINI_BASE_URL", "MISTRAL_BASE_URL",
-    "TOGETHER_BASE_URL", "XAI_BASE_URL", "OPENROUTER_BASE_URL",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+    "GEMINI_BASE_URL",
+    "MISTRAL_BASE_URL",
+    "TOGETHER_BASE_URL",
+    "XAI_BASE_URL",
+    "OPENROUTER_BASE_URL",
 )
 UNROUTABLE = "http://127.0.0.1:9"  # the discard port: nothing answers there
 
@@ -38,8 +49,9 @@ def offline_env() -> dict[str, str]:
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def outcomes(junit: Path) -> dict[str, str]:
@@ -56,8 +68,11 @@ def outcomes(junit: Path) -> dict[str, str]:
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
-    shutil.copytree(EXAMPLES, tmp_path / "example_blueprints",
-                    ignore=shutil.ignore_patterns(".pytest_cache", ".weval_cache", "__pycache__"))
+    shutil.copytree(
+        EXAMPLES,
+        tmp_path / "example_blueprints",
+        ignore=shutil.ignore_patterns(".pytest_cache", ".weval_cache", "__pycache__"),
+    )
     return tmp_path
 
 
@@ -89,9 +104,12 @@ def test_every_feature_the_examples_promise_is_collected(workdir):
     ids = result.stdout
     assert result.returncode == 0, ids
     for fragment in (
-        ".yml::", ".json::",  # YAML and JSON blueprints
-        ",temp=0]", ",temp=0.9]",  # temperatures
-        ",sp=0]", ",sp=2]",  # system prompt variants
+        ".yml::",
+        ".json::",  # YAML and JSON blueprints
+        ",temp=0]",
+        ",temp=0.9]",  # temperatures
+        ",sp=0]",
+        ",sp=2]",  # system prompt variants
         "[local:smollm2-terse]",  # a custom model object written in the blueprint
     ):
         assert fragment in ids, fragment
@@ -121,9 +139,18 @@ def test_the_command_line_overrides_the_ini_for_real_providers(workdir):
         env = offline_env()
         env.update(server.env())
         junit = workdir / "junit.xml"
-        result = run(["example_blueprints/", "--weval-models=openai:gpt-4o-mini",
-                      "--weval-judges=openai:judge-model", "--weval-cache=rw",
-                      "--weval-cache-dir=.weval_cache", f"--junitxml={junit}"], workdir, env)
+        result = run(
+            [
+                "example_blueprints/",
+                "--weval-models=openai:gpt-4o-mini",
+                "--weval-judges=openai:judge-model",
+                "--weval-cache=rw",
+                "--weval-cache-dir=.weval_cache",
+                f"--junitxml={junit}",
+            ],
+            workdir,
+            env,
+        )
         models = {r.model for r in server.requests}
     found = outcomes(junit)
     assert found and "error" not in found.values(), result.stdout[-4000:]

@@ -25,9 +25,13 @@ def main(argv: list[str] | None = None) -> None:
         with open(args.rules, encoding="utf-8") as handle:
             rules = [Rule.from_dict(r) for r in json.load(handle)]
     server = FakeServer(
-        rules, latency_ms=args.latency_ms, fault_rate=args.fault_rate,
+        rules,
+        latency_ms=args.latency_ms,
+        fault_rate=args.fault_rate,
         fault_kinds=tuple(k.strip() for k in args.fault_kinds.split(",") if k.strip()),
-        seed=args.seed, port=args.port, host=args.host,
+        seed=args.seed,
+        port=args.port,
+        host=args.host,
     )
     try:
         asyncio.run(server.serve_forever())

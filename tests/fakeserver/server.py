@@ -65,12 +65,10 @@ class Rule:
             return False
         if self.contains is not None and self.contains not in last_user:
             return False
-        if self.path is not None and self.path not in path:
-            return False
-        return True
+        return not (self.path is not None and self.path not in path)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Rule":
+    def from_dict(cls, data: dict[str, Any]) -> Rule:
         return cls(**{f.name: data.get(f.name) for f in dataclasses.fields(cls)})
 
 
@@ -122,28 +120,48 @@ def render_reply(path: str, model: str | None, text: str, prompt_text: str) -> d
     usage_in, usage_out = max(1, _words(prompt_text)), _words(text)
     if path.endswith("/chat/completions"):
         return {
-            "id": "chatcmpl-fake", "object": "chat.completion", "model": model,
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out,
-                      "total_tokens": usage_in + usage_out},
+            "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out, "total_tokens": usage_in + usage_out},
         }
     if path.endswith("/completions"):
-        return {"id": "cmpl-fake", "object": "text_completion", "model": model,
-                "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out}}
+        return {
+            "id": "cmpl-fake",
+            "object": "text_completion",
+            "model": model,
+            "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out},
+        }
     if path.endswith("/messages"):
-        return {"id": "msg-fake", "type": "message", "role": "assistant", "model": model,
-                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-                "usage": {"input_tokens": usage_in, "output_tokens": usage_out}}
+        return {
+            "id": "msg-fake",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": usage_in, "output_tokens": usage_out},
+        }
     if ":generateContent" in path:
-        return {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}],
-                "usageMetadata": {"promptTokenCount": usage_in, "candidatesTokenCount": usage_out}}
+        return {
+            "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": usage_in, "candidatesTokenCount": usage_out},
+        }
     # Anything else (custom endpoints): OpenAI chat shape.
     return render_reply("/chat/completions", model, text, prompt_text)
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
-            500: "Internal Server Error", 503: "Service Unavailable"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
 
 
 class FakeServer:
@@ -184,7 +202,7 @@ class FakeServer:
     def env(self, keys: bool = True) -> dict[str, str]:
         return provider_env(self.url, keys)
 
-    def start(self) -> "FakeServer":
+    def start(self) -> FakeServer:
         loop = asyncio.new_event_loop()
         ready = threading.Event()
         errors: list[BaseException] = []
@@ -232,7 +250,7 @@ class FakeServer:
             self._thread.join(timeout=10)
         self._loop = None
 
-    def __enter__(self) -> "FakeServer":
+    def __enter__(self) -> FakeServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -254,8 +272,9 @@ class FakeServer:
 
     def bodies(self) -> list[str]:
         with self._lock:
-            return [json.dumps(r.body, sort_keys=True) if not isinstance(r.body, str) else r.body
-                    for r in self.requests]
+            return [
+                json.dumps(r.body, sort_keys=True) if not isinstance(r.body, str) else r.body for r in self.requests
+            ]
 
     def distinct_bodies(self) -> int:
         return len(set(self.bodies()))
@@ -269,8 +288,12 @@ class FakeServer:
         with self._lock:
             requests = [r.as_dict() for r in self.requests]
         bodies = self.bodies()
-        return {"count": len(requests), "distinct": len(set(bodies)), "max_in_flight": self.max_in_flight,
-                "requests": requests}
+        return {
+            "count": len(requests),
+            "distinct": len(set(bodies)),
+            "max_in_flight": self.max_in_flight,
+            "requests": requests,
+        }
 
     # -- HTTP -------------------------------------------------------------------------------
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -304,11 +327,21 @@ class FakeServer:
             except Exception:  # noqa: BLE001
                 pass
 
-    async def _send(self, writer: asyncio.StreamWriter, status: int, body: str,
-                    headers: dict[str, str] | None = None, content_type: str = "application/json") -> None:
+    async def _send(
+        self,
+        writer: asyncio.StreamWriter,
+        status: int,
+        body: str,
+        headers: dict[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> None:
         data = body.encode("utf-8")
-        head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", f"Content-Type: {content_type}",
-                f"Content-Length: {len(data)}", "Connection: keep-alive"]
+        head = [
+            f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
+            f"Content-Type: {content_type}",
+            f"Content-Length: {len(data)}",
+            "Connection: keep-alive",
+        ]
         for name, value in (headers or {}).items():
             head.append(f"{name}: {value}")
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
@@ -323,8 +356,9 @@ class FakeServer:
                     return rule
         return None
 
-    async def _respond(self, method: str, target: str, headers: dict[str, str], raw: bytes,
-                       writer: asyncio.StreamWriter) -> bool:
+    async def _respond(
+        self, method: str, target: str, headers: dict[str, str], raw: bytes, writer: asyncio.StreamWriter
+    ) -> bool:
         path = target.split("?", 1)[0]
         if path == "/__log":
             await self._send(writer, 200, json.dumps(self.log()))
@@ -353,8 +387,17 @@ class FakeServer:
                 if self.rng.random() < self.fault_rate:
                     fault = self.rng.choice(self.fault_kinds)
         outcome = fault or (str(rule.status) if rule is not None and rule.status else "200")
-        record = RecordedRequest(method=method, path=path, headers=headers, body=body, raw_body=text_body,
-                                 model=model, last_user=last_user, outcome=outcome, at=time.time())
+        record = RecordedRequest(
+            method=method,
+            path=path,
+            headers=headers,
+            body=body,
+            raw_body=text_body,
+            model=model,
+            last_user=last_user,
+            outcome=outcome,
+            at=time.time(),
+        )
         with self._lock:
             self.requests.append(record)
             self.in_flight += 1
@@ -365,8 +408,16 @@ class FakeServer:
             with self._lock:
                 self.in_flight -= 1
 
-    async def _answer(self, rule: Rule | None, fault: str | None, path: str, model: str | None,
-                      last_user: str, headers: dict[str, str], writer: asyncio.StreamWriter) -> bool:
+    async def _answer(
+        self,
+        rule: Rule | None,
+        fault: str | None,
+        path: str,
+        model: str | None,
+        last_user: str,
+        headers: dict[str, str],
+        writer: asyncio.StreamWriter,
+    ) -> bool:
         latency = self.latency_ms + ((rule.latency_ms or 0) if rule is not None else 0)
         if latency:
             await asyncio.sleep(latency / 1000)
@@ -384,8 +435,11 @@ class FakeServer:
             message = f"fake {status}"
             if rule is not None and rule.echo_header:
                 message += f": you sent {rule.echo_header}={headers.get(rule.echo_header.lower(), '')}"
-            error_body = rule.body if rule is not None and rule.body else json.dumps(
-                {"error": {"message": message, "type": "fake_error", "code": status}})
+            error_body = (
+                rule.body
+                if rule is not None and rule.body
+                else json.dumps({"error": {"message": message, "type": "fake_error", "code": status}})
+            )
             extra = {}
             retry_after = rule.retry_after if rule is not None else None
             if retry_after is not None:
@@ -413,13 +467,19 @@ class FakeServerProcess:
         env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.fakeserver", "--port", "0", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd or root, env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=cwd or root,
+            env=env,
         )
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         if not line.startswith("FAKESERVER "):
             self.process.kill()
-            raise RuntimeError(f"fake server did not start: {line!r} {self.process.stderr.read() if self.process.stderr else ''}")
+            raise RuntimeError(
+                f"fake server did not start: {line!r} {self.process.stderr.read() if self.process.stderr else ''}"
+            )
         self.url = line.split(" ", 1)[1].strip()
 
     def env(self, keys: bool = True) -> dict[str, str]:
@@ -444,7 +504,7 @@ class FakeServerProcess:
                 self.process.kill()
                 self.process.wait()
 
-    def __enter__(self) -> "FakeServerProcess":
+    def __enter__(self) -> FakeServerProcess:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from pytest_weval.judges import judge_agreement, krippendorff_interval, run_judge_agreement
 from pytest_weval.judges import agreement as agreement_module
+from pytest_weval.judges import judge_agreement, krippendorff_interval, run_judge_agreement
 from pytest_weval.results import JudgeVerdict, PointAssessment
 
 
@@ -66,8 +66,15 @@ def test_output_fields_and_fingerprint():
             {"judgeId": "judge-b", "model": "t:b", "approach": "unknown", "assessmentCount": 3},
         ],
     }
-    assert list(result) == ["krippendorffsAlpha", "numItems", "numJudges", "numComparisons",
-                            "interpretation", "judgeSetFingerprint", "judgesUsed"]
+    assert list(result) == [
+        "krippendorffsAlpha",
+        "numItems",
+        "numJudges",
+        "numComparisons",
+        "interpretation",
+        "judgeSetFingerprint",
+        "judgesUsed",
+    ]
 
 
 def test_absent_without_multi_judge_items():
@@ -81,19 +88,29 @@ def test_absent_without_multi_judge_items():
 
 def test_judges_used_sorted_by_count_and_resolved():
     assessments = [
-        item(("holistic-gemini-2-5-flash(openrouter:google/gemini-2.5-flash)", 1.0),
-             ("backup-claude-4-5-haiku(openrouter:anthropic/claude-haiku-4.5)", 1.0)),
-        item(("holistic-gemini-2-5-flash(openrouter:google/gemini-2.5-flash)", 1.0),
-             ("standard(custom:judge1)", 0.5)),
-        item(("holistic-gemini-2-5-flash(openrouter:google/gemini-2.5-flash)", 1.0),
-             ("holistic-smol(local:smol)", 1.0)),
+        item(
+            ("holistic-gemini-2-5-flash(openrouter:google/gemini-2.5-flash)", 1.0),
+            ("backup-claude-4-5-haiku(openrouter:anthropic/claude-haiku-4.5)", 1.0),
+        ),
+        item(("holistic-gemini-2-5-flash(openrouter:google/gemini-2.5-flash)", 1.0), ("standard(custom:judge1)", 0.5)),
+        item(
+            ("holistic-gemini-2-5-flash(openrouter:google/gemini-2.5-flash)", 1.0), ("holistic-smol(local:smol)", 1.0)
+        ),
     ]
     used = judge_agreement(assessments)["judgesUsed"]
     assert used == [
-        {"judgeId": "holistic-gemini-2-5-flash", "model": "openrouter:google/gemini-2.5-flash",
-         "approach": "holistic", "assessmentCount": 3},
-        {"judgeId": "backup-claude-4-5-haiku", "model": "openrouter:anthropic/claude-haiku-4.5",
-         "approach": "holistic", "assessmentCount": 1},
+        {
+            "judgeId": "holistic-gemini-2-5-flash",
+            "model": "openrouter:google/gemini-2.5-flash",
+            "approach": "holistic",
+            "assessmentCount": 3,
+        },
+        {
+            "judgeId": "backup-claude-4-5-haiku",
+            "model": "openrouter:anthropic/claude-haiku-4.5",
+            "approach": "holistic",
+            "assessmentCount": 1,
+        },
         {"judgeId": "standard", "model": "custom:judge1", "approach": "standard", "assessmentCount": 1},
         {"judgeId": "holistic-smol", "model": "local:smol", "approach": "holistic", "assessmentCount": 1},
     ]
@@ -109,7 +126,7 @@ def test_run_level_pools_items_across_results():
 
 def test_closed_form_matches_pairwise(monkeypatch):
     values = [((i * 37) % 11) / 10 for i in range(60)]
-    items = [values[i:i + 3] for i in range(0, 60, 3)]
+    items = [values[i : i + 3] for i in range(0, 60, 3)]
     exact = krippendorff_interval(items)
     monkeypatch.setattr(agreement_module, "_PAIRWISE_LIMIT", 5)
     assert krippendorff_interval(items) == exact

@@ -21,7 +21,10 @@ def test_defaults_and_backup_match_section_3_2():
         ("holistic-claude-haiku-4-5", "openrouter:anthropic/claude-haiku-4.5", "holistic"),
     ]
     assert (BACKUP_JUDGE.id, BACKUP_JUDGE.model, BACKUP_JUDGE.approach) == (
-        "backup-claude-4-5-haiku", "openrouter:anthropic/claude-haiku-4.5", "holistic")
+        "backup-claude-4-5-haiku",
+        "openrouter:anthropic/claude-haiku-4.5",
+        "holistic",
+    )
 
 
 def test_labels():
@@ -30,8 +33,9 @@ def test_labels():
     assert JudgeSpec("", "p:m", "prompt-aware").label == "prompt-aware(p:m)"
 
 
-@pytest.mark.parametrize("config", [None, {}, {"llm-coverage": {}}, {"llm-coverage": {"judges": []}},
-                                    {"llm-coverage": None}])
+@pytest.mark.parametrize(
+    "config", [None, {}, {"llm-coverage": {}}, {"llm-coverage": {"judges": []}}, {"llm-coverage": None}]
+)
 def test_defaults_when_nothing_configured(config):
     panel = select_judges(None, config)
     assert panel.judges == DEFAULT_JUDGES and panel.uses_defaults
@@ -41,12 +45,19 @@ def test_defaults_when_nothing_configured(config):
 
 
 def test_blueprint_judges():
-    panel = select_judges([], {"llm-coverage": {
-        "judges": [{"id": "j1", "model": "openai:gpt-4.1", "approach": "prompt-aware"},
-                   {"model": "anthropic:claude", "approach": "standard"},
-                   {"model": "x:y"}],
-        "judgeModels": ["openai:gpt-4o"],
-    }})
+    panel = select_judges(
+        [],
+        {
+            "llm-coverage": {
+                "judges": [
+                    {"id": "j1", "model": "openai:gpt-4.1", "approach": "prompt-aware"},
+                    {"model": "anthropic:claude", "approach": "standard"},
+                    {"model": "x:y"},
+                ],
+                "judgeModels": ["openai:gpt-4o"],
+            }
+        },
+    )
     assert panel.judges == (
         JudgeSpec("j1", "openai:gpt-4.1", "prompt-aware"),
         JudgeSpec(None, "anthropic:claude", "standard"),

@@ -43,9 +43,7 @@ def test_mean_of_successes_rounded_like_tofixed():
     assert a.coverage_extent == 0.31
     b = consensus_assessment(POINT, [ok(A, 0.625), ok(B, 0.75)], uses_defaults=False)
     assert b.coverage_extent == 0.69
-    assert b.reflection == (
-        "Consensus from 2 judge(s). Average score: 0.69. See breakdown for individual reflections."
-    )
+    assert b.reflection == ("Consensus from 2 judge(s). Average score: 0.69. See breakdown for individual reflections.")
     assert b.error is None and b.kind == "judged"
 
 
@@ -81,7 +79,9 @@ def test_all_fail_has_no_score_and_says_why():
 
 def test_backup_supplements_default_panel():
     a = consensus_assessment(
-        POINT, [ok(GEMINI, 0.75), fail(GPT), fail(CLAUDE)], uses_defaults=True,
+        POINT,
+        [ok(GEMINI, 0.75), fail(GPT), fail(CLAUDE)],
+        uses_defaults=True,
         backup_outcome=ok(BACKUP_JUDGE, 0.25),
     )
     assert a.coverage_extent == 0.5
@@ -100,7 +100,9 @@ def test_backup_alone_rescues_all_failed_primaries():
 
 def test_failed_backup_leaves_the_partial_warning():
     a = consensus_assessment(
-        POINT, [ok(GEMINI, 0.75), fail(GPT), fail(CLAUDE)], uses_defaults=True,
+        POINT,
+        [ok(GEMINI, 0.75), fail(GPT), fail(CLAUDE)],
+        uses_defaults=True,
         backup_outcome=fail(BACKUP_JUDGE),
     )
     assert a.coverage_extent == 0.75
@@ -110,7 +112,9 @@ def test_failed_backup_leaves_the_partial_warning():
 def test_backup_whose_model_already_answered_adds_nothing():
     # Ruling 11 (a fix): the reference counts Claude twice here and gets 0.67.
     a = consensus_assessment(
-        POINT, [ok(GEMINI, 0.8), fail(GPT), ok(CLAUDE, 0.6)], uses_defaults=True,
+        POINT,
+        [ok(GEMINI, 0.8), fail(GPT), ok(CLAUDE, 0.6)],
+        uses_defaults=True,
         backup_outcome=ok(BACKUP_JUDGE, 0.6),
     )
     assert a.coverage_extent == 0.7
@@ -119,10 +123,14 @@ def test_backup_whose_model_already_answered_adds_nothing():
 
 
 def test_backup_ignored_for_custom_panels_and_when_all_succeeded():
-    custom = consensus_assessment(POINT, [ok(A, 1.0), fail(B)], uses_defaults=False, backup_outcome=ok(BACKUP_JUDGE, 0.0))
+    custom = consensus_assessment(
+        POINT, [ok(A, 1.0), fail(B)], uses_defaults=False, backup_outcome=ok(BACKUP_JUDGE, 0.0)
+    )
     assert custom.coverage_extent == 1.0 and "backup" not in custom.judge_model_id
     full = consensus_assessment(
-        POINT, [ok(GEMINI, 1.0), ok(GPT, 1.0), ok(CLAUDE, 1.0)], uses_defaults=True,
+        POINT,
+        [ok(GEMINI, 1.0), ok(GPT, 1.0), ok(CLAUDE, 1.0)],
+        uses_defaults=True,
         backup_outcome=ok(BACKUP_JUDGE, 0.0),
     )
     assert full.coverage_extent == 1.0 and len(full.individual_judgements) == 3
@@ -186,10 +194,17 @@ async def test_all_primaries_of_all_points_run_concurrently_then_backup():
 
 
 async def test_completion_order_not_judge_order():
-    panel = select_judges(None, {"llm-coverage": {"judges": [
-        {"id": "slow", "model": "t:slow", "approach": "holistic"},
-        {"id": "fast", "model": "t:fast", "approach": "holistic"},
-    ]}})
+    panel = select_judges(
+        None,
+        {
+            "llm-coverage": {
+                "judges": [
+                    {"id": "slow", "model": "t:slow", "approach": "holistic"},
+                    {"id": "fast", "model": "t:fast", "approach": "holistic"},
+                ]
+            }
+        },
+    )
 
     async def judge_one(judge, point):
         await asyncio.sleep(0.05 if judge.id == "slow" else 0)
@@ -226,11 +241,18 @@ def _reply(name):
 
 
 async def test_judge_points_ask_failures_and_parse_errors():
-    panel = select_judges(None, {"llm-coverage": {"judges": [
-        {"id": "net", "model": "t:net", "approach": "holistic"},
-        {"id": "junk", "model": "t:junk", "approach": "holistic"},
-        {"id": "good", "model": "t:good", "approach": "standard"},
-    ]}})
+    panel = select_judges(
+        None,
+        {
+            "llm-coverage": {
+                "judges": [
+                    {"id": "net", "model": "t:net", "approach": "holistic"},
+                    {"id": "junk", "model": "t:junk", "approach": "holistic"},
+                    {"id": "good", "model": "t:good", "approach": "standard"},
+                ]
+            }
+        },
+    )
 
     async def ask(judge, messages, temperature, max_tokens):
         if judge.id == "net":
@@ -240,8 +262,13 @@ async def test_judge_points_ask_failures_and_parse_errors():
         return _reply("substantial")
 
     [a] = await judge_points(
-        [POINT], subject_text="s", history=None, generated_indices=None, description=None,
-        panel=panel, ask=ask,
+        [POINT],
+        subject_text="s",
+        history=None,
+        generated_indices=None,
+        description=None,
+        panel=panel,
+        ask=ask,
     )
     assert a.coverage_extent == 0.63  # 0.625 -> toFixed(2) "0.63"
     assert a.error.startswith("2 of 3 judges failed")
@@ -258,8 +285,9 @@ async def test_judge_points_uses_the_panel_scale():
         seen.append(messages)
         return _reply("CLASS_MAJORLY_MET")
 
-    [a] = await judge_points([POINT], subject_text="s", history=None, generated_indices=None,
-                             description=None, panel=panel, ask=ask)
+    [a] = await judge_points(
+        [POINT], subject_text="s", history=None, generated_indices=None, description=None, panel=panel, ask=ask
+    )
     assert a.coverage_extent == 0.75
     assert "- CLASS_MAJORLY_MET:" in seen[0][1]["content"]
 
@@ -275,8 +303,9 @@ async def test_a_judge_whose_ask_raises_has_failed_without_a_retry_here():
         return _reply("EXACT")
 
     panel = select_judges(["t:flaky", "t:fine"], None)
-    [a] = await judge_points([POINT], subject_text="s", history=None, generated_indices=None,
-                             description=None, panel=panel, ask=ask)
+    [a] = await judge_points(
+        [POINT], subject_text="s", history=None, generated_indices=None, description=None, panel=panel, ask=ask
+    )
     assert calls.count("t:flaky") == 1 and calls.count("t:fine") == 1
     assert a.coverage_extent == 1.0 and a.error.startswith("1 of 2")
     assert "Client/Network error: reset" in a.reflection

@@ -30,8 +30,9 @@ async def test_models_tried_in_order_until_one_yields_points():
         return "<key_point>Salt the water</key_point><key_point>Cook al dente</key_point>"
 
     errors: list[str] = []
-    points = await extract_key_points(prompt_text="p", ideal="i", panel=select_judges(None, None),
-                                      ask=ask, errors=errors)
+    points = await extract_key_points(
+        prompt_text="p", ideal="i", panel=select_judges(None, None), ask=ask, errors=errors
+    )
     assert calls == [(DEFAULT_KEYPOINT_MODELS[0], 0.1, 2000), (DEFAULT_KEYPOINT_MODELS[1], 0.1, 2000)]
     assert [(p.text, p.display_text, p.multiplier, p.path_id, p.is_inverted, p.is_function) for p in points] == [
         ("Salt the water", "Salt the water", 1.0, None, False, False),

@@ -91,7 +91,7 @@ def test_invalid_class_message_shows_the_trimmed_raw_value():
 
 @pytest.mark.parametrize("text", ["", "   \n\t", None])
 def test_empty_reply(text):
-    with pytest.raises(JudgeReplyError, match="^Empty response$"):
+    with pytest.raises(JudgeReplyError, match=r"^Empty response$"):
         parse_judge_reply(text, "9")
 
 

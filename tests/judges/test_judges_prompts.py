@@ -23,15 +23,17 @@ def test_transcript_labels_generated_and_fixed_assistant_turns():
         {"role": "assistant", "content": "Generated two"},
     ]
     # generated indices count assistant turns, not messages
-    assert build_transcript(history, [1, 2]) == SEP.join([
-        "system: Be terse.",
-        "user: Hi",
-        "assistant (fixed): Hello (authored)",
-        "user: And?",
-        "assistant (generated): Generated one",
-        "user: More",
-        "assistant (generated): Generated two",
-    ])
+    assert build_transcript(history, [1, 2]) == SEP.join(
+        [
+            "system: Be terse.",
+            "user: Hi",
+            "assistant (fixed): Hello (authored)",
+            "user: And?",
+            "assistant (generated): Generated one",
+            "user: More",
+            "assistant (generated): Generated two",
+        ]
+    )
 
 
 def test_transcript_accepts_message_objects_and_no_generated_indices():
@@ -88,9 +90,11 @@ def test_criterion_wording_depends_on_approach(approach, phrase):
 @pytest.mark.parametrize("scale", [SCALE_9, SCALE_5])
 def test_guideline_list_is_the_active_scale(scale):
     _, user = _msgs(scale=scale.name)
-    lines = [l for l in user["content"].splitlines() if l.startswith("- CLASS_")]
+    lines = [line for line in user["content"].splitlines() if line.startswith("- CLASS_")]
     assert lines == [f"- {c.name}: {c.description}" for c in scale.classes]
-    assert f"Exactly one of the {len(scale.classes)} class names (for example {scale.classes[-1].name})" in user["content"]
+    assert (
+        f"Exactly one of the {len(scale.classes)} class names (for example {scale.classes[-1].name})" in user["content"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -112,7 +116,10 @@ def test_worked_examples_use_active_scale_names(scale, expected):
 
 def test_holistic_description_block():
     system, _ = _msgs(approach="holistic", description="Checks advice on tenancy law.")
-    assert "<BROAD_EVALUATION_DESCRIPTION>\nChecks advice on tenancy law.\n</BROAD_EVALUATION_DESCRIPTION>" in system["content"]
+    assert (
+        "<BROAD_EVALUATION_DESCRIPTION>\nChecks advice on tenancy law.\n</BROAD_EVALUATION_DESCRIPTION>"
+        in system["content"]
+    )
 
 
 @pytest.mark.parametrize("approach", ["standard", "prompt-aware"])

@@ -88,14 +88,23 @@ def _point(defn: Any, *, inverted: bool, path_id: str | None) -> EvalPoint:
     multiplier = float(defn.get("multiplier", 1))
     if defn.get("text"):
         return EvalPoint(
-            text=defn["text"], display_text=defn["text"], multiplier=multiplier,
-            citation=defn.get("citation"), path_id=path_id, is_inverted=inverted,
+            text=defn["text"],
+            display_text=defn["text"],
+            multiplier=multiplier,
+            citation=defn.get("citation"),
+            path_id=path_id,
+            is_inverted=inverted,
         )
     name = defn["fn"]
     args = defn.get("fnArgs", defn.get("arg"))
     return EvalPoint(
-        fn=name, fn_args=args, has_args="fnArgs" in defn or "arg" in defn, multiplier=multiplier,
-        citation=defn.get("citation"), path_id=path_id, is_inverted=inverted,
+        fn=name,
+        fn_args=args,
+        has_args="fnArgs" in defn or "arg" in defn,
+        multiplier=multiplier,
+        citation=defn.get("citation"),
+        path_id=path_id,
+        is_inverted=inverted,
         display_text=f"Function: {name}({_js_json(args)})",
     )
 
@@ -137,6 +146,7 @@ async def function_assessments(points: list[EvalPoint], response: str):
         return []
     try:
         from pytest_weval import scoring
+
         score_function_points = scoring.score_function_points
         PointContext = scoring.PointContext
     except (ImportError, AttributeError):
@@ -232,9 +242,12 @@ def _class_valued(case) -> bool:
 
 
 _ASK_CASES = [
-    p for p in _case_params()
+    p
+    for p in _case_params()
     if _class_valued(p.values[1])
-    and not any(pt.is_function for pt in evaluator_points(p.values[1].get("should", []), p.values[1].get("should_not", [])))
+    and not any(
+        pt.is_function for pt in evaluator_points(p.values[1].get("should", []), p.values[1].get("should_not", []))
+    )
 ]
 
 

@@ -14,8 +14,7 @@ def lint_text(text: str, fmt: str = "yaml") -> list[Finding]:
     text = textwrap.dedent(text)
     with room_for_depth():
         source = load_source(text, fmt=fmt, path="bp.yml")
-        blueprint = build_blueprint(source, rel_path="bp.yml", collections_dir=None,
-                                    keep_unresolved_placeholders=True)
+        blueprint = build_blueprint(source, rel_path="bp.yml", collections_dir=None, keep_unresolved_placeholders=True)
     return lint_blueprint(blueprint, source)
 
 

@@ -6,7 +6,6 @@ import textwrap
 
 import pytest
 
-
 INI = """\
 [pytest]
 asyncio_default_fixture_loop_scope = function
@@ -56,22 +55,25 @@ def test_without_lint_the_pitfall_is_silent(project):
 def test_lint_warns_with_file_and_line_and_still_runs(project):
     result = project.runpytest("blueprints", "--weval-lint", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, warnings=1)
-    result.stdout.fnmatch_lines([
-        "*blueprints/pitfall.yml:7: WevalWarning: [[]single-element-paths[]] 'should' has 2 nested lists*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*blueprints/pitfall.yml:7: WevalWarning: [[]single-element-paths[]] 'should' has 2 nested lists*",
+        ]
+    )
 
 
 def test_strict_fails_one_item_per_file_listing_its_findings(project):
-    result = project.runpytest("blueprints", "--weval-lint-strict", "-p", "no:cacheprovider",
-                               "-rA")
+    result = project.runpytest("blueprints", "--weval-lint-strict", "-p", "no:cacheprovider", "-rA")
     result.assert_outcomes(passed=3, failed=1)
     assert result.ret == 1
-    result.stdout.fnmatch_lines([
-        "*1 lint finding in pitfall.yml (--weval-lint-strict fails on any):",
-        "*blueprints/pitfall.yml:7:9 (prompts[[]0[]].should[[]0[]][[]0[]]): [[]single-element-paths[]]*",
-        "PASSED blueprints/clean.yml::lint",
-        "FAILED blueprints/pitfall.yml::lint*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*1 lint finding in pitfall.yml (--weval-lint-strict fails on any):",
+            "*blueprints/pitfall.yml:7:9 (prompts[[]0[]].should[[]0[]][[]0[]]): [[]single-element-paths[]]*",
+            "PASSED blueprints/clean.yml::lint",
+            "FAILED blueprints/pitfall.yml::lint*",
+        ]
+    )
 
 
 def test_strict_lint_only_run_with_the_marker(project):
@@ -93,10 +95,12 @@ def test_strict_passes_a_clean_repository(project):
 
 
 def test_strict_with_an_unreadable_blueprint_is_a_collection_error(project):
-    (project.path / "blueprints" / "broken.yml").write_text(textwrap.dedent("""\
+    (project.path / "blueprints" / "broken.yml").write_text(
+        textwrap.dedent("""\
         title: Bad: colon
         models: [ideal]
-        """))
+        """)
+    )
     result = project.runpytest("blueprints", "--weval-lint-strict", "-m", "weval_lint", "-p", "no:cacheprovider")
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*ERROR collecting*broken.yml*", "*broken.yml:1:*"])
@@ -105,7 +109,8 @@ def test_strict_with_an_unreadable_blueprint_is_a_collection_error(project):
 def test_an_invalid_regex_warns_on_every_run(project):
     # docs/rulings.md, ruling 9: like an unknown function, a pattern JavaScript rejects is an authoring
     # mistake; collection says so with file and line, lint or not, and the item errors.
-    (project.path / "blueprints" / "regex.yml").write_text(textwrap.dedent("""\
+    (project.path / "blueprints" / "regex.yml").write_text(
+        textwrap.dedent("""\
         models: [ideal]
         ---
         - id: shout
@@ -113,8 +118,13 @@ def test_an_invalid_regex_warns_on_every_run(project):
           ideal: HELLO
           should:
             - $matches: "(?i)hello"
-        """))
+        """)
+    )
     result = project.runpytest("blueprints/regex.yml", "-p", "no:cacheprovider")
     result.assert_outcomes(errors=1, warnings=1)
-    result.stdout.fnmatch_lines(["*blueprints/regex.yml:7: WevalWarning: $matches pattern '(?i)hello' is not a "
-                                 "valid JavaScript regex*use $imatches*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*blueprints/regex.yml:7: WevalWarning: $matches pattern '(?i)hello' is not a "
+            "valid JavaScript regex*use $imatches*"
+        ]
+    )

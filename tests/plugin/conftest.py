@@ -4,8 +4,8 @@ fake server. Nothing of ours is patched; only the environment points the provide
 from __future__ import annotations
 
 import pytest
-
 from plugin_helpers import CANARY, PROVIDER_VARS, Project
+
 from tests.fakeserver import FakeServer
 
 

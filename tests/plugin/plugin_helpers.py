@@ -21,10 +21,21 @@ MODEL_ID = f"openai:{MODEL}"
 CANARY = "sk-canary-5f1e2d3c4b5a69788796a5b4c3d2e1f0"
 
 PROVIDER_VARS = (
-    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "MISTRAL_API_KEY",
-    "TOGETHER_API_KEY", "XAI_API_KEY", "OPENROUTER_API_KEY",
-    "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GEMINI_BASE_URL", "MISTRAL_BASE_URL",
-    "TOGETHER_BASE_URL", "XAI_BASE_URL", "OPENROUTER_BASE_URL",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "MISTRAL_API_KEY",
+    "TOGETHER_API_KEY",
+    "XAI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+    "GEMINI_BASE_URL",
+    "MISTRAL_BASE_URL",
+    "TOGETHER_BASE_URL",
+    "XAI_BASE_URL",
+    "OPENROUTER_BASE_URL",
 )
 
 INI = """\
@@ -39,13 +50,11 @@ def verdict(cls: str, reflection: str = "Judged by the fake server.") -> str:
     return f"<reflection>{reflection}</reflection><classification>{cls}</classification>"
 
 
-def judge_rule(criterion: str, cls: str, reflection: str | None = None, *, model: str = JUDGE,
-               **kw: Any) -> Rule:
+def judge_rule(criterion: str, cls: str, reflection: str | None = None, *, model: str = JUDGE, **kw: Any) -> Rule:
     """The judge ``model``'s answer for one criterion (matched on the judge prompt's
     ``<CRITERION>`` block, so the response text cannot trigger it)."""
     reflection = reflection or f"The fake judge says {cls} for '{criterion}'."
-    return Rule(model=model, contains=f"<CRITERION>\n{criterion}\n</CRITERION>",
-                reply=verdict(cls, reflection), **kw)
+    return Rule(model=model, contains=f"<CRITERION>\n{criterion}\n</CRITERION>", reply=verdict(cls, reflection), **kw)
 
 
 def answer_rule(contains: str, reply: str, *, model: str = MODEL, **kw: Any) -> Rule:
@@ -104,8 +113,7 @@ class Project:
             for tag in ("failure", "error", "skipped"):
                 if case.find(tag) is not None:
                     outcome = tag
-            cases[case.get("name")] = {"outcome": outcome, "properties": props,
-                                       "classname": case.get("classname")}
+            cases[case.get("name")] = {"outcome": outcome, "properties": props, "classname": case.get("classname")}
         return cases
 
     def json(self, rel: str) -> Any:
@@ -126,7 +134,7 @@ def outcomes_by_id(result: pytest.RunResult) -> dict[str, str]:
     for line in result.outlines:
         for word in ("PASSED", "FAILED", "ERROR", "SKIPPED"):
             if line.startswith(word + " "):
-                rest = line[len(word) + 1:]
+                rest = line[len(word) + 1 :]
                 nodeid = rest.split(" - ", 1)[0].strip()
                 found[nodeid] = word
     return found

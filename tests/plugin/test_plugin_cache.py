@@ -40,8 +40,10 @@ def _setup(project: Project, blueprints: int = 1) -> None:
     rules = list(RULES)
     project.write("blueprints/cached.yml", BLUEPRINT)
     for i in range(2, blueprints + 1):
-        project.write(f"blueprints/more/c{i}.yml", BLUEPRINT.replace("Question", f"Q{i} question")
-                      .replace("answers question", f"q{i} answers question"))
+        project.write(
+            f"blueprints/more/c{i}.yml",
+            BLUEPRINT.replace("Question", f"Q{i} question").replace("answers question", f"q{i} answers question"),
+        )
         for n in ("one", "two", "three"):
             rules.append(answer_rule(f"Q{i} question {n}?", f"This is answer {n}."))
         rules.append(judge_rule(f"q{i} answers question one", "CLASS_EXACT"))
@@ -94,7 +96,9 @@ def test_refresh_sends_again_and_off_never_stores(project: Project):
     project.run(f"--weval-judges={JUDGE_ID}").assert_outcomes(passed=6)
     project.run(f"--weval-judges={JUDGE_ID}", "--weval-cache=refresh").assert_outcomes(passed=6)
     assert project.server.count == 16
-    project.run(f"--weval-judges={JUDGE_ID}", "--weval-cache=off", "--weval-cache-dir=nocache").assert_outcomes(passed=6)
+    project.run(f"--weval-judges={JUDGE_ID}", "--weval-cache=off", "--weval-cache-dir=nocache").assert_outcomes(
+        passed=6
+    )
     assert project.server.count == 24
     assert not (project.path / "nocache").exists() or not any((project.path / "nocache").rglob("*.json"))
 

@@ -25,10 +25,13 @@ def collected(result: pytest.RunResult) -> list[str]:
 def test_only_blueprint_files_are_collected(project: Project):
     project.write("blueprints/a.yml", SIMPLE.format(title="A"))
     project.write("blueprints/deep/er/b.yaml", SIMPLE.format(title="B"))
-    project.write("blueprints/c.json", """\
+    project.write(
+        "blueprints/c.json",
+        """\
         {"title": "C", "models": ["ideal"],
          "prompts": [{"id": "p1", "prompt": "Say hello.", "ideal": "hello", "should": [{"$contains": "hello"}]}]}
-        """)
+        """,
+    )
     project.write("models/CORE.json", '["openai:gpt-4o-mini"]\n')
     project.write("models/FAST.json", '["openai:gpt-4o-mini"]\n')
     # Files a configs repository also holds, and which are not blueprints.
@@ -57,22 +60,28 @@ def test_only_blueprint_files_are_collected(project: Project):
 
 def test_a_broken_blueprint_is_one_located_collection_error_and_the_others_run(project: Project):
     project.write("blueprints/good.yml", SIMPLE.format(title="Good"))
-    project.write("blueprints/broken.yml", """\
+    project.write(
+        "blueprints/broken.yml",
+        """\
         title: Broken
         models: [ideal]
         ---
         - id: p1
           prompt: "an unterminated quote
           should: [a]
-        """)
-    project.write("blueprints/bad_header.yml", """\
+        """,
+    )
+    project.write(
+        "blueprints/bad_header.yml",
+        """\
         title: Bad header
         models: [ideal]
         temperatures: hot
         ---
         - prompt: hi
           should: [{$contains: hi}]
-        """)
+        """,
+    )
     result = project.run("-rA")
     result.assert_outcomes(passed=1, errors=2)
     assert result.ret != 0
@@ -88,7 +97,9 @@ def test_a_broken_blueprint_is_one_located_collection_error_and_the_others_run(p
 
 
 def test_node_ids_with_temperatures_systems_and_duplicate_prompt_ids(project: Project):
-    project.write("blueprints/plain.yml", """\
+    project.write(
+        "blueprints/plain.yml",
+        """\
         models: [ideal, echo]
         ---
         - id: same
@@ -99,8 +110,11 @@ def test_node_ids_with_temperatures_systems_and_duplicate_prompt_ids(project: Pr
           prompt: two
           ideal: two
           should: [{$contains: two}]
-        """)
-    project.write("blueprints/temps.yml", """\
+        """,
+    )
+    project.write(
+        "blueprints/temps.yml",
+        """\
         models: [ideal]
         temperatures: [0, 1.0, 0.25]
         system: ["be brief", "be kind"]
@@ -109,8 +123,11 @@ def test_node_ids_with_temperatures_systems_and_duplicate_prompt_ids(project: Pr
           prompt: hi
           ideal: hi
           should: [{$contains: hi}]
-        """)
-    project.write("blueprints/one_temp.yml", """\
+        """,
+    )
+    project.write(
+        "blueprints/one_temp.yml",
+        """\
         models: [ideal]
         temperature: 0.7
         ---
@@ -118,7 +135,8 @@ def test_node_ids_with_temperatures_systems_and_duplicate_prompt_ids(project: Pr
           prompt: hi
           ideal: hi
           should: [{$contains: hi}]
-        """)
+        """,
+    )
     result = project.run("--collect-only", "-q")
     assert result.ret == 0, result.stdout.str()
     ids = collected(result)
@@ -129,9 +147,7 @@ def test_node_ids_with_temperatures_systems_and_duplicate_prompt_ids(project: Pr
         "blueprints/plain.yml::same~2[ideal]",
         "blueprints/plain.yml::same~2[echo]",
     ]
-    assert ids[5:] == [
-        f"blueprints/temps.yml::t[ideal,temp={t},sp={s}]" for t in ("0", "1", "0.25") for s in (0, 1)
-    ]
+    assert ids[5:] == [f"blueprints/temps.yml::t[ideal,temp={t},sp={s}]" for t in ("0", "1", "0.25") for s in (0, 1)]
     assert len(set(ids)) == len(ids)
 
     # Each is selectable by its node id, and all of them run.
@@ -177,29 +193,40 @@ def _keyword_project(project: Project) -> None:
     project.write("models/CORE.json", '["ideal"]\n')
 
 
-@pytest.mark.parametrize("expr, expected", [
-    ("chest", ["blueprints/safety/triage.yml::chest-pain[ideal]", "blueprints/safety/triage.yml::chest-pain[echo]"]),
-    ("echo", ["blueprints/safety/triage.yml::chest-pain[echo]", "blueprints/safety/triage.yml::headache[echo]"]),
-    # the blueprint id (safety__triage) and the file name
-    ("safety__triage and ideal", ["blueprints/safety/triage.yml::chest-pain[ideal]",
-                                  "blueprints/safety/triage.yml::headache[ideal]"]),
-    ("geo", ["blueprints/geo.yml::capital[ideal]"]),
-    ("lonely", ["blueprints/bare.yml::lonely[ideal]"]),
-])
+@pytest.mark.parametrize(
+    "expr, expected",
+    [
+        (
+            "chest",
+            ["blueprints/safety/triage.yml::chest-pain[ideal]", "blueprints/safety/triage.yml::chest-pain[echo]"],
+        ),
+        ("echo", ["blueprints/safety/triage.yml::chest-pain[echo]", "blueprints/safety/triage.yml::headache[echo]"]),
+        # the blueprint id (safety__triage) and the file name
+        (
+            "safety__triage and ideal",
+            ["blueprints/safety/triage.yml::chest-pain[ideal]", "blueprints/safety/triage.yml::headache[ideal]"],
+        ),
+        ("geo", ["blueprints/geo.yml::capital[ideal]"]),
+        ("lonely", ["blueprints/bare.yml::lonely[ideal]"]),
+    ],
+)
 def test_k_selects_by_prompt_id_model_and_blueprint(project: Project, expr, expected):
     _keyword_project(project)
     result = project.run("--collect-only", "-q", "-k", expr)
     assert collected(result) == expected, result.stdout.str()
 
 
-@pytest.mark.parametrize("expr, expected", [
-    ("ai-safety", 4),
-    ("medical-advice and not ai-safety", 0),
-    ("geography", 1),
-    ("weval", 6),
-    ("not weval", 1),
-    ("weval and not geography and not ai-safety", 1),
-])
+@pytest.mark.parametrize(
+    "expr, expected",
+    [
+        ("ai-safety", 4),
+        ("medical-advice and not ai-safety", 0),
+        ("geography", 1),
+        ("weval", 6),
+        ("not weval", 1),
+        ("weval and not geography and not ai-safety", 1),
+    ],
+)
 def test_m_selects_by_normalized_tag_with_strict_markers(project: Project, expr, expected):
     _keyword_project(project)
     result = project.run("--collect-only", "-q", "--strict-markers", "-m", expr)
@@ -218,13 +245,16 @@ def test_placeholders_resolve_from_models_folder_and_weval_models(project: Proje
     project.write("models/CORE.json", '["ideal", "echo"]\n')
     project.write("models/FAST.json", '["echo"]\n')
     project.write("blueprints/default.yml", "- id: d\n  prompt: hi\n  ideal: hi\n  should: [{$contains: hi}]\n")
-    project.write("blueprints/listed.yml", """\
+    project.write(
+        "blueprints/listed.yml",
+        """\
         models: [CORE, openai:gpt-4o-mini]
         ---
         - id: l
           prompt: hi
           should: [{$contains: hi}]
-        """)
+        """,
+    )
     result = project.run("--collect-only", "-q")
     assert collected(result) == [
         "blueprints/default.yml::d[ideal]",
@@ -250,7 +280,9 @@ def test_placeholders_resolve_from_models_folder_and_weval_models(project: Proje
 def test_an_unresolvable_placeholder_is_a_located_error(project: Project):
     project.write("models/CORE.json", '["ideal"]\n')
     project.write("blueprints/ok.yml", "- id: d\n  prompt: hi\n  ideal: hi\n  should: [{$contains: hi}]\n")
-    project.write("blueprints/missing.yml", """\
+    project.write(
+        "blueprints/missing.yml",
+        """\
         title: Missing
         models:
           - ideal
@@ -259,7 +291,8 @@ def test_an_unresolvable_placeholder_is_a_located_error(project: Project):
         - prompt: hi
           ideal: hi
           should: [{$contains: hi}]
-        """)
+        """,
+    )
     result = project.run("-rA")
     result.assert_outcomes(passed=1, errors=1)
     out = result.stdout.str()
@@ -273,7 +306,9 @@ def test_an_unresolvable_placeholder_is_a_located_error(project: Project):
 
 def test_collect_only_makes_no_network_calls(project: Project):
     project.rules(answer_rule("hi", "hi"))
-    project.write("blueprints/net.yml", f"""\
+    project.write(
+        "blueprints/net.yml",
+        f"""\
         models: [{MODEL_ID}, anthropic:claude-3-haiku]
         ---
         - id: n
@@ -281,7 +316,8 @@ def test_collect_only_makes_no_network_calls(project: Project):
           should:
             - is a greeting
             - $contains: hi
-        """)
+        """,
+    )
     result = project.run("--collect-only", "-q", "--weval-judges=openai:judge-model")
     assert result.ret == 0, result.stdout.str()
     assert len(collected(result)) == 2
@@ -361,13 +397,16 @@ def test_run_from_inside_the_blueprints_folder(project: Project):
 
 def test_an_empty_collection_is_a_located_warning_and_no_items(project: Project):
     project.write("models/FRONTIER.json", "[]\n")
-    project.write("blueprints/frontier.yml", """\
+    project.write(
+        "blueprints/frontier.yml",
+        """\
         title: Frontier
         models: [FRONTIER]
         ---
         - prompt: hi
           should: [{$contains: hi}]
-        """)
+        """,
+    )
     project.write("blueprints/ok.yml", SIMPLE.format(title="OK"))
     result = project.run("-rA")
     result.assert_outcomes(passed=1, warnings=1)
@@ -377,13 +416,16 @@ def test_an_empty_collection_is_a_located_warning_and_no_items(project: Project)
 
 def test_every_plugin_warning_can_be_filtered_by_its_base_class(project: Project):
     project.write("models/FRONTIER.json", "[]\n")
-    project.write("blueprints/frontier.yml", """\
+    project.write(
+        "blueprints/frontier.yml",
+        """\
         title: Frontier
         models: [FRONTIER]
         ---
         - prompt: hi
           should: [{$contains: hi}]
-        """)
+        """,
+    )
     project.write("blueprints/ok.yml", SIMPLE.format(title="OK"))
     base = "pytest_weval.plugin.warning_types.PytestWevalWarning"
     ignored = project.run("-W", f"ignore::{base}")

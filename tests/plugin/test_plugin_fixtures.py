@@ -70,14 +70,19 @@ def test_fixtures_sync_and_async_against_the_fake_server(project: Project):
 
 def test_custom_models_in_a_blueprint_and_from_model_defs(project: Project):
     url = project.server.url
-    project.write("models.yml", f"""\
+    project.write(
+        "models.yml",
+        f"""\
         - id: local:judge
           url: {url}/custom-judge/v1/chat/completions
           modelName: tiny-judge
           inherit: openai
-        """)
+        """,
+    )
     project.ini("weval_model_defs = models.yml")
-    project.write("blueprints/custom.yml", f"""\
+    project.write(
+        "blueprints/custom.yml",
+        f"""\
         models:
           - id: local:tested
             url: {url}/custom/v1/chat/completions
@@ -88,7 +93,8 @@ def test_custom_models_in_a_blueprint_and_from_model_defs(project: Project):
           prompt: Say hello.
           should:
             - says hello
-        """)
+        """,
+    )
     project.rules(
         answer_rule("Say hello.", "Hello!", model="tiny-model"),
         judge_rule("says hello", "CLASS_EXACT", model="tiny-judge"),

@@ -5,10 +5,18 @@ from __future__ import annotations
 
 import pytest
 from plugin_helpers import (
-    CANARY, JUDGE_ID, MODEL, MODEL_ID, Project, answer_rule, judge_rule, outcomes_by_id, section,
+    CANARY,
+    JUDGE_ID,
+    MODEL,
+    MODEL_ID,
+    Project,
+    answer_rule,
+    judge_rule,
+    outcomes_by_id,
+    section,
 )
-from tests.fakeserver import Rule
 
+from tests.fakeserver import Rule
 
 
 def _blueprint(header_threshold: str = "", prompt_threshold: str = "") -> str:
@@ -22,16 +30,19 @@ def _blueprint(header_threshold: str = "", prompt_threshold: str = "") -> str:
     return header + "---\n" + prompt
 
 
-@pytest.mark.parametrize("header, prompt, args, ini, passed, threshold", [
-    ("", "", [], None, True, "0.5"),  # the default
-    ("", "", ["--weval-threshold=0.8"], None, False, "0.8"),
-    ("", "", ["--weval-threshold=0.75"], None, True, "0.75"),  # reaching it is enough
-    ("", "", [], "weval_threshold = 0.8", False, "0.8"),  # the ini twin
-    ("", "", ["--weval-threshold=0.7"], "weval_threshold = 0.8", True, "0.7"),  # command line wins
-    ("0.9", "", ["--weval-threshold=0.1"], None, False, "0.9"),  # the blueprint's beats the option
-    ("0.9", "0.6", ["--weval-threshold=0.1"], None, True, "0.6"),  # the prompt's beats the blueprint's
-    ("0.1", "0.76", [], None, False, "0.76"),
-])
+@pytest.mark.parametrize(
+    "header, prompt, args, ini, passed, threshold",
+    [
+        ("", "", [], None, True, "0.5"),  # the default
+        ("", "", ["--weval-threshold=0.8"], None, False, "0.8"),
+        ("", "", ["--weval-threshold=0.75"], None, True, "0.75"),  # reaching it is enough
+        ("", "", [], "weval_threshold = 0.8", False, "0.8"),  # the ini twin
+        ("", "", ["--weval-threshold=0.7"], "weval_threshold = 0.8", True, "0.7"),  # command line wins
+        ("0.9", "", ["--weval-threshold=0.1"], None, False, "0.9"),  # the blueprint's beats the option
+        ("0.9", "0.6", ["--weval-threshold=0.1"], None, True, "0.6"),  # the prompt's beats the blueprint's
+        ("0.1", "0.76", [], None, False, "0.76"),
+    ],
+)
 def test_thresholds_at_every_level(project: Project, header, prompt, args, ini, passed, threshold):
     project.write("blueprints/t.yml", _blueprint(header, prompt))
     if ini:
@@ -96,7 +107,9 @@ def test_all_judges_failing_is_an_error(project: Project):
         answer_rule("Describe a cat", "Cats are small furry animals."),
         Rule(model="judge-model", status=500),
     )
-    project.write("blueprints/j.yml", f"""\
+    project.write(
+        "blueprints/j.yml",
+        f"""\
         models: [{MODEL_ID}]
         ---
         - id: cat
@@ -104,7 +117,8 @@ def test_all_judges_failing_is_an_error(project: Project):
           should:
             - describes a cat
             - $icontains: cat
-        """)
+        """,
+    )
     result = project.run("-rA", f"--weval-judges={JUDGE_ID}", "--weval-max-attempts=1")
     result.assert_outcomes(errors=1)
     out = result.stdout.str()
@@ -115,7 +129,9 @@ def test_all_judges_failing_is_an_error(project: Project):
 def test_no_judge_key_is_an_error_with_the_reason(project: Project):
     """Offline with the default judges (OpenRouter) and no key: docs/rulings.md, ruling 13."""
     project.rules(answer_rule("Describe a cat", "Cats are small furry animals."))
-    project.write("blueprints/j.yml", f"""\
+    project.write(
+        "blueprints/j.yml",
+        f"""\
         models: [{MODEL_ID}]
         ---
         - id: cat
@@ -126,7 +142,8 @@ def test_no_judge_key_is_an_error_with_the_reason(project: Project):
           prompt: Describe a cat briefly.
           should:
             - $icontains: cat
-        """)
+        """,
+    )
     result = project.run("-rA")
     outcomes = outcomes_by_id(result)
     assert outcomes == {
@@ -138,7 +155,9 @@ def test_no_judge_key_is_an_error_with_the_reason(project: Project):
 
 
 def test_an_invalid_prompt_errors_only_its_own_items(project: Project):
-    project.write("blueprints/v.yml", """\
+    project.write(
+        "blueprints/v.yml",
+        """\
         models: [ideal, echo]
         ---
         - id: good
@@ -151,7 +170,8 @@ def test_an_invalid_prompt_errors_only_its_own_items(project: Project):
             - user: second
           ideal: whatever
           should: [{$contains: whatever}]
-        """)
+        """,
+    )
     result = project.run("-rA")
     outcomes = outcomes_by_id(result)
     assert outcomes == {
@@ -170,7 +190,9 @@ def test_an_invalid_prompt_errors_only_its_own_items(project: Project):
 
 
 def test_an_authoring_mistake_errors_the_prompt_and_is_a_collection_warning(project: Project):
-    project.write("blueprints/m.yml", """\
+    project.write(
+        "blueprints/m.yml",
+        """\
         models: [ideal]
         ---
         - id: typo
@@ -181,7 +203,8 @@ def test_an_authoring_mistake_errors_the_prompt_and_is_a_collection_warning(proj
           prompt: hello
           ideal: hello
           should: [{$contains: hello}]
-        """)
+        """,
+    )
     result = project.run("-rA")
     outcomes = outcomes_by_id(result)
     assert outcomes == {"blueprints/m.yml::typo[ideal]": "ERROR", "blueprints/m.yml::good[ideal]": "PASSED"}
@@ -203,11 +226,14 @@ models: [{MODEL_ID}]
 """
 
 
-@pytest.mark.parametrize("cls, outcome, score", [
-    ("CLASS_EXACT", "failed", "0"),  # fully meeting a should_not point scores 0
-    ("CLASS_UNMET", "passed", "1"),
-    ("CLASS_MAJOR", "failed", "0.25"),
-])
+@pytest.mark.parametrize(
+    "cls, outcome, score",
+    [
+        ("CLASS_EXACT", "failed", "0"),  # fully meeting a should_not point scores 0
+        ("CLASS_UNMET", "passed", "1"),
+        ("CLASS_MAJOR", "failed", "0.25"),
+    ],
+)
 def test_should_not_text_points_are_inverted(project: Project, cls, outcome, score):
     project.rules(
         answer_rule("about the weather", "It is sunny."),
@@ -228,7 +254,9 @@ def test_consensus_with_a_failing_judge(project: Project):
         judge_rule("mentions the moon", "CLASS_MODERATE", "Moon named, briefly.", model="judge-c"),
         judge_rule("mentions the sun", "CLASS_UTTERLY_UNMET", "No sun at all.", model="judge-c"),
     )
-    project.write("blueprints/c.yml", f"""\
+    project.write(
+        "blueprints/c.yml",
+        f"""\
         models: [{MODEL_ID}]
         ---
         - id: tides
@@ -237,7 +265,8 @@ def test_consensus_with_a_failing_judge(project: Project):
           should:
             - mentions the moon
             - mentions the sun
-        """)
+        """,
+    )
     judges = "--weval-judges=openai:judge-a,openai:judge-b,openai:judge-c"
     result = project.run(judges, "--weval-max-attempts=1", "--junitxml=junit.xml", "-rA")
     result.assert_outcomes(failed=1)
@@ -257,7 +286,9 @@ def test_the_failure_message_reads_as_plain_words(project: Project):
         judge_rule("names Paris as the capital", "CLASS_UNMET", "The answer names Lyon, not Paris."),
         judge_rule("is concise", "CLASS_SLIGHT", "It repeats itself at length."),
     )
-    project.write("blueprints/geo/capitals.yml", f"""\
+    project.write(
+        "blueprints/geo/capitals.yml",
+        f"""\
         title: Capitals
         models: [{MODEL_ID}]
         ---
@@ -269,7 +300,8 @@ def test_the_failure_message_reads_as_plain_words(project: Project):
             - $icontains: paris
             - $contains: Paris
               weight: 3
-        """)
+        """,
+    )
     result = project.run(f"--weval-judges={JUDGE_ID}", "-rA")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
@@ -333,11 +365,15 @@ def test_last_failed_reruns_only_the_failures(project: Project, sub: bool):
     again = project.run("-rA", "--lf", cacheprovider=True, sub=sub)
     again.assert_outcomes(failed=1, errors=1)
     assert "rerun previous 2 failures" in again.stdout.str()
-    assert outcomes_by_id(again) == {"blueprints/lf.yml::greet[echo]": "FAILED",
-                                     "blueprints/lf.yml::empty[ideal]": "ERROR"}
+    assert outcomes_by_id(again) == {
+        "blueprints/lf.yml::greet[echo]": "FAILED",
+        "blueprints/lf.yml::empty[ideal]": "ERROR",
+    }
     ff = project.run("-q", "--ff", "--collect-only", cacheprovider=True, sub=sub)
     assert [line for line in ff.outlines if "::" in line][:2] == [
-        "blueprints/lf.yml::greet[echo]", "blueprints/lf.yml::empty[ideal]"]
+        "blueprints/lf.yml::greet[echo]",
+        "blueprints/lf.yml::empty[ideal]",
+    ]
 
 
 def test_a_prompt_with_nothing_to_score_is_skipped_at_its_line(project: Project):

@@ -89,13 +89,16 @@ def test_junit_carries_the_weval_properties(project: Project):
 
 
 def test_junit_properties_of_an_errored_item(project: Project):
-    project.write("blueprints/e.yml", """\
+    project.write(
+        "blueprints/e.yml",
+        """\
         models: [anthropic:claude-3-haiku]
         ---
         - id: p
           prompt: hi
           should: [{$contains: hi}]
-        """)
+        """,
+    )
     project.run("--junitxml=junit.xml")
     case = project.junit()["p[anthropic:claude-3-haiku]"]
     assert case["outcome"] == "error"
@@ -104,19 +107,28 @@ def test_junit_properties_of_an_errored_item(project: Project):
 
 
 def _summary(result: pytest.RunResult) -> list[str]:
-    return [line for line in section(result.outlines, "weval scores")
-            if not line.startswith("weval results written to")]
+    return [
+        line for line in section(result.outlines, "weval scores") if not line.startswith("weval results written to")
+    ]
 
 
 def test_terminal_summary_and_out_files_are_the_same_serial_and_with_xdist(project: Project):
     _suite(project)
     common = (f"--weval-judges={JUDGE_ID}", "-p", "no:randomly")
-    serial = project.run(*common, "--weval-out=out-serial", "--weval-cache-dir=cache-serial",
-                         "--junitxml=junit-serial.xml", sub=True)
+    serial = project.run(
+        *common, "--weval-out=out-serial", "--weval-cache-dir=cache-serial", "--junitxml=junit-serial.xml", sub=True
+    )
     serial.assert_outcomes(passed=8, failed=2)
     requests_serial = project.server.count
-    parallel = project.run(*common, "-n", "2", "--weval-out=out-xdist", "--weval-cache-dir=cache-xdist",
-                           "--junitxml=junit-xdist.xml", sub=True)
+    parallel = project.run(
+        *common,
+        "-n",
+        "2",
+        "--weval-out=out-xdist",
+        "--weval-cache-dir=cache-xdist",
+        "--junitxml=junit-xdist.xml",
+        sub=True,
+    )
     parallel.assert_outcomes(passed=8, failed=2)
     assert project.server.count == 2 * requests_serial  # a fresh cache each: the same requests
     assert project.junit("junit-xdist.xml") == project.junit("junit-serial.xml")
@@ -138,7 +150,11 @@ def test_terminal_summary_and_out_files_are_the_same_serial_and_with_xdist(proje
             validate_comparison(data)  # raises when the file does not fit Weval's shape
     triage = project.json("out-serial/safety__triage.json")
     assert set(triage["effectiveModels"]) >= {
-        f"{MODEL_ID}[temp:0]", f"{MODEL_ID}[temp:0.5]", "ideal[temp:0]", "ideal[temp:0.5]"}
+        f"{MODEL_ID}[temp:0]",
+        f"{MODEL_ID}[temp:0.5]",
+        "ideal[temp:0]",
+        "ideal[temp:0.5]",
+    }
     assert sorted(triage["promptIds"]) == ["chest-pain", "headache"]
 
     def stable(data):
@@ -151,10 +167,12 @@ def test_terminal_summary_and_out_files_are_the_same_serial_and_with_xdist(proje
         serial_summary.pop(key, None)
         xdist_summary.pop(key, None)
     assert _without_cache_hits(_without_volatile(stable(xdist_summary))) == _without_cache_hits(
-        _without_volatile(stable(serial_summary)))
+        _without_volatile(stable(serial_summary))
+    )
     for name in ("geo.json", "safety__triage.json"):
         assert _without_volatile(project.json(f"out-xdist/{name}")) == _without_volatile(
-            project.json(f"out-serial/{name}"))
+            project.json(f"out-serial/{name}")
+        )
 
 
 def _without_cached_column(lines: list[str]) -> list[str]:
@@ -172,8 +190,18 @@ def _without_cached_column(lines: list[str]) -> list[str]:
     return out
 
 
-VOLATILE = {"timestamp", "runLabel", "durationS", "duration_s", "duration", "createdAt", "time", "latency",
-            "latencyS", "generatedAt"}
+VOLATILE = {
+    "timestamp",
+    "runLabel",
+    "durationS",
+    "duration_s",
+    "duration",
+    "createdAt",
+    "time",
+    "latency",
+    "latencyS",
+    "generatedAt",
+}
 
 
 def _without_cache_hits(value):
@@ -214,7 +242,9 @@ def test_out_files_validate(project: Project):
 
 def test_out_files_record_an_errored_point_without_coverage(project: Project):
     project.rules(answer_rule("Say hi", "hi there"))
-    project.write("blueprints/js.yml", f"""\
+    project.write(
+        "blueprints/js.yml",
+        f"""\
         models: [{MODEL_ID}]
         ---
         - id: boom
@@ -222,7 +252,8 @@ def test_out_files_record_an_errored_point_without_coverage(project: Project):
           should:
             - $contains: hi
             - $js: "throw new Error('kaboom')"
-        """)
+        """,
+    )
     result = project.run("--weval-out=out", "-rA")
     result.assert_outcomes(passed=1)
     data = project.json("out/js.json")
@@ -233,7 +264,9 @@ def test_out_files_record_an_errored_point_without_coverage(project: Project):
 
 def test_an_errored_point_is_a_warning_at_the_end_naming_file_prompt_point(project: Project):
     project.rules(answer_rule("Say hi", "hi there"))
-    project.write("blueprints/js.yml", f"""\
+    project.write(
+        "blueprints/js.yml",
+        f"""\
         models: [{MODEL_ID}]
         ---
         - id: boom
@@ -245,7 +278,8 @@ def test_an_errored_point_is_a_warning_at_the_end_naming_file_prompt_point(proje
           prompt: Say hi again.
           should:
             - $contains: hi
-        """)
+        """,
+    )
     result = project.run("-rA")
     result.assert_outcomes(passed=2, warnings=1)
     warned = "\n".join(section(result.outlines, "warnings summary"))
@@ -268,8 +302,9 @@ def test_min_score_fails_the_session_with_a_clear_line(project: Project):
     low.assert_outcomes(passed=10)
     assert low.ret == pytest.ExitCode.TESTS_FAILED
     lines = _summary(low)
-    assert any(line.startswith("blueprint blueprints/safety/triage.yml mean 0.") and "< 0.95" in line
-               for line in lines), lines
+    assert any(
+        line.startswith("blueprint blueprints/safety/triage.yml mean 0.") and "< 0.95" in line for line in lines
+    ), lines
     assert any(line.startswith("folder blueprints/safety/ mean") for line in lines), lines
     assert not any("geo.yml" in line and "<" in line for line in lines)
     # the ini twin
@@ -280,8 +315,7 @@ def test_min_score_fails_the_session_with_a_clear_line(project: Project):
 
 def test_min_score_and_its_failures_are_in_summary_json(project: Project):
     _suite(project)
-    project.run(f"--weval-judges={JUDGE_ID}", "--weval-min-score=0.95", "--weval-threshold=0.3",
-                "--weval-out=out")
+    project.run(f"--weval-judges={JUDGE_ID}", "--weval-min-score=0.95", "--weval-threshold=0.3", "--weval-out=out")
     gate = project.json("out/summary.json")["minScore"]
     assert gate["threshold"] == 0.95
     assert any(line.startswith("blueprint blueprints/safety/triage.yml mean 0.") for line in gate["failures"]), gate
@@ -292,7 +326,9 @@ def test_min_score_and_its_failures_are_in_summary_json(project: Project):
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
 def test_a_conftest_reads_each_items_typed_result_through_the_hook(project: Project, workers: tuple[str, ...]):
     _suite(project)
-    project.write("conftest.py", """\
+    project.write(
+        "conftest.py",
+        """\
         import json, os
         from pytest_weval.results import ItemResult
 
@@ -300,7 +336,8 @@ def test_a_conftest_reads_each_items_typed_result_through_the_hook(project: Proj
             assert isinstance(result, ItemResult)
             with open(f"seen-{os.getpid()}.jsonl", "a") as out:
                 out.write(json.dumps([item.nodeid, result.outcome, result.score]) + "\\n")
-        """)
+        """,
+    )
     run = project.run(f"--weval-judges={JUDGE_ID}", "--junitxml=junit.xml", *workers, sub=True)
     run.assert_outcomes(passed=8, failed=2)
     seen = [json.loads(line) for path in project.path.glob("seen-*.jsonl") for line in path.read_text().splitlines()]

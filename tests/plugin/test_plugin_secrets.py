@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from plugin_helpers import CANARY, JUDGE_ID, MODEL, MODEL_ID, Project, answer_rule, judge_rule
+
 from tests.fakeserver import Rule
 
 BLUEPRINT = f"""\
@@ -46,8 +47,11 @@ def _setup(project: Project) -> None:
         Rule(model=MODEL, contains="This one is refused", status=401, echo_header="authorization"),
         answer_rule("Say something nice", "Something nice."),
         answer_rule("Say something rude", "Go away."),
-        Rule(model="judge-model", contains="Go away.", reply="<reflection>Rude.</reflection>"
-             "<classification>CLASS_UNMET</classification>"),
+        Rule(
+            model="judge-model",
+            contains="Go away.",
+            reply="<reflection>Rude.</reflection><classification>CLASS_UNMET</classification>",
+        ),
         judge_rule("is nice", "CLASS_EXACT"),
     )
 
@@ -71,8 +75,17 @@ def _check_no_canary(project: Project, result: pytest.RunResult) -> None:
 def test_the_key_never_appears_serial(project: Project):
     _setup(project)
     result = project.run(
-        f"--weval-judges={JUDGE_ID}", "-vv", "--tb=long", "-rA", "-l", "--junitxml=junit.xml",
-        "--weval-out=out", "--weval-max-attempts=1", "--log-level=DEBUG", "-o", "log_cli=true",
+        f"--weval-judges={JUDGE_ID}",
+        "-vv",
+        "--tb=long",
+        "-rA",
+        "-l",
+        "--junitxml=junit.xml",
+        "--weval-out=out",
+        "--weval-max-attempts=1",
+        "--log-level=DEBUG",
+        "-o",
+        "log_cli=true",
     )
     result.assert_outcomes(passed=2, failed=2, errors=1, warnings=1)
     _check_no_canary(project, result)
@@ -81,8 +94,17 @@ def test_the_key_never_appears_serial(project: Project):
 def test_the_key_never_appears_with_xdist(project: Project):
     _setup(project)
     result = project.run(
-        f"--weval-judges={JUDGE_ID}", "-vv", "--tb=long", "-rA", "-l", "--junitxml=junit.xml",
-        "--weval-out=out", "--weval-max-attempts=1", "-n", "2", "--log-level=DEBUG",
+        f"--weval-judges={JUDGE_ID}",
+        "-vv",
+        "--tb=long",
+        "-rA",
+        "-l",
+        "--junitxml=junit.xml",
+        "--weval-out=out",
+        "--weval-max-attempts=1",
+        "-n",
+        "2",
+        "--log-level=DEBUG",
         sub=True,
     )
     result.assert_outcomes(passed=2, failed=2, errors=1, warnings=1)

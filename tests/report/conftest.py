@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 from report_data import (
-    PRIVACY, TONE, TOP, TRIAGE, make_results, make_simple_blueprint, make_tone_blueprint,
+    PRIVACY,
+    TONE,
+    TOP,
+    TRIAGE,
+    make_results,
+    make_simple_blueprint,
+    make_tone_blueprint,
     make_triage_blueprint,
 )
 

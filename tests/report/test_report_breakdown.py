@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from report_data import chest_pain_points, function, judged
 
-from pytest_weval.scoring import round2
 from pytest_weval.report.breakdown import breakdown
 from pytest_weval.results import PointAssessment
+from pytest_weval.scoring import round2
 
 VECTORS = Path("/work/shared/spec/vectors/aggregation.json")
 

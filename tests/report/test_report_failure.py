@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from report_data import B, RESPONSE_CHEST, eff, function, judged
+from report_data import RESPONSE_CHEST, B, eff, function, judged
 
 from pytest_weval.report.failure import RESPONSE_CHARS, explain_error, explain_failure
 
@@ -60,20 +60,28 @@ def test_what_pulled_the_score_down(chest_a):
     text = explain_failure(chest_a)
     section = text.split("What pulled the score down:\n", 1)[1].splitlines()
     assert section[0] == '  - point 5 "Suggests seeing a cardiologist" scored 0.50: it cost 0.25 of the score'
-    assert section[1] == ('  - point 3 "Advises calling emergency services right away" scored 0.25, weight 2: '
-                          "it cost 0.19 of the score")
+    assert section[1] == (
+        '  - point 3 "Advises calling emergency services right away" scored 0.25, weight 2: it cost 0.19 of the score'
+    )
     assert section[2] == '  - point 1 "Function: contains("911")" scored 0.00: it cost 0.13 of the score'
-    assert section[3].startswith("  - alternative paths: only the best counts; path_0 was best (0.50); "
-                                 "the others scored path_1 0.00.")
+    assert section[3].startswith(
+        "  - alternative paths: only the best counts; path_0 was best (0.50); the others scored path_1 0.00."
+    )
     assert "count half each" in section[3]
     assert len(section) == 4  # the fully met point 6 cost nothing
 
 
 def test_reflections_are_shortened(results):
     long = "word " * 200
-    item = results[2].model_copy(update={"points": [
-        judged("Is thorough", 0.0, [("j1(m1)", 0.0, long), ("j2(m2)", 0.0, long)]),
-    ], "score": 0.0, "outcome": "failed"})
+    item = results[2].model_copy(
+        update={
+            "points": [
+                judged("Is thorough", 0.0, [("j1(m1)", 0.0, long), ("j2(m2)", 0.0, long)]),
+            ],
+            "score": 0.0,
+            "outcome": "failed",
+        }
+    )
     short = explain_failure(item)
     full = explain_failure(item, verbose=True)
     assert max(len(line) for line in short.splitlines()) < 300
@@ -81,10 +89,17 @@ def test_reflections_are_shortened(results):
 
 
 def test_all_required_points_errored(results):
-    item = results[2].model_copy(update={"score": 0.5, "outcome": "failed", "threshold": 0.6, "points": [
-        judged("Is kind", None, error="All judges failed in consensus mode."),
-        function("contains", '"x"', 1.0, path_id="path_0"),
-    ]})
+    item = results[2].model_copy(
+        update={
+            "score": 0.5,
+            "outcome": "failed",
+            "threshold": 0.6,
+            "points": [
+                judged("Is kind", None, error="All judges failed in consensus mode."),
+                function("contains", '"x"', 1.0, path_id="path_0"),
+            ],
+        }
+    )
     text = explain_failure(item)
     assert "every required point errored, so that half counts as 0 (cost 0.50)" in text
 
@@ -102,25 +117,35 @@ def test_error_missing_key(results):
     assert "Set the provider's key variable (ANTHROPIC_API_KEY)" in text
 
 
-@pytest.mark.parametrize("error,words", [
-    ("Replay miss: no recorded response in the cache (mode ro)", "Offline replay has no recorded answer"),
-    ("All judges failed in consensus mode.", "No judge could score"),
-    ("HTTP 429 Too Many Requests", "rate limit"),
-    ("Request timed out after 60s", "took too long"),
-    ("Connection refused", "could not be reached"),
-    ("something odd", "could not be scored"),
-])
+@pytest.mark.parametrize(
+    "error,words",
+    [
+        ("Replay miss: no recorded response in the cache (mode ro)", "Offline replay has no recorded answer"),
+        ("All judges failed in consensus mode.", "No judge could score"),
+        ("HTTP 429 Too Many Requests", "rate limit"),
+        ("Request timed out after 60s", "took too long"),
+        ("Connection refused", "could not be reached"),
+        ("something odd", "could not be scored"),
+    ],
+)
 def test_error_causes_in_plain_words(results, error, words):
     item = results[3].model_copy(update={"error": error})
     assert words in explain_error(item).splitlines()[0]
 
 
 def test_error_from_a_blueprint_mistake_lists_the_points(results):
-    item = results[4].model_copy(update={
-        "outcome": "error", "score": None, "error": "Unknown point function: 'contans'",
-        "points": [function("contans", '"x"', None, error="Unknown point function: 'contans'")
-                   .model_copy(update={"authoring_error": True})],
-    })
+    item = results[4].model_copy(
+        update={
+            "outcome": "error",
+            "score": None,
+            "error": "Unknown point function: 'contans'",
+            "points": [
+                function("contans", '"x"', None, error="Unknown point function: 'contans'").model_copy(
+                    update={"authoring_error": True}
+                )
+            ],
+        }
+    )
     text = explain_error(item)
     assert text.startswith("No score: The blueprint has a mistake")
     assert "Points with problems (1 of 1):" in text
@@ -132,9 +157,16 @@ def test_a_multi_turn_failure_shows_every_generated_turn() -> None:
     from pytest_weval.results import ItemResult
 
     result = ItemResult(
-        blueprint_id="b", blueprint_path="b.yml", prompt_id="p", model_id="m",
-        effective_model_id="m[temp:0]", outcome="failed", score=0.2, threshold=0.5,
-        response="second turn", generated_texts=["first turn", "second turn"],
+        blueprint_id="b",
+        blueprint_path="b.yml",
+        prompt_id="p",
+        model_id="m",
+        effective_model_id="m[temp:0]",
+        outcome="failed",
+        score=0.2,
+        threshold=0.5,
+        response="second turn",
+        generated_texts=["first turn", "second turn"],
     )
     text = explain_failure(result)
     assert "2 generated turns" in text

@@ -8,18 +8,42 @@ from pytest_weval.report._fmt import fit_left, fmt_compare, fmt_score, js_number
 from pytest_weval.scoring import round2
 
 
-@pytest.mark.parametrize("value,text", [
-    (0, "0"), (1.0, "1"), (-2.0, "-2"), (0.5, "0.5"), (0.1, "0.1"), (0.7, "0.7"), (123.456, "123.456"),
-    (1e21, "1e+21"), (1e20, "100000000000000000000"), (0.000001, "0.000001"), (1e-7, "1e-7"),
-    (1.5e-7, "1.5e-7"), (0.00001, "0.00001"), (2.5e22, "2.5e+22"), (float("nan"), "NaN"),
-])
+@pytest.mark.parametrize(
+    "value,text",
+    [
+        (0, "0"),
+        (1.0, "1"),
+        (-2.0, "-2"),
+        (0.5, "0.5"),
+        (0.1, "0.1"),
+        (0.7, "0.7"),
+        (123.456, "123.456"),
+        (1e21, "1e+21"),
+        (1e20, "100000000000000000000"),
+        (0.000001, "0.000001"),
+        (1e-7, "1e-7"),
+        (1.5e-7, "1.5e-7"),
+        (0.00001, "0.00001"),
+        (2.5e22, "2.5e+22"),
+        (float("nan"), "NaN"),
+    ],
+)
 def test_js_number(value, text):
     assert js_number(value) == text
 
 
-@pytest.mark.parametrize("value,rounded", [
-    (0.125, 0.13), (0.4375, 0.44), (1.005, 1.0), (0.575, 0.57), (0.665, 0.67), (2 / 3, 0.67), (0, 0),
-])
+@pytest.mark.parametrize(
+    "value,rounded",
+    [
+        (0.125, 0.13),
+        (0.4375, 0.44),
+        (1.005, 1.0),
+        (0.575, 0.57),
+        (0.665, 0.67),
+        (2 / 3, 0.67),
+        (0, 0),
+    ],
+)
 def test_round2_is_js_tofixed(value, rounded):
     # toFixed rounds the exact binary value half up: 1.005 is 1.00499..., 0.665 is 0.66500...04
     assert round2(value) == rounded
@@ -43,4 +67,4 @@ def test_text_helpers():
     assert shorten("abc", 4) == "abc"
     assert fit_left("evals/safety/medical/triage.yml", 12) == "…/triage.yml"
     # JavaScript sorts by UTF-16 code units: an astral character sorts before U+FF5E.
-    assert sorted(["\uff5e", "\U0001F600"], key=utf16_key) == ["\U0001F600", "\uff5e"]
+    assert sorted(["\uff5e", "\U0001f600"], key=utf16_key) == ["\U0001f600", "\uff5e"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from report_data import A, B, PRIVACY, TONE, TRIAGE, eff, make_results
+from report_data import PRIVACY, TONE, TRIAGE, A, B, eff, make_results
 
 from pytest_weval.report.gates import check_min_score
 from pytest_weval.report.junit import junit_properties
@@ -50,8 +50,9 @@ def test_per_model_gate(rollup):
 
 
 def test_all_errored_blueprint_is_not_gated():
-    errored = [r.model_copy(update={"outcome": "error", "score": None}) for r in make_results()
-               if r.blueprint_path == PRIVACY]
+    errored = [
+        r.model_copy(update={"outcome": "error", "score": None}) for r in make_results() if r.blueprint_path == PRIVACY
+    ]
     assert check_min_score(build_rollup(errored, agreement={}), 0.9) == []
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from report_data import A, B, PRIVACY, TONE, TOP, TRIAGE, eff, make_results
+from report_data import PRIVACY, TONE, TOP, TRIAGE, A, B, eff, make_results
 
 from pytest_weval.report.rollup import ROOT, build_rollup, folder_of, tally
 from pytest_weval.report.terminal import render_summary
@@ -125,9 +125,15 @@ def test_agreement_callable_gets_points_in_item_order(results):
     first = build_rollup(results, agreement=fake)
     second = build_rollup(shuffled, agreement=fake)
     assert seen[0] == seen[1]
-    assert first.agreement == second.agreement == {
-        "krippendorffsAlpha": 0.9, "interpretation": "reliable", "numItems": len(seen[0]),
-    }
+    assert (
+        first.agreement
+        == second.agreement
+        == {
+            "krippendorffsAlpha": 0.9,
+            "interpretation": "reliable",
+            "numItems": len(seen[0]),
+        }
+    )
 
 
 def test_agreement_precomputed_dict_is_used_as_is(results):
@@ -160,8 +166,16 @@ def test_float_sums_do_not_depend_on_order():
     # Plain left-to-right sums of these differ with the order; fsum does not.
     scores = [0.1, 0.7, 0.2, 0.9, 0.3, 0.33, 0.01, 0.47]
     items = [
-        ItemResult(blueprint_id="x", blueprint_path="x.yml", prompt_id=f"p{i}", model_id=A,
-                   effective_model_id=eff(A), outcome="passed", score=s, prompt_weight=1.1 + i / 7)
+        ItemResult(
+            blueprint_id="x",
+            blueprint_path="x.yml",
+            prompt_id=f"p{i}",
+            model_id=A,
+            effective_model_id=eff(A),
+            outcome="passed",
+            score=s,
+            prompt_weight=1.1 + i / 7,
+        )
         for i, s in enumerate(scores)
     ]
     means = set()
@@ -189,12 +203,22 @@ def test_partial_consensus_problem_names_the_failing_judge():
 
     point = EvalPoint(text="Mentions the deadline", display_text="Mentions the deadline")
     good, bad = JudgeSpec(None, "test:a", "holistic"), JudgeSpec(None, "test:b", "standard")
-    assessment = consensus_assessment(point, [JudgeOutcome(good, score=1.0, reflection="yes"),
-                                              JudgeOutcome(bad, error="HTTP 503: overloaded")],
-                                      uses_defaults=False)
-    result = ItemResult(blueprint_id="b", blueprint_path="b.yml", prompt_id="p", model_id="m",
-                        effective_model_id="m", outcome="passed", threshold=0.5, score=1.0,
-                        points=[assessment])
+    assessment = consensus_assessment(
+        point,
+        [JudgeOutcome(good, score=1.0, reflection="yes"), JudgeOutcome(bad, error="HTTP 503: overloaded")],
+        uses_defaults=False,
+    )
+    result = ItemResult(
+        blueprint_id="b",
+        blueprint_path="b.yml",
+        prompt_id="p",
+        model_id="m",
+        effective_model_id="m",
+        outcome="passed",
+        threshold=0.5,
+        score=1.0,
+        points=[assessment],
+    )
     (problem,) = build_rollup([result]).point_problems
     assert problem.score_kept
     assert problem.error.startswith("1 of 2 judges failed to return a valid assessment.")

@@ -18,8 +18,13 @@ from pytest_weval.report.terminal import (
 from pytest_weval.results import ItemResult
 
 AGREEMENT = {
-    "krippendorffsAlpha": 0.932, "numItems": 4, "numJudges": 2, "numComparisons": 4,
-    "interpretation": "reliable", "judgeSetFingerprint": "ef999402f2b1", "judgesUsed": [],
+    "krippendorffsAlpha": 0.932,
+    "numItems": 4,
+    "numJudges": 2,
+    "numComparisons": 4,
+    "interpretation": "reliable",
+    "judgeSetFingerprint": "ef999402f2b1",
+    "judgesUsed": [],
 }
 
 
@@ -82,7 +87,7 @@ def test_full_summary_is_stable(rollup):
 @pytest.mark.parametrize("width", [40, 60, 80, 100, 140, 200])
 def test_every_line_fits_the_width(rollup, width):
     lines = render_summary(rollup, width=width)
-    assert lines and all(len(line) <= width for line in lines), [l for l in lines if len(l) > width]
+    assert lines and all(len(line) <= width for line in lines), [line for line in lines if len(line) > width]
 
 
 def test_narrow_terminal_switches_to_one_line_per_model(rollup):
@@ -97,14 +102,23 @@ def test_short_model_names_with_a_legend_when_full_ids_do_not_fit(rollup):
     lines = render_score_table(rollup, width=80)
     assert lines[1].split() == ["blueprint", "claude-3-haiku", "gpt-4o-mini", "all"]
     start = lines.index("Columns:")
-    assert lines[start + 1:start + 3] == ["  claude-3-haiku = anthropic:claude-3-haiku",
-                                          "  gpt-4o-mini = openai:gpt-4o-mini"]
+    assert lines[start + 1 : start + 3] == [
+        "  claude-3-haiku = anthropic:claude-3-haiku",
+        "  gpt-4o-mini = openai:gpt-4o-mini",
+    ]
 
 
 def test_many_models_use_the_long_format():
     items = [
-        ItemResult(blueprint_id="b", blueprint_path="b.yml", prompt_id="p", model_id=f"m:{i}",
-                   effective_model_id=f"m:{i}[temp:0]", outcome="passed", score=1.0)
+        ItemResult(
+            blueprint_id="b",
+            blueprint_path="b.yml",
+            prompt_id="p",
+            model_id=f"m:{i}",
+            effective_model_id=f"m:{i}[temp:0]",
+            outcome="passed",
+            score=1.0,
+        )
         for i in range(8)
     ]
     lines = render_score_table(build_rollup(items, agreement={}), width=200)
@@ -128,10 +142,15 @@ def test_usage_table_totals(rollup):
     assert lines[-1].split() == ["total", "20", "1", "5,220", "1,520"]
 
 
-@pytest.mark.parametrize("interp,words", [
-    ("reliable", "agree well"), ("tentative", "mostly agree"),
-    ("unstable", "nearly identical"), ("unreliable", "often disagree"),
-])
+@pytest.mark.parametrize(
+    "interp,words",
+    [
+        ("reliable", "agree well"),
+        ("tentative", "mostly agree"),
+        ("unstable", "nearly identical"),
+        ("unreliable", "often disagree"),
+    ],
+)
 def test_agreement_in_words(interp, words):
     text = " ".join(render_agreement({"krippendorffsAlpha": 0.5, "interpretation": interp}, width=200))
     assert "0.5" in text and words in text

@@ -7,7 +7,7 @@ import json
 import random
 
 import pytest
-from report_data import A, B, PRIVACY, TONE, TOP, TRIAGE, eff, judged
+from report_data import PRIVACY, TONE, TOP, TRIAGE, A, B, eff, judged
 
 from pytest_weval.report.rollup import build_rollup
 from pytest_weval.report.schema import ComparisonFile, validate_comparison
@@ -46,10 +46,22 @@ def test_every_comparison_validates(results, blueprints):
 
 def test_top_level_keys_in_the_reference_order(triage):
     assert list(triage) == [
-        "configId", "configTitle", "runLabel", "timestamp", "description", "config",
-        "evalMethodsUsed", "effectiveModels", "modelSystemPrompts", "promptIds", "promptContexts",
-        "extractedKeyPoints", "allFinalAssistantResponses", "fullConversationHistories",
-        "evaluationResults", "errors",
+        "configId",
+        "configTitle",
+        "runLabel",
+        "timestamp",
+        "description",
+        "config",
+        "evalMethodsUsed",
+        "effectiveModels",
+        "modelSystemPrompts",
+        "promptIds",
+        "promptContexts",
+        "extractedKeyPoints",
+        "allFinalAssistantResponses",
+        "fullConversationHistories",
+        "evaluationResults",
+        "errors",
     ]
 
 
@@ -77,8 +89,7 @@ def test_config_has_models_as_ids(triage):
 def test_config_models_follow_the_models_that_ran(results, blueprints):
     only_a = [r for r in _of(results, TRIAGE) if r.model_id == A]
     assert build_comparison(blueprints[TRIAGE], only_a, timestamp=STAMP)["config"]["models"] == [A]
-    other = [r.model_copy(update={"model_id": "xai:grok", "effective_model_id": "xai:grok[temp:0]"})
-             for r in only_a]
+    other = [r.model_copy(update={"model_id": "xai:grok", "effective_model_id": "xai:grok[temp:0]"}) for r in only_a]
     assert build_comparison(blueprints[TRIAGE], other, timestamp=STAMP)["config"]["models"] == ["xai:grok"]
 
 
@@ -134,13 +145,21 @@ def test_coverage_entry_for_the_failed_item(triage):
     assert texts[:2] == ['Function: contains("911")', 'Function: icontains("hospital")']  # functions first
     func, path_fn, weighted, errored, path0, inverted = cov["pointAssessments"]
     assert func == {
-        "keyPointText": 'Function: contains("911")', "coverageExtent": 0, "multiplier": 1,
-        "isInverted": False, "reflection": "Function 'contains' evaluated to 0.00.",
+        "keyPointText": 'Function: contains("911")',
+        "coverageExtent": 0,
+        "multiplier": 1,
+        "isInverted": False,
+        "reflection": "Function 'contains' evaluated to 0.00.",
     }
     assert path_fn["pathId"] == "path_1"
     assert list(weighted) == [
-        "keyPointText", "coverageExtent", "reflection", "individualJudgements", "judgeModelId",
-        "multiplier", "isInverted",
+        "keyPointText",
+        "coverageExtent",
+        "reflection",
+        "individualJudgements",
+        "judgeModelId",
+        "multiplier",
+        "isInverted",
     ]
     assert weighted["multiplier"] == 2
     assert weighted["individualJudgements"][0] == {
@@ -162,17 +181,25 @@ def test_functions_are_listed_before_judged_points(results, blueprints):
     item = _of(results, PRIVACY)[0]
     mixed = item.model_copy(update={"points": [judged("Is kind", 1.0), *item.points]})
     data = build_comparison(blueprints[PRIVACY], [mixed], timestamp=STAMP)
-    texts = [p["keyPointText"] for p in data["evaluationResults"]["llmCoverageScores"]["ssn"][eff(A)]["pointAssessments"]]
+    texts = [
+        p["keyPointText"] for p in data["evaluationResults"]["llmCoverageScores"]["ssn"][eff(A)]["pointAssessments"]
+    ]
     assert texts == ['Function: not_contains("123-45")', "Is kind"]
 
 
 def test_all_points_errored_scores_zero(results, blueprints):
     item = _of(results, PRIVACY)[0]
-    broken = item.model_copy(update={
-        "outcome": "error", "score": None, "error": "Unknown point function: 'contans'",
-        "points": [p.model_copy(update={"coverage_extent": None, "error": "Unknown point function: 'contans'"})
-                   for p in item.points],
-    })
+    broken = item.model_copy(
+        update={
+            "outcome": "error",
+            "score": None,
+            "error": "Unknown point function: 'contans'",
+            "points": [
+                p.model_copy(update={"coverage_extent": None, "error": "Unknown point function: 'contans'"})
+                for p in item.points
+            ],
+        }
+    )
     data = build_comparison(blueprints[PRIVACY], [broken], timestamp=STAMP)
     cov = data["evaluationResults"]["llmCoverageScores"]["ssn"][eff(A)]
     assert cov["avgCoverageExtent"] == 0  # docs/rulings.md, ruling 9: recorded as the reference does
@@ -191,12 +218,10 @@ def test_extracted_key_points(results, blueprints):
 def test_prompt_weights_map_only_on_request(results, blueprints):
     plain = build_comparison(blueprints[TRIAGE], _of(results, TRIAGE), timestamp=STAMP)
     assert "__promptWeights" not in plain["evaluationResults"]["llmCoverageScores"]
-    weighted = build_comparison(blueprints[TRIAGE], _of(results, TRIAGE), timestamp=STAMP,
-                                include_prompt_weights=True)
+    weighted = build_comparison(blueprints[TRIAGE], _of(results, TRIAGE), timestamp=STAMP, include_prompt_weights=True)
     assert weighted["evaluationResults"]["llmCoverageScores"]["__promptWeights"] == {"chest-pain": 2}
     validate_comparison(weighted)
-    none = build_comparison(blueprints[PRIVACY], _of(results, PRIVACY), timestamp=STAMP,
-                            include_prompt_weights=True)
+    none = build_comparison(blueprints[PRIVACY], _of(results, PRIVACY), timestamp=STAMP, include_prompt_weights=True)
     assert "__promptWeights" not in none["evaluationResults"]["llmCoverageScores"]
 
 
@@ -219,7 +244,10 @@ def test_safe_timestamp():
 
 def test_js_json():
     assert js_json({"a": 1.0, "b": [0.5, float("nan")], "c": True, "d": None}) == {
-        "a": 1, "b": [0.5, None], "c": True, "d": None,
+        "a": 1,
+        "b": [0.5, None],
+        "c": True,
+        "d": None,
     }
 
 
@@ -233,15 +261,34 @@ def test_schema_refuses_null_where_the_reference_writes_nothing(triage):
         validate_comparison(bad)
 
 
-@pytest.mark.parametrize("mutate,message", [
-    (lambda d: d.update(promptIds=["headache", "chest-pain"]), "not sorted"),
-    (lambda d: d.update(timestamp="2024-05-01T12:00:00Z"), "timestamp"),
-    (lambda d: d.update(extra=1), "extra"),
-    (lambda d: d["evaluationResults"]["llmCoverageScores"]["chest-pain"][eff(A)].update(keyPointsCount=2), "keyPointsCount"),
-    (lambda d: d["evaluationResults"]["llmCoverageScores"]["chest-pain"][eff(A)].update(avgCoverageExtent=0.4375), "rounded"),
-    (lambda d: d["allFinalAssistantResponses"]["chest-pain"].update({"x:y[temp:0]": "hi"}), "not in effectiveModels"),
-    (lambda d: d["evaluationResults"]["llmCoverageScores"]["chest-pain"][eff(A)]["pointAssessments"][3].pop("error"), "neither"),
-])
+@pytest.mark.parametrize(
+    "mutate,message",
+    [
+        (lambda d: d.update(promptIds=["headache", "chest-pain"]), "not sorted"),
+        (lambda d: d.update(timestamp="2024-05-01T12:00:00Z"), "timestamp"),
+        (lambda d: d.update(extra=1), "extra"),
+        (
+            lambda d: d["evaluationResults"]["llmCoverageScores"]["chest-pain"][eff(A)].update(keyPointsCount=2),
+            "keyPointsCount",
+        ),
+        (
+            lambda d: d["evaluationResults"]["llmCoverageScores"]["chest-pain"][eff(A)].update(
+                avgCoverageExtent=0.4375
+            ),
+            "rounded",
+        ),
+        (
+            lambda d: d["allFinalAssistantResponses"]["chest-pain"].update({"x:y[temp:0]": "hi"}),
+            "not in effectiveModels",
+        ),
+        (
+            lambda d: d["evaluationResults"]["llmCoverageScores"]["chest-pain"][eff(A)]["pointAssessments"][3].pop(
+                "error"
+            ),
+            "neither",
+        ),
+    ],
+)
 def test_schema_catches_shape_errors(triage, mutate, message):
     bad = json.loads(json.dumps(triage))
     mutate(bad)
@@ -260,7 +307,13 @@ def test_run_summary(results):
     bp = {b["path"]: b for b in summary["blueprints"]}
     assert bp[TRIAGE]["models"][A]["mean"] == pytest.approx(0.56)
     assert (bp[TRIAGE]["effectiveModels"][eff(A)]["passed"], bp[TRIAGE]["effectiveModels"][eff(A)]["failed"]) == (1, 1)
-    assert [f["path"] for f in summary["folders"]] == ["", "evals", "evals/safety", "evals/safety/medical", "evals/style"]
+    assert [f["path"] for f in summary["folders"]] == [
+        "",
+        "evals",
+        "evals/safety",
+        "evals/safety/medical",
+        "evals/style",
+    ]
     assert summary["usage"][A] == {"requests": 7, "cacheHits": 1, "inputTokens": 720, "outputTokens": 540}
     assert summary["judgeAgreement"]["interpretation"] == "reliable"
     assert summary["errors"][0]["promptId"] == "headache"
@@ -276,8 +329,13 @@ def test_run_summary(results):
 def test_write_outputs(tmp_path, results, blueprints):
     paths = write_outputs(tmp_path / "out", blueprints, results, timestamp=STAMP, run_label="ci")
     names = sorted(p.name for p in paths)
-    assert names == ["evals__safety__medical__triage.json", "evals__safety__privacy.json",
-                     "evals__style__tone.json", "summary.json", "top.json"]
+    assert names == [
+        "evals__safety__medical__triage.json",
+        "evals__safety__privacy.json",
+        "evals__style__tone.json",
+        "summary.json",
+        "top.json",
+    ]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == names  # no temp files left
     triage = json.loads((tmp_path / "out" / "evals__safety__medical__triage.json").read_text())
     validate_comparison(triage)

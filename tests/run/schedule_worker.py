@@ -17,11 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from pytest_weval.blueprint import parse_blueprint_text  # noqa: E402
-from pytest_weval.engine import Engine, EngineSettings  # noqa: E402
-from pytest_weval.run.pipeline import ItemWork, Pipeline, PipelineSettings  # noqa: E402
-from pytest_weval.run.schedule import ItemScheduler  # noqa: E402
-from tests.fakeserver import provider_env  # noqa: E402
+from pytest_weval.blueprint import parse_blueprint_text
+from pytest_weval.engine import Engine, EngineSettings
+from pytest_weval.run.pipeline import ItemWork, Pipeline, PipelineSettings
+from pytest_weval.run.schedule import ItemScheduler
+from tests.fakeserver import provider_env
 
 
 def blueprint_text(items: int) -> str:
@@ -35,23 +35,36 @@ def main() -> None:
     config = json.loads(Path(sys.argv[1]).read_text())
     blueprint = parse_blueprint_text(blueprint_text(config["items"]), fmt="yaml", rel_path="sched.yml")
     works = [
-        ItemWork(nodeid=f"sched.yml::{prompt.id}", blueprint=blueprint, prompt=prompt,
-                 model=blueprint.models[0], temperature=None, system_index=0)
+        ItemWork(
+            nodeid=f"sched.yml::{prompt.id}",
+            blueprint=blueprint,
+            prompt=prompt,
+            model=blueprint.models[0],
+            temperature=None,
+            system_index=0,
+        )
         for prompt in blueprint.prompts
     ]
-    engine = Engine(EngineSettings(
-        cache_dir=config["cache_dir"], env=provider_env(config["url"]), run_id=config["run_id"],
-        worker_id=config["worker_id"], worker_count=config["worker_count"],
-        provider_concurrency={"openai": 8}, backoff_base_s=0.01,
-    )).start()
+    engine = Engine(
+        EngineSettings(
+            cache_dir=config["cache_dir"],
+            env=provider_env(config["url"]),
+            run_id=config["run_id"],
+            worker_id=config["worker_id"],
+            worker_count=config["worker_count"],
+            provider_concurrency={"openai": 8},
+            backoff_base_s=0.01,
+        )
+    ).start()
     if config.get("ready"):
         Path(config["ready"]).write_text("ready")
     if config.get("go"):
         while not os.path.exists(config["go"]):
             time.sleep(0.01)
     pipeline = Pipeline(engine, PipelineSettings())
-    scheduler = ItemScheduler(engine, pipeline, works, window=config.get("window", 8),
-                              exchange=config["worker_count"] > 1)
+    scheduler = ItemScheduler(
+        engine, pipeline, works, window=config.get("window", 8), exchange=config["worker_count"] > 1
+    )
     results = {}
     for index in config["ask"]:
         result = scheduler.result(works[index].nodeid)
@@ -59,10 +72,16 @@ def main() -> None:
     scheduler.close(drain=config.get("drain", True))
     stats = engine.stats
     engine.close()
-    Path(config["out"]).write_text(json.dumps({
-        "results": results, "evaluated_here": scheduler.evaluated_here, "received": scheduler.received,
-        "http_requests": stats["http_requests"],
-    }))
+    Path(config["out"]).write_text(
+        json.dumps(
+            {
+                "results": results,
+                "evaluated_here": scheduler.evaluated_here,
+                "received": scheduler.received,
+                "http_requests": stats["http_requests"],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -12,9 +12,9 @@ from pytest_weval.blueprint import parse_blueprint_text
 from pytest_weval.engine import Engine, EngineSettings
 from pytest_weval.run.pipeline import ItemWork, Pipeline, PipelineSettings
 from pytest_weval.run.schedule import ItemScheduler
-from tests.run.schedule_worker import blueprint_text
 from tests.engine.test_engine_processes import wait_until
 from tests.fakeserver import FakeServer
+from tests.run.schedule_worker import blueprint_text
 
 WORKER = Path(__file__).with_name("schedule_worker.py")
 
@@ -23,8 +23,9 @@ def spawn(tmp_path: Path, name: str, **config) -> tuple[subprocess.Popen, Path]:
     out = tmp_path / f"{name}.out.json"
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(dict(config, out=str(out))))
-    process = subprocess.Popen([sys.executable, str(WORKER), str(path)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, str(WORKER), str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     return process, out
 
 
@@ -35,8 +36,14 @@ def finish(process: subprocess.Popen, out: Path) -> dict:
 
 
 def run_pair(tmp_path: Path, server: FakeServer, items: int, a: dict, b: dict) -> tuple[dict, dict]:
-    common = dict(url=server.url, cache_dir=str(tmp_path / "cache"), run_id="run-sched", worker_count=2,
-                  items=items, go=str(tmp_path / "go"))
+    common = dict(
+        url=server.url,
+        cache_dir=str(tmp_path / "cache"),
+        run_id="run-sched",
+        worker_count=2,
+        items=items,
+        go=str(tmp_path / "go"),
+    )
     pa, out_a = spawn(tmp_path, "a", worker_id="gw0", ready=str(tmp_path / "ra"), **common, **a)
     pb, out_b = spawn(tmp_path, "b", worker_id="gw1", ready=str(tmp_path / "rb"), **common, **b)
     wait_until(lambda: (tmp_path / "ra").exists() and (tmp_path / "rb").exists())
@@ -48,8 +55,7 @@ def test_two_workers_evaluate_each_item_once_and_both_report_them(tmp_path):
     items = 60
     with FakeServer(latency_ms=40) as server:
         # like xdist: each worker reports a different share of the items
-        a, b = run_pair(tmp_path, server, items,
-                        dict(ask=list(range(0, items, 2))), dict(ask=list(range(1, items, 2))))
+        a, b = run_pair(tmp_path, server, items, dict(ask=list(range(0, items, 2))), dict(ask=list(range(1, items, 2))))
         log = server.log()
     assert a["evaluated_here"] + b["evaluated_here"] == items
     assert a["evaluated_here"] > 0 and b["evaluated_here"] > 0
@@ -77,8 +83,17 @@ def test_a_worker_that_stops_early_gives_its_items_back(tmp_path):
 
 def test_serial_scheduler_answers_items_in_any_order(tmp_path):
     blueprint = parse_blueprint_text(blueprint_text(12), fmt="yaml", rel_path="sched.yml")
-    works = [ItemWork(nodeid=f"n{p.id}", blueprint=blueprint, prompt=p, model=blueprint.models[0],
-                      temperature=None, system_index=0) for p in blueprint.prompts]
+    works = [
+        ItemWork(
+            nodeid=f"n{p.id}",
+            blueprint=blueprint,
+            prompt=p,
+            model=blueprint.models[0],
+            temperature=None,
+            system_index=0,
+        )
+        for p in blueprint.prompts
+    ]
     with FakeServer(latency_ms=20) as server:
         engine = Engine(EngineSettings(cache_dir=str(tmp_path / "cache"), env=server.env())).start()
         try:

@@ -15,7 +15,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-
 from pytest_weval.scoring import ExternalRequest, PointContext
 
 SPEC = Path("/work/shared/spec")
@@ -80,9 +79,7 @@ def _handler(service: LoopbackService) -> type[BaseHTTPRequestHandler]:
         def _reply(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
-            service.requests.append(
-                Recorded(self.command, self.path, {k: v for k, v in self.headers.items()}, body)
-            )
+            service.requests.append(Recorded(self.command, self.path, dict(self.headers.items()), body))
             status, payload = service.routes.get(self.path, (404, "no such route"))
             data = payload if isinstance(payload, str) else json.dumps(payload)
             raw = data.encode("utf-8")
@@ -117,9 +114,7 @@ def _send(request: ExternalRequest) -> tuple[int, str]:
     data = None
     if request.json_body is not None:
         data = json.dumps(request.json_body).encode("utf-8")
-    req = urllib.request.Request(
-        request.url, data=data, headers=dict(request.headers), method=request.method
-    )
+    req = urllib.request.Request(request.url, data=data, headers=dict(request.headers), method=request.method)
     try:
         with urllib.request.urlopen(req, timeout=request.timeout_s) as reply:
             return reply.status, reply.read().decode("utf-8")

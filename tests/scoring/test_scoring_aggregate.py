@@ -17,12 +17,22 @@ from pytest_weval.scoring.jsvalues import json_stringify, number_to_string, to_f
 @pytest.mark.parametrize(
     "value, expected",
     [
-        (0.125, 0.13), (0.375, 0.38), (0.625, 0.63), (0.875, 0.88),  # docs/scoring.md, 'Rounding': exact ties round up
+        (0.125, 0.13),
+        (0.375, 0.38),
+        (0.625, 0.63),
+        (0.875, 0.88),  # docs/scoring.md, 'Rounding': exact ties round up
         (0.425, 0.42),  # stored as 0.42499999999999998889...
         (1.005, 1.0),  # stored as 1.00499999999999989342...
-        (0.005, 0.01), (0.015, 0.01), (0.045, 0.04), (0.055, 0.06),
-        (2 / 3, 0.67), (0.8333333333333334, 0.83), (0.7999999999999999, 0.8),
-        (0.0, 0.0), (1.0, 1.0), (-0.125, -0.13),
+        (0.005, 0.01),
+        (0.015, 0.01),
+        (0.045, 0.04),
+        (0.055, 0.06),
+        (2 / 3, 0.67),
+        (0.8333333333333334, 0.83),
+        (0.7999999999999999, 0.8),
+        (0.0, 0.0),
+        (1.0, 1.0),
+        (-0.125, -0.13),
     ],
 )
 def test_round2_is_js_tofixed(value: float, expected: float) -> None:
@@ -45,9 +55,17 @@ def test_to_fixed_text(value: float, text: str) -> None:
 @pytest.mark.parametrize(
     "value, text",
     [
-        (1.0, "1"), (0.1, "0.1"), (1e21, "1e+21"), (1e-7, "1e-7"), (1.5e-7, "1.5e-7"),
-        (123e18, "123000000000000000000"), (0.000001, "0.000001"), (-2.5, "-2.5"),
-        (2**60, "1152921504606847000"), (math.inf, "Infinity"), (math.nan, "NaN"),
+        (1.0, "1"),
+        (0.1, "0.1"),
+        (1e21, "1e+21"),
+        (1e-7, "1e-7"),
+        (1.5e-7, "1.5e-7"),
+        (123e18, "123000000000000000000"),
+        (0.000001, "0.000001"),
+        (-2.5, "-2.5"),
+        (2**60, "1152921504606847000"),
+        (math.inf, "Infinity"),
+        (math.nan, "NaN"),
     ],
 )
 def test_number_to_string_is_js(value: float, text: str) -> None:
@@ -83,7 +101,15 @@ def test_weighted_mean_of_nothing() -> None:
 
 def test_prompt_weight_counts_only_positive_numbers() -> None:
     assert [prompt_weight(w) for w in (2, 0.5, 0, -1, math.nan, "2", True, None)] == [
-        2.0, 0.5, None, None, None, None, None, None]
+        2.0,
+        0.5,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+    ]
 
 
 # -- aggregate: cases the vectors leave out -------------------------------------------------------

@@ -46,8 +46,16 @@ def score(points: list[EvalPoint], text: str, ctx: PointContext = CTX, **kw: Any
 def test_registry_is_the_parsers_list_of_names() -> None:
     assert REGISTERED_FUNCTIONS == FUNCTION_NAMES
     assert len(REGISTERED_FUNCTIONS) == 74
-    for unregistered in ("imatches_all_of", "imatches_at_least_n_of", "start_with", "end_with",
-                         "matches_any_of", "not_matches_all_of", "$js", "contain_any_of"):
+    for unregistered in (
+        "imatches_all_of",
+        "imatches_at_least_n_of",
+        "start_with",
+        "end_with",
+        "matches_any_of",
+        "not_matches_all_of",
+        "$js",
+        "contain_any_of",
+    ):
         assert unregistered not in REGISTERED_FUNCTIONS
 
 
@@ -112,8 +120,7 @@ def test_reflections_of_errors_section_7_15() -> None:
     assert out[1].error == "Unknown point function: 'nope'"
     assert out[1].reflection == "Error: Unknown point function: 'nope'" and out[1].authoring_error
     assert out[2].error == (
-        "Error executing point function 'tool_args_match': "
-        "Cannot use 'in' operator to search for 'a' in a string"
+        "Error executing point function 'tool_args_match': Cannot use 'in' operator to search for 'a' in a string"
     )
     assert out[2].reflection == f"Error: {out[2].error}"
     assert all(a.coverage_extent is None for a in out)
@@ -127,8 +134,7 @@ def test_authoring_errors_error_the_point() -> None:
     assert out[0].error.startswith("Unknown point function: 'contans'")
     assert out[1].authoring_error  # invalid regex syntax is the blueprint's mistake (docs/rulings.md, ruling 9)
     assert out[1].error == (
-        "Invalid regex pattern for 'matches': Invalid regular expression: /[/: "
-        "Unterminated character class"
+        "Invalid regex pattern for 'matches': Invalid regular expression: /[/: Unterminated character class"
     )
 
 
@@ -159,7 +165,9 @@ def test_call_goes_through_the_executor_in_order() -> None:
     assert out[1].reflection == "ok"
     assert [r.url for r in sent] == ["http://svc/x", "http://svc/y"]
     assert sent[0].json_body == {
-        "response": "abc", "modelId": "openai:gpt-4o-mini[temp:0]", "promptId": "p1",
+        "response": "abc",
+        "modelId": "openai:gpt-4o-mini[temp:0]",
+        "promptId": "p1",
         "k": "openai:gpt-4o-mini[temp:0]",
     }
 
@@ -185,7 +193,9 @@ def test_subject_text() -> None:
 def test_js_sees_the_context() -> None:
     ctx = PointContext(
         messages=[{"role": "system", "content": "s"}, {"role": "user", "content": "u"}],
-        model_id="m[temp:0]", prompt_id="p", config={},
+        model_id="m[temp:0]",
+        prompt_id="p",
+        config={},
     )
     script = "context.messages.length === 2 && context.messages[1].content === 'u' && context.modelId === 'm[temp:0]'"
     assert call_point_function("js", script, "x", ctx) is True
@@ -269,8 +279,13 @@ def test_tool_functions_on_text_trace(fn: str, args: Any, expected: Any) -> None
 
 
 def test_structured_trace_replaces_the_text() -> None:
-    ctx = PointContext(messages=[], model_id="m", prompt_id="p", config={},
-                       tool_calls=[{"name": "calc", "arguments": {"x": 1}}, "junk", None])
+    ctx = PointContext(
+        messages=[],
+        model_id="m",
+        prompt_id="p",
+        config={},
+        tool_calls=[{"name": "calc", "arguments": {"x": 1}}, "junk", None],
+    )
     assert call_point_function("tool_called", "calc", TRACE_TEXT, ctx) is True
     assert call_point_function("tool_called", "search", TRACE_TEXT, ctx) is False
     assert call_point_function("tool_call_count_between", [3, 3], TRACE_TEXT, ctx) is True

@@ -47,10 +47,14 @@ def test_named_service_request() -> None:
     assert isinstance(request, ExternalRequest)
     assert request.url == "http://svc/grade" and request.method == "POST"
     assert dict(request.headers) == {
-        "Content-Type": "application/json", "Authorization": "Bearer k-123", "X-Static": "v",
+        "Content-Type": "application/json",
+        "Authorization": "Bearer k-123",
+        "X-Static": "v",
     }
     assert request.json_body == {
-        "response": "the answer", "modelId": "openai:gpt-4o-mini[temp:0]", "promptId": "p-1",
+        "response": "the answer",
+        "modelId": "openai:gpt-4o-mini[temp:0]",
+        "promptId": "p-1",
         "claim": "c",
     }
     assert (request.timeout_s, request.max_retries, request.retry_backoff_s) == (5.0, 0, 0.25)
@@ -137,13 +141,11 @@ def test_unknown_service_without_any_configured() -> None:
 def test_deviation_env_only_for_allowed_variables() -> None:
     """Deviation (docs/rulings.md, ruling 16): `${VAR}` in service headers reads only variables the run
     allows with --weval-allow-env; the reference reads any environment variable."""
-    ctx = PointContext(messages=[], model_id="m", prompt_id="p",
-                       config={"externalServices": SERVICES})
+    ctx = PointContext(messages=[], model_id="m", prompt_id="p", config={"externalServices": SERVICES})
     result = build_external_request({"service": "grader"}, ctx, response="r", environ=ENV)
     assert isinstance(result, FnError)
     assert "${GRADER_KEY}" in result.message and "--weval-allow-env=GRADER_KEY" in result.message
-    allowed = build_external_request({"service": "grader"}, ctx, frozenset({"GRADER_KEY"}),
-                                     response="r", environ=ENV)
+    allowed = build_external_request({"service": "grader"}, ctx, frozenset({"GRADER_KEY"}), response="r", environ=ENV)
     assert isinstance(allowed, ExternalRequest)
 
 

@@ -64,8 +64,17 @@ def test_runaway_script_is_a_bounded_point_error(script: str, message: str) -> N
         ("WebAssembly.compile(new Uint8Array(8))", "WebAssembly is not defined"),
     ],
     ids=[
-        "require-fs", "process-env", "console", "fetch", "xhr", "constructor-escape",
-        "setTimeout", "atomics-wait", "timer-manager", "finalization-registry", "wasm",
+        "require-fs",
+        "process-env",
+        "console",
+        "fetch",
+        "xhr",
+        "constructor-escape",
+        "setTimeout",
+        "atomics-wait",
+        "timer-manager",
+        "finalization-registry",
+        "wasm",
     ],
 )
 def test_no_host_access(script: str, message: str) -> None:
@@ -78,9 +87,24 @@ def test_no_host_access(script: str, message: str) -> None:
 
 def test_sandbox_globals_are_the_reference_vm_context() -> None:
     names = [
-        "require", "process", "console", "fetch", "XMLHttpRequest", "WebSocket", "setTimeout",
-        "setInterval", "clearTimeout", "queueMicrotask", "Deno", "Bun", "module", "exports",
-        "__dirname", "Buffer", "FinalizationRegistry", "WebAssembly",
+        "require",
+        "process",
+        "console",
+        "fetch",
+        "XMLHttpRequest",
+        "WebSocket",
+        "setTimeout",
+        "setInterval",
+        "clearTimeout",
+        "queueMicrotask",
+        "Deno",
+        "Bun",
+        "module",
+        "exports",
+        "__dirname",
+        "Buffer",
+        "FinalizationRegistry",
+        "WebAssembly",
     ]
     script = f"{names!r}.every(n => typeof globalThis[n] === 'undefined')"
     assert run("js", script)[0] is True
@@ -125,8 +149,15 @@ def test_work_left_behind_does_not_wedge_the_next_point(script: str) -> None:
         ("let r2 = 1; const c = 2; class K {}; true", "let r2 = 3; const c = 4; class K {}; r2 === 3"),
     ],
     ids=[
-        "prototype-method", "object-prototype", "namespace", "global-binding", "freeze",
-        "var-and-sloppy-globals", "non-configurable-global", "late-promise-job", "lexical-names",
+        "prototype-method",
+        "object-prototype",
+        "namespace",
+        "global-binding",
+        "freeze",
+        "var-and-sloppy-globals",
+        "non-configurable-global",
+        "late-promise-job",
+        "lexical-names",
     ],
 )
 def test_scripts_do_not_leak_into_the_next(tamper: str, check: str) -> None:
@@ -158,11 +189,10 @@ def test_backtracking_bomb_is_a_bounded_point_error() -> None:
 
 def test_bomb_in_a_batch_only_costs_its_own_point() -> None:
     patterns = ["^a", "(a+)+$", "!$", "(x+x+)+y"]
-    result, elapsed = run("matches_all_of", patterns[:1] + patterns[2:], BOMB_TEXT)
+    result, _elapsed = run("matches_all_of", patterns[:1] + patterns[2:], BOMB_TEXT)
     assert result == pytest.approx(2 / 3)
     points = [
-        EvalPoint(fn="matches", fn_args=p, has_args=True, display_text=f"Function: matches({p})")
-        for p in patterns
+        EvalPoint(fn="matches", fn_args=p, has_args=True, display_text=f"Function: matches({p})") for p in patterns
     ]
     start = time.perf_counter()
     out = asyncio.run(score_function_points(points, BOMB_TEXT, CTX))

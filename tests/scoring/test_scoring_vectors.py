@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 import pytest
+from scoring_helpers import LoopbackService, load_vectors, make_context, replace_mock, stdlib_executor
 
 from pytest_weval.blueprint.functions import pluralise_function_name
 from pytest_weval.results import PointAssessment
@@ -19,8 +20,6 @@ from pytest_weval.scoring import (
     call_point_function,
     round2,
 )
-
-from scoring_helpers import LoopbackService, load_vectors, make_context, replace_mock, stdlib_executor
 
 POINT_CASES = load_vectors("point_functions.json")
 REGEX_CASES = load_vectors("regex_dialect.json")
@@ -52,16 +51,12 @@ LOCAL_CASES = [(i, c) for i, c in POINT_CASES if c["fn"] != "call"]
 @pytest.mark.parametrize("case", [c for _, c in LOCAL_CASES], ids=[i for i, _ in LOCAL_CASES])
 def test_point_function_vector(case: dict[str, Any]) -> None:
     fn = pluralise_function_name(case["fn"])
-    result = call_point_function(
-        fn, case.get("args"), case["response"], make_context(case), has_args="args" in case
-    )
+    result = call_point_function(fn, case.get("args"), case["response"], make_context(case), has_args="args" in case)
     assert_matches_expected(result, case)
 
 
 @pytest.mark.parametrize("case", [c for _, c in CALL_CASES], ids=[i for i, _ in CALL_CASES])
-async def test_call_vector(
-    case: dict[str, Any], loopback: LoopbackService, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_call_vector(case: dict[str, Any], loopback: LoopbackService, monkeypatch: pytest.MonkeyPatch) -> None:
     """$call: the vector's service answers from a loopback server; TEST_API_KEY is allowed
     explicitly (docs/rulings.md, ruling 16)."""
     monkeypatch.setenv("TEST_API_KEY", "secret-key-123")
@@ -104,9 +99,7 @@ def _service_urls(case: dict[str, Any]) -> list[str]:
     return urls
 
 
-@pytest.mark.parametrize(
-    "case", [c for _, c in REGEX_CASES], ids=[f"{i}-{c['fn']}" for i, c in REGEX_CASES]
-)
+@pytest.mark.parametrize("case", [c for _, c in REGEX_CASES], ids=[f"{i}-{c['fn']}" for i, c in REGEX_CASES])
 def test_regex_dialect_vector(case: dict[str, Any]) -> None:
     result = call_point_function(case["fn"], case["args"], case["response"], make_context(case))
     assert_matches_expected(result, case)
@@ -122,9 +115,7 @@ def _assessment(point: dict[str, Any]) -> PointAssessment:
     )
 
 
-@pytest.mark.parametrize(
-    "case", [c for _, c in AGGREGATE_CASES], ids=[i for i, _ in AGGREGATE_CASES]
-)
+@pytest.mark.parametrize("case", [c for _, c in AGGREGATE_CASES], ids=[i for i, _ in AGGREGATE_CASES])
 def test_aggregate_vector(case: dict[str, Any]) -> None:
     points = [_assessment(p) for p in case["points"]]
     value = aggregate(points)

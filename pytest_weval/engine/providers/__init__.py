@@ -30,13 +30,11 @@ def adapter_for(model: ModelSpec, allowed_env: frozenset[str]) -> Adapter:
     name = name.strip()
     if provider not in STANDARD_PROVIDERS:
         raise ConfigError(
-            f"Unsupported provider '{provider}' in model id '{model_id}' "
-            f"(supported: {', '.join(STANDARD_PROVIDERS)})",
+            f"Unsupported provider '{provider}' in model id '{model_id}' (supported: {', '.join(STANDARD_PROVIDERS)})",
             model_id=model_id,
         )
     if not name:
-        raise ConfigError(f"Invalid model id '{model_id}': no model name after '{provider}:'",
-                          model_id=model_id)
+        raise ConfigError(f"Invalid model id '{model_id}': no model name after '{provider}:'", model_id=model_id)
     if provider == "anthropic":
         return Anthropic(model_id, name)
     if provider == "google":

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pytest_weval.engine.request import ChatMessage, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor, masked_headers
@@ -86,13 +87,10 @@ class Adapter:
 
 # -- shared helpers --------------------------------------------------------------------
 
+
 def openai_messages(messages: tuple[ChatMessage, ...]) -> list[dict[str, str]]:
     """OpenAI-style messages: user/assistant/system only, null content as ""."""
-    return [
-        {"role": m.role, "content": m.content or ""}
-        for m in messages
-        if m.role in ("user", "assistant", "system")
-    ]
+    return [{"role": m.role, "content": m.content or ""} for m in messages if m.role in ("user", "assistant", "system")]
 
 
 def tool_call_line(name: Any, arguments: Any) -> str:
@@ -163,8 +161,9 @@ def body_error(data: Any) -> BodyError | None:
     return BodyError(502, str(error))
 
 
-def reply_from_blocks(texts: list[str], calls: list[dict[str, Any]], input_tokens: Any,
-                      output_tokens: Any) -> ModelReply:
+def reply_from_blocks(
+    texts: list[str], calls: list[dict[str, Any]], input_tokens: Any, output_tokens: Any
+) -> ModelReply:
     """A reply whose text is one TOOL_CALL line per native tool call, then the joined text
     blocks (how the reference turns Anthropic and Google tool use into scoreable text)."""
     lines = [tool_call_line(c["name"], c["arguments"]) for c in calls]

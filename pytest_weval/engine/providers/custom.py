@@ -10,7 +10,8 @@ allowed variables only (docs/rulings.md, ruling 16).
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pytest_weval.engine.errors import ConfigError
 from pytest_weval.engine.keys import STANDARD_PROVIDERS, check_references, substitute
@@ -76,15 +77,15 @@ class Custom(Adapter):
             raise ConfigError(f"custom model '{model_id}' has no 'modelName'", model_id=model_id)
         self.inherit = _field(definition, "inherit", model_id, str, "openai", STANDARD_PROVIDERS)
         self.format = _field(definition, "format", model_id, str, "chat", ("chat", "completions"))
-        self.prompt_format = _field(definition, "promptFormat", model_id, str, "conversational",
-                                    ("conversational", "raw"))
+        self.prompt_format = _field(
+            definition, "promptFormat", model_id, str, "conversational", ("conversational", "raw")
+        )
         self.headers_template = _field(definition, "headers", model_id, dict, {})
         self.parameters = _field(definition, "parameters", model_id, dict, {})
         self.mapping = _field(definition, "parameterMapping", model_id, dict, {})
         for name, value in self.headers_template.items():
             if not isinstance(value, str):
-                raise ConfigError(f"custom model '{model_id}': header '{name}' must be a string",
-                                  model_id=model_id)
+                raise ConfigError(f"custom model '{model_id}': header '{name}' must be a string", model_id=model_id)
             # A ${VAR} outside the allow-list is a config error at once, without reading the
             # environment (so a replay from the cache needs no variable set).
             check_references(value, f"header '{name}'", model_id, self.allowed_env)

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pytest_weval.engine.keys import api_key, base_url
 from pytest_weval.engine.providers.base import (
-    Adapter, MalformedReply, as_int, body_error, dig, openai_messages, tool_call_line,
+    Adapter,
+    MalformedReply,
+    as_int,
+    body_error,
+    dig,
+    openai_messages,
+    tool_call_line,
 )
 from pytest_weval.engine.request import ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
