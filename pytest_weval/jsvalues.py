@@ -13,7 +13,7 @@ Pure: imports nothing from the package. The rest of the JS semantics lives with 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = ["ABSENT", "JS_WHITESPACE", "is_number", "js_trim", "truthy"]
 
@@ -51,7 +51,7 @@ def js_trim(text: str) -> str:
     return text.strip(JS_WHITESPACE)
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[int | float]:
     """``typeof value === 'number'`` (bool is its own JS type)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

@@ -60,14 +60,14 @@ def _split_documents(
         if isinstance(first, dict) and isinstance(first.get("prompts"), list):
             return first, _items(first["prompts"], loc)
         if source.fmt == "json" and isinstance(first, dict):
-            prompts = js_or(first.get("prompts", ABSENT), [])
-            if not isinstance(prompts, list):
+            listed = js_or(first.get("prompts", ABSENT), [])
+            if not isinstance(listed, list):
                 raise BlueprintError(
-                    f"'prompts' must be a list. Found: {js_typeof(prompts)}",
+                    f"'prompts' must be a list. Found: {js_typeof(listed)}",
                     loc.key(first, "prompts"),
                     hint="write the prompts as a JSON array",
                 )
-            return first, _items(prompts, loc)
+            return first, _items(listed, loc)
         if isinstance(first, dict):
             if any(truthy(first.get(k)) for k in _PROMPT_LIKE_KEYS):
                 return {}, [(first, loc.at(first))]  # a single prompt

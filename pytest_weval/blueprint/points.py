@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from pytest_weval.jsvalues import ABSENT, is_number, truthy
 
@@ -267,6 +267,14 @@ def evaluator_points(
     return view
 
 
+class _Common(TypedDict):
+    """The EvalPoint fields every point of one place shares, whatever its form."""
+
+    path_id: str | None
+    is_inverted: bool
+    location: Location
+
+
 def _view_one(
     point: Any, where: Location, path_id: str | None, inverted: bool, ctx: PointContext, prompt_id: str
 ) -> EvalPoint:
@@ -290,7 +298,7 @@ def _view_one(
                 is_inverted=inverted,
                 location=where,
             )
-    common = {"path_id": path_id, "is_inverted": inverted, "location": where}
+    common: _Common = {"path_id": path_id, "is_inverted": inverted, "location": where}
     if isinstance(point, str):
         return EvalPoint(text=point, display_text=point, **common)
     if not isinstance(point, dict):
@@ -360,6 +368,6 @@ def _view_one(
     )
 
 
-def _authoring_error(message: str, point: Any, common: dict[str, Any], ctx: PointContext) -> EvalPoint:
+def _authoring_error(message: str, point: Any, common: _Common, ctx: PointContext) -> EvalPoint:
     ctx.findings.append(Finding(message=message, location=common["location"], code="invalid-point"))
     return EvalPoint(display_text=js_json(point), authoring_error=message, **common)

@@ -131,7 +131,9 @@ def build_yaml_documents(text: str, path: str) -> tuple[list[Any], Marks] | None
     root: Any = None
     try:
         while check_event():
-            event = get_event()
+            # Dispatched on its exact class (cheaper than isinstance in this loop), which mypy
+            # does not narrow on; each branch reads only the attributes its event kinds have.
+            event: Any = get_event()
             kind = event.__class__
             events += 1
             if kind is ScalarEvent or kind is AliasEvent:

@@ -223,10 +223,12 @@ class Coordinator:
         while self._waiting:
             await asyncio.sleep(self.poll_s)
             keys = list(self._waiting)
+
+            def look(conn: sqlite3.Connection, keys: list[str] = keys) -> dict[str, Landed | None]:
+                return transaction(conn, lambda c: self._look(c, keys), immediate=False)
+
             try:
-                found = await self.db.run(
-                    lambda conn, keys=keys: transaction(conn, lambda c: self._look(c, keys), immediate=False)
-                )
+                found = await self.db.run(look)
             except Exception as exc:  # noqa: BLE001 - busy beyond the timeout, or worse: try again next round
                 log.warning("weval claims: poll failed: %s", exc)
                 continue
@@ -264,12 +266,12 @@ class Coordinator:
             if not self.held:
                 continue
             expires = time.time() + self.lease_s
+
+            def renew(conn: sqlite3.Connection, expires: float = expires) -> sqlite3.Cursor:
+                return conn.execute("UPDATE claims SET expires = ? WHERE owner = ?", (expires, self.owner))
+
             try:
-                await self.db.run(
-                    lambda conn, expires=expires: conn.execute(
-                        "UPDATE claims SET expires = ? WHERE owner = ?", (expires, self.owner)
-                    )
-                )
+                await self.db.run(renew)
             except sqlite3.Error as exc:
                 log.warning("weval claims: lease renewal failed: %s", exc)
 

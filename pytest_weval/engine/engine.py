@@ -145,10 +145,10 @@ class Engine:
         if settings.cache_store == "sqlite":
             needs_db = settings.cache_mode != "off" or settings.coordinating
             if needs_db:
-                self._db = SqliteDB(cache_dir / SQLITE_FILENAME)
-                await self._db.run(lambda conn: None)  # create the file and schema now
-            if settings.cache_mode != "off":
-                self.cache = ResponseCache(SqliteStore(self._db), settings.cache_mode)
+                self._db = db = SqliteDB(cache_dir / SQLITE_FILENAME)
+                await db.run(lambda conn: None)  # create the file and schema now
+                if settings.cache_mode != "off":
+                    self.cache = ResponseCache(SqliteStore(db), settings.cache_mode)
             self._coord_db = self._db
         else:
             if settings.cache_mode != "off":
@@ -164,6 +164,7 @@ class Engine:
                 self._coord_db = SqliteDB(where / f"claims-{digest}.sqlite")
                 await self._coord_db.run(lambda conn: None)
         if settings.coordinating:
+            assert self._coord_db is not None  # opened above: the cache's database or a claims file
             self.coordinator = Coordinator(
                 self._coord_db,
                 run_id=self.run_id,
@@ -386,9 +387,9 @@ class Engine:
                 return reply
             landed = outcome if isinstance(outcome, Landed) else await coordinator.wait(key)
             if landed is not None:
-                reply = await self._from_landed(landed, key, request.model.id)
-                if reply is not None:
-                    return reply
+                replayed = await self._from_landed(landed, key, request.model.id)
+                if replayed is not None:
+                    return replayed
                 # Recorded as in the store, but the entry cannot be read here (pruned, corrupt):
                 # forget the outcome, or every claim would find it again; then ask afresh.
                 await coordinator.forget(key)

@@ -64,7 +64,7 @@ class PrioritySlots:
             self.in_use += 1
             return
         box = priority if isinstance(priority, Priority) else None
-        value = box.value if box is not None else priority
+        value = priority.value if isinstance(priority, Priority) else priority
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._heap, (value, next(self._seq), future))
         self.waiting += 1

@@ -20,6 +20,7 @@ from .config import (
 )
 from .consensus import (
     ALL_FAILED,
+    Ask,
     JudgeOutcome,
     consensus_assessment,
     failed_judges,
@@ -41,6 +42,7 @@ __all__ = [
     "KEYPOINT_TEMPERATURE",
     "SCALE_5",
     "SCALE_9",
+    "Ask",
     "JudgeConfigError",
     "JudgeOutcome",
     "JudgePanel",

@@ -139,7 +139,7 @@ def judge_agreement(
             counts[judge_id] = counts.get(judge_id, 0) + 1
             models.setdefault(judge_id, model)
     known = list(judges or ()) + list(DEFAULT_JUDGES) + [BACKUP_JUDGE]
-    used = []
+    used: list[dict[str, Any]] = []
     for judge_id, count in counts.items():  # first-seen order, then a stable sort by count
         model, approach = _describe_judge(judge_id, models[judge_id], known)
         used.append({"judgeId": judge_id, "model": model, "approach": approach, "assessmentCount": count})

@@ -69,6 +69,12 @@ def backup_needed(panel_uses_defaults: bool, primaries: Sequence[JudgeOutcome], 
     return all(o.judge.model != backup.model for o in successes)
 
 
+def _score(outcome: JudgeOutcome) -> float:
+    """A successful outcome's score (``ok`` means there is one)."""
+    assert outcome.score is not None
+    return outcome.score
+
+
 _FAILURES = "Judge failures:"
 
 
@@ -126,7 +132,7 @@ def consensus_assessment(
         reflection = (_FAILURES + "\n" + "\n".join(details)) if details else None
         return PointAssessment(error=ALL_FAILED, reflection=reflection, **common)
 
-    average = sum(o.score for o in successes) / len(successes)  # type: ignore[misc]
+    average = sum(_score(o) for o in successes) / len(successes)
     reflection = (
         f"Consensus from {len(successes)} judge(s). Average score: {to_fixed(average)}. "
         "See breakdown for individual reflections."
@@ -156,7 +162,7 @@ def consensus_assessment(
         error=error,
         judge_model_id="consensus(" + ", ".join(o.judge.label for o in successes) + ")",
         individual_judgements=[
-            JudgeVerdict(judge_model_id=o.judge.label, coverage_extent=o.score, reflection=o.reflection)
+            JudgeVerdict(judge_model_id=o.judge.label, coverage_extent=_score(o), reflection=o.reflection)
             for o in successes
         ],
         **common,

@@ -9,15 +9,18 @@ and the pipeline's settings are made from it here, in one place (``engine_settin
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from pytest_weval.engine import EngineSettings
 from pytest_weval.engine.request import CACHE_MODES, CACHE_STORES
 from pytest_weval.run.pipeline import PipelineSettings
+
+N = TypeVar("N", int, float)
+D = TypeVar("D", int, float, None)
 
 # (option, ini, help, kind, default). kind: "str", "list", "float", "int", "flag".
 _OPTIONS: list[tuple[str, str, str, str, object]] = [
@@ -104,7 +107,10 @@ def add_options(parser: pytest.Parser) -> None:
             group.addoption(opt, action="store", default=None, dest=ini, metavar=kind.upper(), help=help_text)
             parser.addini(ini, help_text, default=None)
     for ini, help_text, kind, default in _INI_ONLY:
-        parser.addini(ini, help_text, type=kind if kind == "linelist" else None, default=default)
+        if kind == "linelist":
+            parser.addini(ini, help_text, type="linelist", default=default)
+        else:
+            parser.addini(ini, help_text, default=default)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,10 +163,6 @@ class WevalSettings:
         )
 
 
-class UsageError(pytest.UsageError):
-    pass
-
-
 def _raw(config: pytest.Config, ini: str) -> object:
     value = config.getoption(ini, default=None)
     if value is None:
@@ -177,14 +179,16 @@ def _split(value: object) -> tuple[str, ...] | None:
     return parts or None
 
 
-def _number(config: pytest.Config, ini: str, kind: type, default: object) -> object:
+def _number(config: pytest.Config, ini: str, kind: Callable[[Any], N], default: D) -> N | D:
     value = _raw(config, ini)
     if value is None or value == "":
         return default
     try:
         return kind(value)
     except ValueError:
-        raise UsageError(f"--{ini.replace('_', '-')}={value!r}: expected a {kind.__name__}") from None
+        raise pytest.UsageError(
+            f"--{ini.replace('_', '-')}={value!r}: expected a {getattr(kind, '__name__', 'number')}"
+        ) from None
 
 
 def _path(config: pytest.Config, value: object) -> Path | None:
@@ -204,37 +208,39 @@ def _provider_caps(value: object) -> dict[str, int]:
         try:
             caps[name.strip().lower()] = int(number)
         except ValueError:
-            raise UsageError(f"weval_provider_concurrency: {part!r} is not provider:number (e.g. openai:20)") from None
+            raise pytest.UsageError(
+                f"weval_provider_concurrency: {part!r} is not provider:number (e.g. openai:20)"
+            ) from None
     return caps
 
 
 def settings_from_config(config: pytest.Config) -> WevalSettings:
     cache_mode = str(_raw(config, "weval_cache") or "rw").strip().lower()
     if cache_mode not in CACHE_MODES:
-        raise UsageError(f"--weval-cache={cache_mode!r}: choose one of {', '.join(CACHE_MODES)}")
+        raise pytest.UsageError(f"--weval-cache={cache_mode!r}: choose one of {', '.join(CACHE_MODES)}")
     cache_store = str(config.getini("weval_cache_store") or "sqlite").strip().lower()
     if cache_store not in CACHE_STORES:
-        raise UsageError(f"weval_cache_store={cache_store!r}: choose one of {', '.join(CACHE_STORES)}")
+        raise pytest.UsageError(f"weval_cache_store={cache_store!r}: choose one of {', '.join(CACHE_STORES)}")
     threshold = _number(config, "weval_threshold", float, 0.5)
-    if not 0 <= threshold <= 1:  # type: ignore[operator]
-        raise UsageError(f"--weval-threshold={threshold}: a threshold is a score between 0 and 1")
+    if not 0 <= threshold <= 1:
+        raise pytest.UsageError(f"--weval-threshold={threshold}: a threshold is a score between 0 and 1")
     rootdir = config.rootpath
     cache_dir = _path(config, _raw(config, "weval_cache_dir")) or rootdir / ".weval_cache"
     return WevalSettings(
         rootdir=rootdir,
         models=_split(_raw(config, "weval_models")),
         judges=_split(_raw(config, "weval_judges")),
-        threshold=threshold,  # type: ignore[arg-type]
-        min_score=_number(config, "weval_min_score", float, None),  # type: ignore[arg-type]
-        concurrency=_number(config, "weval_concurrency", int, None),  # type: ignore[arg-type]
+        threshold=threshold,
+        min_score=_number(config, "weval_min_score", float, None),
+        concurrency=_number(config, "weval_concurrency", int, None),
         provider_concurrency=_provider_caps(config.getini("weval_provider_concurrency")),
         cache_mode=cache_mode,
         cache_dir=cache_dir,
         cache_store=cache_store,
         out_dir=_path(config, _raw(config, "weval_out")),
         allow_env=frozenset(_split(_raw(config, "weval_allow_env")) or ()),
-        timeout_s=_number(config, "weval_timeout", float, 60.0),  # type: ignore[arg-type]
-        max_attempts=_number(config, "weval_max_attempts", int, 3),  # type: ignore[arg-type]
+        timeout_s=_number(config, "weval_timeout", float, 60.0),
+        max_attempts=_number(config, "weval_max_attempts", int, 3),
         lint=bool(_raw(config, "weval_lint")),
         lint_strict=bool(_raw(config, "weval_lint_strict")),
         collections_dir=_path(config, config.getini("weval_collections_dir")),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -129,8 +130,10 @@ class WevalPlugin:
             runner.hurry(nextitem)
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
-        report: pytest.TestReport = yield
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
         result = getattr(item, "weval_result", None)
         if not isinstance(item, WevalItem) or result is None:
             return report

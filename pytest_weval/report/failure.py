@@ -199,9 +199,9 @@ def explain_error(result: ItemResult) -> str:
     if result.error:
         lines.append(f"  details:   {one_line(result.error)}")
     lines.append(f"  what to do: {todo}")
-    errored = [p for p in result.points if p.error]
+    errored = [(p, p.error) for p in result.points if p.error]
     if errored:
         lines += ["", f"Points with problems ({len(errored)} of {len(result.points)}):"]
-        for p in errored:
-            lines.append(f"  - {_point_label(p)}: {shorten(one_line(p.error), 300)}")
+        for p, error in errored:
+            lines.append(f"  - {_point_label(p)}: {shorten(one_line(error), 300)}")
     return "\n".join(lines) + "\n"

@@ -12,6 +12,7 @@ from pytest_weval.report.rollup import ROOT, Rollup, Tally
 
 
 def _line(kind: str, name: str, tally: Tally, min_score: float, model: str | None = None) -> str:
+    assert tally.mean is not None  # only tallies with a mean below the bar get a line
     mean, bound = fmt_compare(tally.mean, min_score)
     on = f" on {model}" if model else ""
     return f"{kind} {name}{on} mean {mean} < {bound} ({tally.scored} scored items)"

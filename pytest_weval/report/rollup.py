@@ -59,12 +59,14 @@ class Tally:
 def tally(results: Iterable[ItemResult]) -> Tally:
     results = list(results)
     outcomes = [r.outcome for r in results]
-    scored = [r for r in results if r.outcome in ("passed", "failed") and r.score is not None]
-    weights = [
-        prompt_weight(r.prompt_weight) or 1.0 for r in scored
-    ]  # else it weighs 1 (docs/scoring.md, 'Prompt weights and roll-ups')
-    total_weight = math.fsum(weights)
-    mean = math.fsum(r.score * w for r, w in zip(scored, weights)) / total_weight if total_weight else None
+    # (score, weight); a prompt without a weight weighs 1 (docs/scoring.md, 'Prompt weights and roll-ups')
+    scored = [
+        (r.score, prompt_weight(r.prompt_weight) or 1.0)
+        for r in results
+        if r.outcome in ("passed", "failed") and r.score is not None
+    ]
+    total_weight = math.fsum(w for _, w in scored)
+    mean = math.fsum(s * w for s, w in scored) / total_weight if total_weight else None
     return Tally(
         mean=mean,
         weighted=any(r.prompt_weight is not None for r in results),

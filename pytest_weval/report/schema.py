@@ -9,6 +9,7 @@ maps, counts.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -180,22 +181,24 @@ def validate_comparison(data: dict[str, Any]) -> ComparisonFile:
         problems.append("config.models is not a list of model ids")
     if model.config.get("id") != model.configId:
         problems.append("config.id differs from configId")
-    for name, mapping in [
+    by_prompt: list[tuple[str, Mapping[str, Any]]] = [
         ("promptContexts", model.promptContexts),
         ("allFinalAssistantResponses", model.allFinalAssistantResponses),
         ("llmCoverageScores", model.evaluationResults.llmCoverageScores or {}),
         ("fullConversationHistories", model.fullConversationHistories or {}),
         ("errors", model.errors or {}),
-    ]:
+    ]
+    for name, mapping in by_prompt:
         extra = set(mapping) - prompts
         if extra:
             problems.append(f"{name} has prompt ids not in promptIds: {sorted(extra)}")
-    for name, mapping in [
+    by_prompt_and_model: list[tuple[str, Mapping[str, Mapping[str, Any]]]] = [
         ("allFinalAssistantResponses", model.allFinalAssistantResponses),
         ("llmCoverageScores", model.evaluationResults.llmCoverageScores or {}),
         ("errors", model.errors or {}),
-    ]:
-        for pid, per_model in mapping.items():
+    ]
+    for name, by_model in by_prompt_and_model:
+        for pid, per_model in by_model.items():
             extra = set(per_model) - models
             if extra:
                 problems.append(f"{name}[{pid}] has models not in effectiveModels: {sorted(extra)}")

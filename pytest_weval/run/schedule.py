@@ -97,7 +97,9 @@ class ItemScheduler:
         """``nodeid`` is about to be asked for: start it now if nobody has."""
         item = self._items.get(nodeid)
         if item is not None and not item.future.done():
-            self.engine.loop.call_soon_threadsafe(self._start_urgent, item)
+            loop = self.engine.loop
+            assert loop is not None  # started when __init__ scheduled the feeder, never unset
+            loop.call_soon_threadsafe(self._start_urgent, item)
 
     def result(self, nodeid: str) -> ItemResult:
         self.hurry(nodeid)

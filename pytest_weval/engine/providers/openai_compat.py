@@ -62,7 +62,9 @@ class OpenAICompat(Adapter):
         """OpenAI: a 400 naming max_tokens/temperature as unsupported adapts once per model."""
         if self.provider != "openai" or status != 400 or not isinstance(data, dict):
             return False
-        error = data.get("error") if isinstance(data.get("error"), dict) else {}
+        error = data.get("error")
+        if not isinstance(error, dict):
+            error = {}
         param = str(error.get("param") or "")
         message = str(error.get("message") or "").lower()
         unsupported = "not supported" in message or "unsupported" in message
