@@ -43,12 +43,16 @@ class Usage(BaseModel):
     cache_hits: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    refused: int = 0  # times a provider refused a request (rate limits) before answering it
+    rate_wait_s: float = 0.0  # seconds requests waited on rate limits
 
     def add(self, other: Usage) -> None:
         self.requests += other.requests
         self.cache_hits += other.cache_hits
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
+        self.refused += other.refused
+        self.rate_wait_s += other.rate_wait_s
 
 
 class ItemResult(BaseModel):

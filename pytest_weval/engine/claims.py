@@ -17,6 +17,7 @@ never across runs. A result that went into the response store is recorded as ``i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import os
@@ -24,6 +25,8 @@ import socket
 import sqlite3
 import time
 import uuid
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pytest_weval.engine.db import SqliteDB, rows_as_dicts, transaction
@@ -77,8 +80,34 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
+def request_stop(path: Path, run_id: str) -> None:
+    """Tell every process of run ``run_id`` to stop sending (the xdist controller was
+    interrupted; its workers may not have been). A no-op when the run has no claims file."""
+    if not path.exists():
+        return
+    try:
+        with contextlib.closing(sqlite3.connect(str(path), timeout=2)) as conn:
+            conn.execute(
+                "INSERT INTO run_signals (run_id, name, until, created) VALUES (?, 'stop', 0, ?) "
+                "ON CONFLICT(run_id, name) DO UPDATE SET created = excluded.created",
+                (run_id, time.time()),
+            )
+            conn.commit()
+    except sqlite3.Error as exc:
+        log.warning("weval claims: could not ask the workers to stop: %s", exc)
+
+
 class Coordinator:
-    def __init__(self, db: SqliteDB, *, run_id: str, worker_id: str, lease_s: float, poll_s: float):
+    def __init__(
+        self,
+        db: SqliteDB,
+        *,
+        run_id: str,
+        worker_id: str,
+        lease_s: float,
+        poll_s: float,
+        on_signal: Callable[[str, float], None] | None = None,
+    ):
         self.db = db
         self.run_id = run_id
         self.host = socket.gethostname()
@@ -90,6 +119,9 @@ class Coordinator:
         self._waiting: dict[str, list[asyncio.Future[Landed | None]]] = {}
         self._poller: asyncio.Task | None = None
         self._heartbeat: asyncio.Task | None = None
+        self._watcher: asyncio.Task | None = None
+        self._writes: set[asyncio.Task[Any]] = set()
+        self.on_signal = on_signal  # (name, until): "stop", or "pause:<group>" until a wall-clock time
         self.takeovers = 0
 
     async def start(self) -> None:
@@ -98,9 +130,58 @@ class Coordinator:
         def cleanup(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM run_results WHERE created < ?", (cutoff,))
             conn.execute("DELETE FROM claims WHERE expires < ?", (time.time() - 3600,))
+            conn.execute("DELETE FROM run_signals WHERE created < ?", (cutoff,))
 
         await self.db.run(cleanup)
-        self._heartbeat = asyncio.get_running_loop().create_task(self._renew_forever())
+        loop = asyncio.get_running_loop()
+        self._heartbeat = loop.create_task(self._renew_forever())
+        if self.on_signal is not None:
+            self._watcher = loop.create_task(self._watch_signals())
+
+    # -- signals between the processes of a run ------------------------------------------
+    def signal(self, name: str, until: float) -> None:
+        """Record ``name`` (until a wall-clock time) for the run's other processes; returns at
+        once, the write goes on in the background."""
+        now = time.time()
+
+        def record(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO run_signals (run_id, name, until, created) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(run_id, name) DO UPDATE SET until = max(until, excluded.until), "
+                "created = excluded.created",
+                (self.run_id, name, until, now),
+            )
+
+        write = asyncio.ensure_future(self.db.run(record))
+        self._writes.add(write)
+        write.add_done_callback(self._written)
+
+    def _written(self, write: asyncio.Task[Any]) -> None:
+        self._writes.discard(write)
+        if not write.cancelled() and write.exception() is not None:
+            log.warning("weval claims: could not share a signal: %s", write.exception())
+
+    async def _watch_signals(self) -> None:
+        """Every other poll: signals recorded since the last look (one small query)."""
+        seen = 0.0
+        while True:
+            await asyncio.sleep(self.poll_s * 2)
+
+            def look(conn: sqlite3.Connection, since: float = seen) -> list[tuple[str, float, float]]:
+                return conn.execute(
+                    "SELECT name, until, created FROM run_signals WHERE run_id = ? AND created > ?",
+                    (self.run_id, since),
+                ).fetchall()
+
+            try:
+                rows = await self.db.run(look)
+            except Exception as exc:  # noqa: BLE001 - busy beyond the timeout: look again next round
+                log.warning("weval claims: reading signals failed: %s", exc)
+                continue
+            for name, until, created in rows:
+                seen = max(seen, created)
+                assert self.on_signal is not None
+                self.on_signal(name, until)
 
     # -- claiming ----------------------------------------------------------------------
     async def claim(self, key: str) -> Landed | bool:
@@ -276,10 +357,12 @@ class Coordinator:
                 log.warning("weval claims: lease renewal failed: %s", exc)
 
     async def close(self) -> None:
-        for task in (self._poller, self._heartbeat):
+        if self._writes:
+            await asyncio.wait(list(self._writes), timeout=5)
+        for task in (self._poller, self._heartbeat, self._watcher):
             if task is not None:
                 task.cancel()
-        for task in (self._poller, self._heartbeat):
+        for task in (self._poller, self._heartbeat, self._watcher):
             if task is not None:
                 try:
                     await task

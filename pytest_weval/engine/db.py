@@ -48,6 +48,13 @@ CREATE TABLE IF NOT EXISTS run_results (
     created REAL NOT NULL,
     PRIMARY KEY (run_id, key)
 );
+CREATE TABLE IF NOT EXISTS run_signals (
+    run_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    until REAL NOT NULL,
+    created REAL NOT NULL,
+    PRIMARY KEY (run_id, name)
+);
 """
 
 BUSY_TIMEOUT_MS = 30_000

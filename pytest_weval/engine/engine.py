@@ -34,12 +34,13 @@ from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine.cache import ResponseCache, cache_key, make_entry, reply_from_entry
 from pytest_weval.engine.claims import Coordinator, Landed
 from pytest_weval.engine.db import SqliteDB
-from pytest_weval.engine.errors import ModelCallError, ProviderError, ReplayMissError, rebuild_error
+from pytest_weval.engine.errors import ModelCallError, ProviderError, ReplayMissError, RunInterrupted, rebuild_error
 from pytest_weval.engine.http import async_client
 from pytest_weval.engine.limits import Limits, Priority
 from pytest_weval.engine.providers import Adapter, BodyError, HttpCall, MalformedReply, adapter_for, error_message
+from pytest_weval.engine.ratelimit import Pacer, RateInfo, RateLimitWaitExceeded, pace_group, parse_retry_after
 from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
-from pytest_weval.engine.retry import RETRY_STATUSES, Breaker, Failure, parse_retry_after, retry_delay
+from pytest_weval.engine.retry import RETRY_STATUSES, Breaker, Failure, is_rate_limited, retry_delay
 from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.store_files import FilesStore
 from pytest_weval.engine.store_sqlite import FILENAME as SQLITE_FILENAME
@@ -56,6 +57,8 @@ class _Usage:
     cache_hits: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    refused: int = 0  # rate-limit refusals
+    rate_wait_s: float = 0.0  # request-seconds spent waiting on rate limits
 
 
 class Engine:
@@ -95,6 +98,13 @@ class Engine:
             "errors": 0,
         }
         self._usage: dict[str, _Usage] = {}
+        self._pacers: dict[str, Pacer] = {}
+        self._stores: set[asyncio.Task[bool]] = set()  # cache writes: finished even on Ctrl-C
+        self._interrupted = False
+        # Lines for the person watching the run (a provider started throttling), taken by the
+        # plugin as they come; appended on the engine's loop, taken from pytest's thread.
+        self._notices: list[str] = []
+        self._noticed: set[str] = set()
         self._closed = False
 
     def __repr__(self) -> str:
@@ -154,14 +164,7 @@ class Engine:
             if settings.cache_mode != "off":
                 self.cache = ResponseCache(FilesStore(cache_dir), settings.cache_mode)
             if settings.coordinating:
-                # Claims are run-time state: kept out of a folder of committed recordings.
-                where = (
-                    Path(settings.coordination_dir)
-                    if settings.coordination_dir
-                    else Path(tempfile.gettempdir()) / "pytest-weval"
-                )
-                digest = hashlib.sha256(str(cache_dir.resolve()).encode()).hexdigest()[:16]
-                self._coord_db = SqliteDB(where / f"claims-{digest}.sqlite")
+                self._coord_db = SqliteDB(claims_path(settings))
                 await self._coord_db.run(lambda conn: None)
         if settings.coordinating:
             assert self._coord_db is not None  # opened above: the cache's database or a claims file
@@ -171,6 +174,7 @@ class Engine:
                 worker_id=settings.worker_id,
                 lease_s=settings.claim_lease_s,
                 poll_s=settings.poll_interval_s,
+                on_signal=self._on_signal,
             )
             await self.coordinator.start()
 
@@ -194,6 +198,8 @@ class Engine:
         thread.join(timeout=30)
 
     async def _aclose(self) -> None:
+        if self._stores:  # replies received are written before anything is cancelled
+            await asyncio.wait(list(self._stores), timeout=30)
         current = asyncio.current_task()
         others = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
         for task in others:
@@ -247,6 +253,60 @@ class Engine:
         data["limits"] = self.limits.snapshot()
         return data
 
+    # -- interruption, rate limits, notices ----------------------------------------------------
+    def interrupt(self) -> None:
+        """The run was interrupted (Ctrl-C): from now on no request starts, and the requests in
+        flight are cancelled (their claims released). Replies already received stay in the
+        cache. Safe from any thread, and to call twice."""
+        self._interrupted = True
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._cancel_flights)
+
+    @property
+    def interrupted(self) -> bool:
+        return self._interrupted
+
+    def _cancel_flights(self) -> None:
+        for task, _priority in list(self._flights.values()):
+            task.cancel()
+
+    def _check_running(self) -> None:
+        if self._interrupted:
+            raise RunInterrupted("the run was interrupted before this request was sent")
+
+    def pacer(self, group: str) -> Pacer:
+        pacer = self._pacers.get(group)
+        if pacer is None:
+            pacer = self._pacers[group] = Pacer(group, share=self.settings.worker_count, on_pause=self._share_pause)
+        return pacer
+
+    def _share_pause(self, group: str, until: float) -> None:
+        """Tell the other workers of this run (xdist) to hold ``group`` back until ``until``."""
+        if self.coordinator is not None:
+            self.coordinator.signal(f"pause:{group}", until)
+
+    def _on_signal(self, name: str, until: float) -> None:
+        if name == "stop":
+            self.interrupt()
+        elif name.startswith("pause:"):
+            self.pacer(name[len("pause:") :]).pause_until_wall(until)
+
+    def _notice_throttling(self, pacer: Pacer) -> None:
+        provider = pacer.name.split(":", 1)[0]
+        if provider in self._noticed:
+            return
+        self._noticed.add(provider)
+        pace = f"about {pacer.stats.pace:.1f} requests/s" if pacer.stats.pace else "its pace is being learned"
+        self._notices.append(
+            f"weval: {provider} is rate limiting this run ({pace}); requests now wait as it asks "
+            f"(up to {self.settings.rate_limit_wait_s:g} s each, --weval-rate-limit-wait)"
+        )
+
+    def take_notices(self) -> list[str]:
+        notices, self._notices = self._notices, []
+        return notices
+
     # -- the request path -------------------------------------------------------------------
     def adapter(self, model: ModelSpec) -> Adapter:
         ident = (
@@ -290,7 +350,12 @@ class Engine:
                     t.exception()  # retrieved: no "never retrieved" warning when all waiters left
 
             task.add_done_callback(done)
-        reply = await asyncio.shield(task)
+        try:
+            reply = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if self._interrupted and task.cancelled():
+                raise RunInterrupted("the run was interrupted while this request was in flight") from None
+            raise
         return dataclasses.replace(reply, tool_calls=list(reply.tool_calls))
 
     async def _obtain(
@@ -344,7 +409,12 @@ class Engine:
         if not self.cache.writable(request) or not reply.text.strip():
             return False
         entry = make_entry(key, request.model.id, summary, reply)
-        return await self.cache.put(entry)
+        # A reply that arrived is kept whatever happens next (Ctrl-C cancels its caller):
+        # the write goes on as a task of its own, which closing waits for.
+        write = asyncio.ensure_future(self.cache.put(entry))
+        self._stores.add(write)
+        write.add_done_callback(self._stores.discard)
+        return await asyncio.shield(write)
 
     async def _coordinated(
         self, adapter: Adapter, request: ModelRequest, key: str, summary: dict, priority: Priority
@@ -360,6 +430,9 @@ class Engine:
             if outcome is True:
                 try:
                     reply = await self._send(adapter, request, priority)
+                except RunInterrupted:
+                    await asyncio.shield(coordinator.abandon(key))
+                    raise
                 except ModelCallError as exc:
                     await coordinator.finish(
                         key,
@@ -422,28 +495,52 @@ class Engine:
         return reply
 
     async def _send(self, adapter: Adapter, request: ModelRequest, priority: Priority) -> ModelReply:
-        """Send with retries, each attempt holding a concurrency slot."""
+        """Send until a well-formed reply. A fault (5xx, malformed body, reset, timeout) spends
+        one of ``max_attempts``; a refusal (rate limit) spends none: it waits as the provider
+        says, its whole pace group with it, within the rate-limit wait budget."""
         settings = self.settings
         model_id = request.model.id
+        usage = self._usage_of(model_id)
         attempts = request.max_attempts or settings.max_attempts
         timeout = request.timeout_s or settings.timeout_s
+        deadline = time.monotonic() + settings.rate_limit_wait_s
+        waited = 0.0
+        refused = 0
         adapted = False
         attempt = 0
-        failure: Failure | None = None
-        while attempt < attempts:
-            attempt += 1
-            async with self.limits.slot(adapter.provider, priority) as limiter:
+        while True:
+            self._check_running()
+            async with self.limits.provider_slot(adapter.provider, priority) as limiter:
                 call = adapter.build(request, settings.environ, self.redactor)
-                outcome = await self._attempt(adapter, call, timeout, model_id)
+                pacer = self.pacer(pace_group(adapter.provider, call))
+                try:
+                    paced = await pacer.ready(deadline)
+                except RateLimitWaitExceeded as exc:
+                    raise self._waited_too_long(model_id, waited, refused, str(exc)) from None
+                waited += paced
+                pacer.stats.waited_s += paced
+                usage.rate_wait_s += paced
+                self._check_running()
+                async with self.limits.global_slot(priority):
+                    outcome, info = await self._attempt(adapter, call, timeout, model_id)
             if isinstance(outcome, ModelReply):
+                pacer.served(info)
                 limiter.on_success()
                 self.breaker.success(model_id)
+                outcome.refused, outcome.rate_wait_s = refused, waited
                 return outcome
             failure = outcome
             if failure.rate_limited:
+                refused += 1
+                usage.refused += 1
                 limiter.on_rate_limit()
-            else:
-                limiter.on_error()
+                wait = pacer.refused(failure.retry_after, info)
+                self._notice_throttling(pacer)
+                if time.monotonic() + wait > deadline:
+                    raise self._waited_too_long(model_id, waited, refused, f"told to wait {wait:.1f} s more")
+                continue  # the pacer holds this request (and its group) back for ``wait``
+            limiter.on_error()
+            attempt += 1
             if failure.status == 400 and not adapted and adapter.adapt(400, failure.data):
                 adapted = True
                 attempt -= 1  # the adapted retry is not one of the attempts
@@ -466,20 +563,26 @@ class Engine:
                 delay,
             )
             await asyncio.sleep(delay)
-        assert failure is not None
-        if failure.rate_limited:
-            self.breaker.release_probe(model_id)
-        else:
-            self.breaker.failure(model_id, self.redactor.redact(failure.message))
+        self.breaker.failure(model_id, self.redactor.redact(failure.message))
         tries = f" after {attempt} attempt{'s' if attempt != 1 else ''}" if failure.retryable else ""
-        raise ProviderError(
-            failure.status,
-            f"{model_id}: {failure.message}{tries}",
+        raise ProviderError(failure.status, f"{model_id}: {failure.message}{tries}", model_id=model_id)
+
+    def _waited_too_long(self, model_id: str, waited: float, refused: int, why: str) -> ProviderError:
+        self.breaker.release_probe(model_id)
+        budget = self.settings.rate_limit_wait_s
+        return ProviderError(
+            429,
+            f"{model_id}: rate limited: the provider refused the request {refused} time"
+            f"{'s' if refused != 1 else ''} and it waited {waited:.1f} s; waiting on ({why}) would pass "
+            f"the {budget:g} s allowed (--weval-rate-limit-wait)",
             model_id=model_id,
-            rate_limited=failure.rate_limited,
+            rate_limited=True,
         )
 
-    async def _attempt(self, adapter: Adapter, call: HttpCall, timeout: float, model_id: str) -> ModelReply | Failure:
+    async def _attempt(
+        self, adapter: Adapter, call: HttpCall, timeout: float, model_id: str
+    ) -> tuple[ModelReply | Failure, RateInfo | None]:
+        """One HTTP exchange: a reply or a failure, and the provider's rate-limit headers."""
         assert self._http is not None
         started = time.monotonic()
         self._counts["http_requests"] += 1
@@ -497,10 +600,12 @@ class Engine:
             else:
                 response = await asyncio.wait_for(post, timeout)
         except (asyncio.TimeoutError, TimeoutError, httpx.TimeoutException):
-            return Failure(None, f"no reply within {timeout:g} s (timeout)", retryable=True)
+            return Failure(None, f"no reply within {timeout:g} s (timeout)", retryable=True), None
         except httpx.TransportError as exc:
             detail = self.redactor.redact(str(exc)) or type(exc).__name__
-            return Failure(None, f"connection failed ({type(exc).__name__}: {detail})", retryable=True)
+            return Failure(None, f"connection failed ({type(exc).__name__}: {detail})", retryable=True), None
+        now = time.time()
+        info = RateInfo.from_headers(response.headers, now)
         status = response.status_code
         if status >= 400:
             text = response.text
@@ -509,31 +614,46 @@ class Engine:
             except ValueError:
                 data = None
             message = self.redactor.redact(error_message(text))
+            limited = is_rate_limited(status, data)
             return Failure(
                 status,
                 f"HTTP {status}: {message}",
-                retryable=status in RETRY_STATUSES,
-                rate_limited=status == 429,
-                retry_after=parse_retry_after(response.headers),
+                retryable=limited or status in RETRY_STATUSES,
+                rate_limited=limited,
+                retry_after=parse_retry_after(response.headers, now),
                 data=data,
-            )
+            ), info
         try:
             data = response.json()
         except ValueError:
-            return Failure(status, "malformed reply (the body is not JSON)", retryable=True)
+            return Failure(status, "malformed reply (the body is not JSON)", retryable=True), info
         try:
             reply = adapter.parse(data)
         except MalformedReply as exc:
-            return Failure(status, f"malformed reply ({exc})", retryable=True)
+            return Failure(status, f"malformed reply ({exc})", retryable=True), info
         except BodyError as exc:
+            limited = is_rate_limited(exc.status, None)
             return Failure(
                 exc.status,
                 f"error in reply: {self.redactor.redact(exc.message)}",
-                retryable=exc.status in RETRY_STATUSES,
-                rate_limited=exc.status == 429,
-            )
+                retryable=limited or exc.status in RETRY_STATUSES,
+                rate_limited=limited,
+            ), info
         reply.latency_s = time.monotonic() - started
-        return reply
+        return reply, info
+
+
+def claims_path(settings: EngineSettings) -> Path:
+    """The SQLite file holding a run's claims and signals: the cache's own database, or, with
+    the files store, one outside the folder of committed recordings (claims are run-time state)."""
+    cache_dir = Path(settings.cache_dir)
+    if settings.cache_store == "sqlite":
+        return cache_dir / SQLITE_FILENAME
+    where = (
+        Path(settings.coordination_dir) if settings.coordination_dir else Path(tempfile.gettempdir()) / "pytest-weval"
+    )
+    digest = hashlib.sha256(str(cache_dir.resolve()).encode()).hexdigest()[:16]
+    return where / f"claims-{digest}.sqlite"
 
 
 def _created_at(entry: dict) -> float:

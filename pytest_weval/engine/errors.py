@@ -59,6 +59,13 @@ class ProviderError(ModelCallError):
         super().__init__(message, model_id=model_id)
 
 
+class RunInterrupted(ModelCallError):
+    """The run was interrupted (Ctrl-C): no request is sent any more. Never shared with other
+    processes as a request's outcome: the request was not answered, so it is asked again next run."""
+
+    kind = "interrupted"
+
+
 class CircuitOpenError(ModelCallError):
     """The model failed too many times in a row; requests for it fail fast for a while."""
 

@@ -218,21 +218,27 @@ class Limits:
         return limiter
 
     @contextlib.asynccontextmanager
-    async def slot(self, group: str, priority: int | Priority) -> AsyncIterator[AdaptiveLimiter]:
-        """Provider slot first, then the global one (a request waiting for its provider does
-        not hold a global slot other providers could use)."""
+    async def provider_slot(self, group: str, priority: int | Priority) -> AsyncIterator[AdaptiveLimiter]:
+        """A slot of the provider's limiter, taken first: a request waiting for its provider
+        (or paced by its rate limit) holds no global slot other providers could use."""
         limiter = self.group(group)
         await limiter.acquire(priority)
         try:
-            if self.global_slots is not None:
-                await self.global_slots.acquire(priority)
-            try:
-                yield limiter
-            finally:
-                if self.global_slots is not None:
-                    self.global_slots.release()
+            yield limiter
         finally:
             limiter.release()
+
+    @contextlib.asynccontextmanager
+    async def global_slot(self, priority: int | Priority) -> AsyncIterator[None]:
+        """A slot of the run's global cap (``--weval-concurrency``), for the HTTP exchange."""
+        if self.global_slots is None:
+            yield
+            return
+        await self.global_slots.acquire(priority)
+        try:
+            yield
+        finally:
+            self.global_slots.release()
 
     def snapshot(self) -> dict[str, dict[str, int]]:
         return {name: limiter.snapshot() for name, limiter in self._groups.items()}

@@ -56,11 +56,18 @@ class ModelReply:
     cached: bool = False  # served from the cache store (this or an earlier run)
     tool_calls: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     latency_s: float = 0.0
+    refused: int = 0  # times the provider refused it (rate limits) before answering
+    rate_wait_s: float = 0.0  # seconds it waited on rate limits
 
     def usage(self) -> Usage:
         """What this reply adds to an item's usage record."""
         return Usage(
-            requests=1, cache_hits=int(self.cached), input_tokens=self.input_tokens, output_tokens=self.output_tokens
+            requests=1,
+            cache_hits=int(self.cached),
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            refused=self.refused,
+            rate_wait_s=self.rate_wait_s,
         )
 
 
@@ -80,11 +87,13 @@ class EngineSettings:
     concurrency: int | None = None  # global cap on requests in flight (whole run)
     provider_concurrency: Mapping[str, int] = dataclasses.field(default_factory=dict)
     adaptive: bool = True  # AIMD: shrink on 429, grow back on success
-    max_attempts: int = 3
+    max_attempts: int = 5  # per request, for faults; rate-limit refusals spend none
     timeout_s: float = 60.0  # per attempt, whole request (connect + send + read)
     backoff_base_s: float = 1.0
     backoff_max_s: float = 30.0
-    retry_after_max_s: float = 60.0  # a provider's Retry-After is honoured up to this
+    retry_after_max_s: float = 60.0  # a faulty reply's Retry-After (503, say) is honoured up to this
+    # Longest a request waits on rate limits (refusals and pacing) before it is an error.
+    rate_limit_wait_s: float = 600.0
     breaker_threshold: int = 10  # consecutive non-rate-limit failures that open a model's breaker
     breaker_cooldown_s: float = 60.0  # then one probe request is let through
     allowed_env: frozenset[str] = frozenset()  # ${VAR} allowed in custom model url/headers

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import email.utils
 import random
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from pytest_weval.engine.errors import CircuitOpenError
@@ -27,30 +25,14 @@ class Failure:
     data: Any = None  # decoded error body, for the OpenAI 400 adaptation
 
 
-def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """Seconds to wait from ``retry-after-ms``, or ``Retry-After`` (seconds or an HTTP date)."""
-    value = headers.get("retry-after-ms")
-    if value:
-        try:
-            return max(0.0, float(value) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when is None:
-        return None
-    current = time.time() if now is None else now
-    return max(0.0, when.timestamp() - current)
+def is_rate_limited(status: int | None, data: Any) -> bool:
+    """A refusal to wait out, not a fault: 429, Anthropic's 529, or an error body whose type
+    says so (``rate_limit_error``, ``overloaded_error``, OpenAI's ``rate_limit_exceeded``)."""
+    if status in (429, 529):
+        return True
+    error = data.get("error") if isinstance(data, dict) else None
+    kind = " ".join(str(error.get(k, "")) for k in ("type", "code")) if isinstance(error, dict) else ""
+    return any(word in kind for word in ("rate_limit", "overloaded"))
 
 
 def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
@@ -69,7 +51,7 @@ def retry_delay(
 
 
 class Breaker:
-    """Per model: after ``threshold`` consecutive non-rate-limit failures, requests fail fast.
+    """Per model: after ``threshold`` consecutive faults (refusals do not count), requests fail fast.
     After ``cooldown_s`` one probe is let through; its success closes the breaker."""
 
     def __init__(self, threshold: int, cooldown_s: float):

@@ -73,9 +73,17 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
     (
         "--weval-max-attempts",
         "weval_max_attempts",
-        "attempts per model request, retries included (default 3)",
+        "attempts per model request for faults (5xx, malformed replies, resets, timeouts), retries "
+        "included (default 5); rate-limit refusals spend none",
         "int",
-        3,
+        5,
+    ),
+    (
+        "--weval-rate-limit-wait",
+        "weval_rate_limit_wait",
+        "longest a request waits on rate limits (refusals and pacing) before it is an error, in seconds (default 600)",
+        "float",
+        600.0,
     ),
     (
         "--weval-lint",
@@ -129,6 +137,7 @@ class WevalSettings:
     allow_env: frozenset[str]
     timeout_s: float
     max_attempts: int
+    rate_limit_wait_s: float
     lint: bool
     lint_strict: bool
     collections_dir: Path | None
@@ -146,6 +155,7 @@ class WevalSettings:
             concurrency=self.concurrency,
             provider_concurrency=self.provider_concurrency,
             max_attempts=self.max_attempts,
+            rate_limit_wait_s=self.rate_limit_wait_s,
             timeout_s=self.timeout_s,
             allowed_env=self.allow_env,
             worker_count=int(workerinput["workercount"]) if workerinput else 1,
@@ -240,7 +250,8 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
         out_dir=_path(config, _raw(config, "weval_out")),
         allow_env=frozenset(_split(_raw(config, "weval_allow_env")) or ()),
         timeout_s=_number(config, "weval_timeout", float, 60.0),
-        max_attempts=_number(config, "weval_max_attempts", int, 3),
+        max_attempts=_number(config, "weval_max_attempts", int, 5),
+        rate_limit_wait_s=_number(config, "weval_rate_limit_wait", float, 600.0),
         lint=bool(_raw(config, "weval_lint")),
         lint_strict=bool(_raw(config, "weval_lint_strict")),
         collections_dir=_path(config, config.getini("weval_collections_dir")),

@@ -25,6 +25,8 @@ import pytest
 from pytest_weval.api import Weval
 from pytest_weval.blueprint import load_blueprint, load_model_defs
 from pytest_weval.blueprint.model import Blueprint, BlueprintError, Location
+from pytest_weval.engine.claims import request_stop
+from pytest_weval.engine.engine import claims_path
 from pytest_weval.plugin.collect import BlueprintFile, blueprint_rel_path, is_blueprint_path
 from pytest_weval.plugin.items import WevalItem, WevalItemError
 from pytest_weval.plugin.options import WevalSettings, settings_from_config
@@ -56,6 +58,8 @@ class WevalPlugin:
         self._markers: set[str] = set()
         self._runner: Runner | None = None
         self._weval: Weval | None = None  # one engine per process, shared by items and fixtures
+        self._said: set[str] = set()
+        self._xdist_run_id: str | None = None  # xdist controller: the run its workers share
 
     # -- what collection and items ask of the plugin ------------------------------------------
     def weval(self) -> Weval:
@@ -140,6 +144,10 @@ class WevalPlugin:
         errored_in_setup = call.when == "setup" and report.outcome != "passed"
         if call.when == "call" or errored_in_setup:
             report.weval_result = result.model_dump_json()  # type: ignore[attr-defined]
+            if self._weval is not None:
+                # What the engine noticed meanwhile (a provider throttling) travels on the
+                # report, so the terminal of the process that shows progress says it.
+                report.weval_notices = self._weval.engine.take_notices()  # type: ignore[attr-defined]
         if errored_in_setup and call.excinfo is not None and isinstance(call.excinfo.value, WevalItemError):
             # pytest renders setup errors as tracebacks; an item error is the provider's or the
             # blueprint's problem, so say it in words instead.
@@ -147,6 +155,8 @@ class WevalPlugin:
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for notice in getattr(report, "weval_notices", None) or ():
+            self._say(notice)
         data = getattr(report, "weval_result", None)
         if not data:
             return
@@ -155,12 +165,36 @@ class WevalPlugin:
             result.nodeid = report.nodeid
         self.results.append(result)
 
+    def _say(self, line: str) -> None:
+        """A line for the person watching, once, between the progress lines."""
+        if line in self._said:
+            return
+        self._said.add(line)
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if terminal is not None:
+            terminal.ensure_newline()
+            terminal.write_line(line, yellow=True)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """Ctrl-C: no request starts from now on and those in flight are cancelled (replies
+        already received are in the cache); under xdist the workers are told through the
+        claims store, in case the signal reached this process alone."""
+        if self._weval is not None:
+            self._weval.engine.interrupt()
+        if self._xdist_run_id is not None:
+            settings = self.settings.engine_settings(
+                {"workercount": 2, "workerid": "controller", "testrunuid": self._xdist_run_id}
+            )
+            request_stop(claims_path(settings), self._xdist_run_id)
+
     # -- xdist ---------------------------------------------------------------------------------
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         """xdist controller: every worker learns when the run began, so a reply another worker
         fetched during this run is not mistaken for a replay from an earlier one."""
         node.workerinput.setdefault("weval_run_started", time.time())
+        self._xdist_run_id = node.workerinput.get("testrunuid")
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:

@@ -206,12 +206,14 @@ class Rollup:
         }
 
 
-def usage_dict(usage: Usage) -> dict[str, int]:
+def usage_dict(usage: Usage) -> dict[str, float]:
     return {
         "requests": usage.requests,
         "cacheHits": usage.cache_hits,
         "inputTokens": usage.input_tokens,
         "outputTokens": usage.output_tokens,
+        "refused": usage.refused,
+        "rateLimitWaitSeconds": round(usage.rate_wait_s, 3),
     }
 
 

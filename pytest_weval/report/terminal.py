@@ -141,10 +141,20 @@ def render_usage(rollup: Rollup, width: int = 80) -> list[str]:
     """Requests, cache hits and tokens per model (generation and judging)."""
     if not rollup.usage:
         return []
-    rows = [["model", "requests", "cached", "tokens in", "tokens out"]]
+    # Rate limits get their columns only when some provider refused or paced a request.
+    throttled = rollup.usage_total.refused > 0 or rollup.usage_total.rate_wait_s >= 1.0
+    rows = [["model", "requests", "cached", "tokens in", "tokens out"] + (["refused", "waited"] if throttled else [])]
     for model, u in [*rollup.usage.items(), ("total", rollup.usage_total)]:
-        rows.append([model, f"{u.requests:,}", f"{u.cache_hits:,}", f"{u.input_tokens:,}", f"{u.output_tokens:,}"])
-    return textwrap.wrap("Usage per model (answers and judging)", width) + _table(rows, "lrrrr", width)
+        row = [model, f"{u.requests:,}", f"{u.cache_hits:,}", f"{u.input_tokens:,}", f"{u.output_tokens:,}"]
+        if throttled:
+            row += [f"{u.refused:,}", f"{u.rate_wait_s:,.1f} s"]
+        rows.append(row)
+    align = "lrrrr" + ("rr" if throttled else "")
+    title = "Usage per model (answers and judging" + (
+        "; refused: rate-limit refusals, waited: time spent" if throttled else ""
+    )
+    title += " waiting on rate limits)" if throttled else ")"
+    return textwrap.wrap(title, width) + _table(rows, align, width)
 
 
 _AGREEMENT_WORDS = {

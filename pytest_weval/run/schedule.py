@@ -137,7 +137,12 @@ class ItemScheduler:
                 task.cancel()  # the engine's requests are shielded: they go on
             coordinator = self.engine.coordinator
             # Requests this process holds claims on: another worker may be waiting for them.
-            while coordinator is not None and coordinator.held and time.monotonic() < deadline:
+            while (
+                coordinator is not None
+                and coordinator.held
+                and not self.engine.interrupted
+                and time.monotonic() < deadline
+            ):
                 if not any(not key.startswith(self._item_prefix) for key in coordinator.held):
                     break
                 await asyncio.sleep(0.02)

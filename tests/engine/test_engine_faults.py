@@ -9,7 +9,8 @@ import pytest
 from engine_helpers import request
 
 from pytest_weval.engine import CircuitOpenError, ProviderError
-from pytest_weval.engine.retry import backoff_delay, parse_retry_after
+from pytest_weval.engine.ratelimit import parse_retry_after
+from pytest_weval.engine.retry import backoff_delay
 from tests.fakeserver import Rule
 
 
@@ -77,12 +78,13 @@ def test_retry_after_seconds_is_honoured(make_engine, server):
     assert time.monotonic() - started < 5
 
 
-def test_retry_after_is_capped(make_engine, server):
+def test_a_wait_longer_than_the_budget_is_an_error_at_once(make_engine, server):
     server.rules.append(Rule(fault="429", retry_after="3600", times=1))
-    engine = make_engine(retry_after_max_s=0.2)
+    engine = make_engine(rate_limit_wait_s=5)
     started = time.monotonic()
-    engine.complete_sync(request("openai:m"))
-    assert time.monotonic() - started < 3
+    with pytest.raises(ProviderError, match=r"rate limited: .*refused the request 1 time.*--weval-rate-limit-wait"):
+        engine.complete_sync(request("openai:m"))
+    assert time.monotonic() - started < 2 and server.count == 1
 
 
 def test_retry_after_forms():
@@ -121,13 +123,12 @@ def test_circuit_breaker_opens_fails_fast_and_closes_on_success(make_engine, ser
     assert engine.complete_sync(request("openai:m", "f")).text == "echo: f"
 
 
-def test_rate_limits_do_not_open_the_breaker(make_engine, server):
+def test_rate_limits_spend_no_attempt_and_do_not_open_the_breaker(make_engine, server):
     server.rules.append(Rule(fault="429", times=4))
     engine = make_engine(max_attempts=1, breaker_threshold=2)
-    for text in "abcd":
-        with pytest.raises(ProviderError) as info:
-            engine.complete_sync(request("openai:m", text))
-        assert info.value.rate_limited
+    reply = engine.complete_sync(request("openai:m", "a"))
+    assert reply.text == "echo: a" and reply.refused == 4
+    assert [r.outcome for r in server.requests] == ["429"] * 4 + ["200"]
     assert engine.complete_sync(request("openai:m", "e")).text == "echo: e"
 
 

@@ -20,6 +20,6 @@ As a subprocess (xdist tests, benchmarks): ``python -m tests.fakeserver --port 0
 --latency-ms 100``; ``FakeServerProcess`` starts one and reads ``GET /__log``.
 """
 
-from tests.fakeserver.server import FakeServer, FakeServerProcess, RecordedRequest, Rule, provider_env
+from tests.fakeserver.server import FakeServer, FakeServerProcess, RateLimiter, RecordedRequest, Rule, provider_env
 
-__all__ = ["FakeServer", "FakeServerProcess", "RecordedRequest", "Rule", "provider_env"]
+__all__ = ["FakeServer", "FakeServerProcess", "RateLimiter", "RecordedRequest", "Rule", "provider_env"]

@@ -1,5 +1,6 @@
 """``python -m tests.fakeserver --port N --latency-ms 100 [--rules rules.json] [--fault-rate 0.1
---fault-kinds 500,429 --seed 1]``: prints ``FAKESERVER http://127.0.0.1:PORT`` once listening."""
+--fault-kinds 500,429 --seed 1] [--rate-limit 40 --rate-headers openai --retry-after seconds]``:
+prints ``FAKESERVER http://127.0.0.1:PORT`` once listening."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import argparse
 import asyncio
 import json
 
-from tests.fakeserver.server import FAULTS, FakeServer, Rule
+from tests.fakeserver.server import FAULTS, FakeServer, RateLimiter, Rule
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -19,6 +20,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fault-rate", type=float, default=0.0)
     parser.add_argument("--fault-kinds", default="500", help=f"comma separated: {','.join(FAULTS)}")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rate-limit", type=float, help="requests per second allowed (a token bucket)")
+    parser.add_argument("--rate-burst", type=int, help="bucket size (default: the rate)")
+    parser.add_argument("--rate-headers", default="openai", help="openai, anthropic or none")
+    parser.add_argument("--retry-after", default="seconds", help="seconds, ms, date or none")
+    parser.add_argument("--rate-status", type=int, default=429, help="status of a refusal (429 or 529)")
     args = parser.parse_args(argv)
     rules = []
     if args.rules:
@@ -32,6 +38,15 @@ def main(argv: list[str] | None = None) -> None:
         seed=args.seed,
         port=args.port,
         host=args.host,
+        rate_limit=RateLimiter(
+            args.rate_limit,
+            args.rate_burst,
+            None if args.rate_headers == "none" else args.rate_headers,
+            None if args.retry_after == "none" else args.retry_after,
+            args.rate_status,
+        )
+        if args.rate_limit
+        else None,
     )
     try:
         asyncio.run(server.serve_forever())

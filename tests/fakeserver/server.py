@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime as _dt
+import email.utils
 import json
+import math
 import os
 import random
 import subprocess
@@ -159,9 +162,81 @@ _REASONS = {
     401: "Unauthorized",
     404: "Not Found",
     429: "Too Many Requests",
+    529: "Overloaded",
     500: "Internal Server Error",
     503: "Service Unavailable",
 }
+
+
+class RateLimiter:
+    """A token bucket of ``rate`` requests per second holding up to ``burst``, answering as a
+    provider does: rate headers on every reply, 429 with a wait once the bucket is empty.
+
+    ``headers``: "openai" (``x-ratelimit-*``, reset as ``1s``/``20ms``), "anthropic"
+    (``anthropic-ratelimit-requests-*``, reset as an RFC 3339 time) or None. ``retry_after``:
+    how a 429 says how long to wait: "seconds" (``Retry-After: 1``), "ms" (``retry-after-ms``),
+    "date" (``Retry-After`` as an HTTP date) or None (only the reset headers say it).
+    """
+
+    def __init__(
+        self,
+        rate: float,
+        burst: int | None = None,
+        headers: str | None = "openai",
+        retry_after: str | None = "seconds",
+        status: int = 429,
+    ):
+        self.rate = rate
+        self.burst = burst if burst is not None else max(1, int(rate))
+        self.headers = headers
+        self.retry_after = retry_after
+        self.status = status
+        self.tokens = float(self.burst)
+        self.stamp = time.monotonic()
+        self.refused = 0
+        self.served = 0
+
+    def take(self) -> tuple[bool, dict[str, str]]:
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        allowed = self.tokens >= 1
+        if allowed:
+            self.tokens -= 1
+            self.served += 1
+        else:
+            self.refused += 1
+        headers = self._rate_headers()
+        if not allowed:
+            wait = (1 - self.tokens) / self.rate
+            if self.retry_after == "seconds":
+                headers["Retry-After"] = str(max(1, math.ceil(wait)))
+            elif self.retry_after == "ms":
+                headers["retry-after-ms"] = f"{wait * 1000:.0f}"
+            elif self.retry_after == "date":
+                headers["Retry-After"] = email.utils.formatdate(time.time() + max(1.0, wait), usegmt=True)
+        return allowed, headers
+
+    def _rate_headers(self) -> dict[str, str]:
+        to_full = (self.burst - self.tokens) / self.rate
+        remaining = str(int(self.tokens))
+        if self.headers == "openai":
+            return {
+                "x-ratelimit-limit-requests": str(self.burst),
+                "x-ratelimit-remaining-requests": remaining,
+                "x-ratelimit-reset-requests": f"{to_full * 1000:.0f}ms" if to_full < 1 else f"{to_full:.3f}s",
+                "x-ratelimit-limit-tokens": "1000000",
+                "x-ratelimit-remaining-tokens": "999000",
+                "x-ratelimit-reset-tokens": "0s",
+            }
+        if self.headers == "anthropic":
+            when = _dt.datetime.fromtimestamp(time.time() + to_full, tz=_dt.timezone.utc)
+            return {
+                "anthropic-ratelimit-requests-limit": str(self.burst),
+                "anthropic-ratelimit-requests-remaining": remaining,
+                "anthropic-ratelimit-requests-reset": when.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            }
+        return {}
 
 
 class FakeServer:
@@ -176,6 +251,7 @@ class FakeServer:
         port: int = 0,
         host: str = "127.0.0.1",
         hang_s: float = 3600.0,
+        rate_limit: RateLimiter | None = None,
     ):
         self.rules = list(rules or [])
         self.latency_ms = latency_ms
@@ -185,6 +261,7 @@ class FakeServer:
         self.host = host
         self.port = port
         self.hang_s = hang_s
+        self.rate_limit = rate_limit
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -380,6 +457,15 @@ class FakeServer:
             body = text_body
         model = _model(path, body)
         last_user = _last_user(path, body)
+        limited: dict[str, str] | None = None
+        if self.rate_limit is not None:
+            with self._lock:
+                allowed, rate_headers = self.rate_limit.take()
+            if not allowed:
+                return await self._refuse(
+                    method, path, headers, body, text_body, model, last_user, rate_headers, writer
+                )
+            limited = rate_headers
         rule = self._pick(model, last_user, path)
         fault = rule.fault if rule is not None else None
         if fault is None and (rule is None or rule.status is None) and self.fault_rate > 0:
@@ -403,10 +489,45 @@ class FakeServer:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            return await self._answer(rule, fault, path, model, last_user, headers, writer)
+            return await self._answer(rule, fault, path, model, last_user, headers, writer, limited or {})
         finally:
             with self._lock:
                 self.in_flight -= 1
+
+    async def _refuse(
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        body: Any,
+        text_body: str,
+        model: str | None,
+        last_user: str,
+        rate_headers: dict[str, str],
+        writer: asyncio.StreamWriter,
+    ) -> bool:
+        """The rate limiter said no: a 429 (or 529) with the provider's headers."""
+        assert self.rate_limit is not None
+        with self._lock:
+            self.requests.append(
+                RecordedRequest(
+                    method,
+                    path,
+                    headers,
+                    body,
+                    text_body,
+                    model,
+                    last_user,
+                    f"{self.rate_limit.status}-rate",
+                    time.time(),
+                )
+            )
+        status = self.rate_limit.status
+        kind = "overloaded_error" if status == 529 else "rate_limit_exceeded"
+        await self._send(
+            writer, status, json.dumps({"error": {"message": "Rate limit reached", "type": kind}}), rate_headers
+        )
+        return True
 
     async def _answer(
         self,
@@ -417,6 +538,7 @@ class FakeServer:
         last_user: str,
         headers: dict[str, str],
         writer: asyncio.StreamWriter,
+        rate_headers: dict[str, str],
     ) -> bool:
         latency = self.latency_ms + ((rule.latency_ms or 0) if rule is not None else 0)
         if latency:
@@ -454,7 +576,7 @@ class FakeServer:
             text = rule.reply.replace("{last}", last_user).replace("{model}", model or "")
         else:
             text = f"echo: {last_user}"
-        await self._send(writer, 200, json.dumps(render_reply(path, model, text, last_user)))
+        await self._send(writer, 200, json.dumps(render_reply(path, model, text, last_user)), rate_headers)
         return True
 
 

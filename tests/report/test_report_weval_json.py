@@ -314,7 +314,14 @@ def test_run_summary(results):
         "evals/safety/medical",
         "evals/style",
     ]
-    assert summary["usage"][A] == {"requests": 7, "cacheHits": 1, "inputTokens": 720, "outputTokens": 540}
+    assert summary["usage"][A] == {
+        "requests": 7,
+        "cacheHits": 1,
+        "inputTokens": 720,
+        "outputTokens": 540,
+        "refused": 0,
+        "rateLimitWaitSeconds": 0,
+    }
     assert summary["judgeAgreement"]["interpretation"] == "reliable"
     assert summary["errors"][0]["promptId"] == "headache"
     assert len(summary["pointErrors"]) == 2

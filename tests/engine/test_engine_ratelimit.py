@@ -1,0 +1,149 @@
+"""Rate limits: refusals wait instead of failing, within a budget; each header form; the pace
+learned from headers or from refusals; one refusal pauses the whole group. Real HTTP to the
+loopback fake server, whose token bucket answers as OpenAI and Anthropic do."""
+
+from __future__ import annotations
+
+import datetime as dt
+import email.utils
+import time
+from concurrent.futures import wait
+
+import pytest
+from engine_helpers import request
+
+from pytest_weval.engine import ProviderError
+from pytest_weval.engine.ratelimit import RateInfo, parse_duration, parse_retry_after
+from tests.fakeserver import RateLimiter, Rule
+
+NOW = 1_700_000_000.0
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("1s", 1.0), ("6m0s", 360.0), ("20ms", 0.02), ("1h2m3.5s", 3723.5), ("0.5", 0.5), ("", None), ("soon", None)],
+)
+def test_openai_reset_durations(text, seconds):
+    assert parse_duration(text) == (pytest.approx(seconds) if seconds is not None else None)
+
+
+def test_every_form_of_being_told_to_wait():
+    assert parse_retry_after({"retry-after": "2"}, NOW) == 2.0
+    assert parse_retry_after({"retry-after-ms": "1500", "retry-after": "2"}, NOW) == 1.5  # ms first
+    date = email.utils.formatdate(NOW + 10, usegmt=True)
+    assert parse_retry_after({"retry-after": date}, NOW) == pytest.approx(10, abs=1)
+    # OpenAI with no Retry-After: the reset of the budget that ran out
+    exhausted = {
+        "x-ratelimit-limit-requests": "500",
+        "x-ratelimit-remaining-requests": "0",
+        "x-ratelimit-reset-requests": "6m0s",
+        "x-ratelimit-remaining-tokens": "1000",
+        "x-ratelimit-reset-tokens": "1s",
+    }
+    assert parse_retry_after(exhausted, NOW) == 360.0
+    tokens_out = dict(exhausted, **{"x-ratelimit-remaining-requests": "3", "x-ratelimit-remaining-tokens": "0"})
+    assert parse_retry_after(tokens_out, NOW) == 1.0
+    # Anthropic: RFC 3339 times
+    reset = dt.datetime.fromtimestamp(NOW + 30, tz=dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    anthropic = {
+        "anthropic-ratelimit-requests-limit": "50",
+        "anthropic-ratelimit-requests-remaining": "0",
+        "anthropic-ratelimit-requests-reset": reset,
+    }
+    assert parse_retry_after(anthropic, NOW) == pytest.approx(30)
+    assert parse_retry_after({}, NOW) is None and parse_retry_after({"retry-after": "later"}, NOW) is None
+
+
+def test_the_pace_is_what_was_used_over_the_time_it_takes_to_come_back():
+    info = RateInfo.from_headers(
+        {
+            "x-ratelimit-limit-requests": "500",
+            "x-ratelimit-remaining-requests": "499",
+            "x-ratelimit-reset-requests": "120ms",
+        },
+        NOW,
+    )
+    assert info is not None and info.rate == pytest.approx(1 / 0.12)  # 500 a minute
+
+
+@pytest.mark.parametrize("style", ["seconds", "ms", "date", None])
+@pytest.mark.parametrize("headers", ["openai", "anthropic", None])
+def test_refused_requests_wait_and_all_are_answered(make_engine, server, style, headers):
+    if style is None and headers is None:
+        pytest.skip("a refusal that says nothing: covered by the default wait")
+    server.rate_limit = RateLimiter(rate=40, burst=5, headers=headers, retry_after=style)
+    engine = make_engine(max_attempts=1, concurrency=10)
+    futures = [engine.run_coroutine(engine.complete(request("openai:m", f"q{n}"))) for n in range(30)]
+    done, _ = wait(futures, timeout=60)
+    assert all(f.result().text.startswith("echo: q") for f in done) and len(done) == 30
+    served = [r for r in server.requests if r.outcome == "200"]
+    assert len(served) == 30
+    usage = engine.stats["usage"]["openai:m"]
+    assert usage["refused"] == server.rate_limit.refused
+
+
+def test_with_rate_headers_the_pace_keeps_refusals_rare(make_engine, server):
+    server.rate_limit = RateLimiter(rate=50, burst=10, headers="openai", retry_after="seconds")
+    engine = make_engine(concurrency=30)
+    started = time.monotonic()
+    futures = [engine.run_coroutine(engine.complete(request("openai:m", f"q{n}"))) for n in range(200)]
+    wait(futures, timeout=60)
+    elapsed = time.monotonic() - started
+    assert all(f.result() for f in futures)
+    # The first wave goes out before any reply has said the pace; after it, hardly any.
+    assert server.rate_limit.refused <= 20, server.rate_limit.refused  # at most 10% of 200 served
+    assert elapsed >= (200 - 10) / 50 * 0.9  # the provider's pace, not faster
+    assert elapsed < (200 - 10) / 50 * 1.3 + 1
+
+
+def test_one_refusal_pauses_the_whole_group(make_engine, server):
+    """Told to wait 1 s, no other request of the provider goes out meanwhile."""
+    server.rules.append(Rule(fault="429", retry_after="1", times=1))
+    server.latency_ms = 20
+    engine = make_engine(concurrency=5)
+    futures = [engine.run_coroutine(engine.complete(request("openai:m", f"q{n}"))) for n in range(20)]
+    wait(futures, timeout=30)
+    assert all(f.result() for f in futures)
+    refused_at = next(r.at for r in server.requests if r.outcome == "429")
+    # requests already on the wire when the 429 came back may still arrive (20 ms of latency)
+    during = [r for r in server.requests if refused_at + 0.1 < r.at < refused_at + 0.9]
+    assert during == []
+
+
+def test_anthropic_overloaded_529_is_waited_out_like_a_429(make_engine, server):
+    server.rules.append(
+        Rule(
+            status=529,
+            retry_after="0",
+            times=3,
+            body='{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}',
+        )
+    )
+    engine = make_engine(max_attempts=1)
+    reply = engine.complete_sync(request("anthropic:claude", "hi"))
+    assert reply.text == "echo: hi" and reply.refused == 3
+
+
+def test_the_wait_budget_runs_out_with_an_error_saying_how_long_it_waited(make_engine, server):
+    server.rules.append(Rule(fault="429", retry_after="1"))
+    engine = make_engine(rate_limit_wait_s=2.5)
+    started = time.monotonic()
+    with pytest.raises(ProviderError) as info:
+        engine.complete_sync(request("openai:m"))
+    elapsed = time.monotonic() - started
+    assert 1.5 <= elapsed <= 4
+    message = str(info.value)
+    assert info.value.rate_limited and "rate limited" in message and "--weval-rate-limit-wait" in message
+    assert "waited 2." in message or "waited 1." in message, message
+    assert "refused the request" in message and server.count in (2, 3)
+
+
+def test_without_headers_the_pace_is_learned_from_refusals(make_engine, server):
+    server.rate_limit = RateLimiter(rate=40, burst=40, headers=None, retry_after="ms")
+    engine = make_engine(concurrency=20)
+    futures = [engine.run_coroutine(engine.complete(request("openai:m", f"q{n}"))) for n in range(200)]
+    wait(futures, timeout=60)
+    assert all(f.result() for f in futures)
+    # Unpaced, a client refused at once goes again after each wait: about one refusal per
+    # request beyond the burst. Learning the pace keeps them to a fraction.
+    assert server.rate_limit.refused < 60, server.rate_limit.refused
