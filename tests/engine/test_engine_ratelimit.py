@@ -147,3 +147,44 @@ def test_without_headers_the_pace_is_learned_from_refusals(make_engine, server):
     # Unpaced, a client refused at once goes again after each wait: about one refusal per
     # request beyond the burst. Learning the pace keeps them to a fraction.
     assert server.rate_limit.refused < 60, server.rate_limit.refused
+
+
+def test_interrupt_cancels_what_is_in_flight_and_sends_nothing_more(make_engine, server):
+    from pytest_weval.engine.errors import RunInterrupted
+
+    server.rules.append(Rule(contains="slow", fault="hang"))
+    engine = make_engine(timeout_s=30)
+    assert engine.complete_sync(request("openai:m", "quick")).text == "echo: quick"
+    slow = engine.run_coroutine(engine.complete(request("openai:m", "slow")))
+    while server.count < 2:
+        time.sleep(0.01)
+    started = time.monotonic()
+    engine.interrupt()
+    with pytest.raises(RunInterrupted):
+        slow.result(timeout=5)
+    assert time.monotonic() - started < 1
+    with pytest.raises(RunInterrupted):
+        engine.complete_sync(request("openai:m", "after"))
+    assert server.count == 2
+    engine.close()
+    next_run = make_engine()  # the reply received before the interrupt is in the cache
+    assert next_run.complete_sync(request("openai:m", "quick")).cached and server.count == 2
+
+
+def test_a_stop_recorded_in_the_claims_store_reaches_every_worker_of_the_run(make_engine, server):
+    from pytest_weval.engine.claims import request_stop
+    from pytest_weval.engine.engine import claims_path
+    from pytest_weval.engine.errors import RunInterrupted
+
+    workers = [make_engine(worker_count=2, worker_id=f"gw{n}", run_id="run-1") for n in range(2)]
+    request_stop(claims_path(workers[0].settings), "run-1")
+    deadline = time.monotonic() + 3
+    while not all(w.interrupted for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert all(w.interrupted for w in workers)
+    with pytest.raises(RunInterrupted):
+        workers[1].complete_sync(request("openai:m", "x"))
+    assert server.count == 0
+    other_run = make_engine(worker_count=2, worker_id="gw0", run_id="run-2")
+    time.sleep(0.3)
+    assert not other_run.interrupted
