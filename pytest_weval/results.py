@@ -45,6 +45,7 @@ class Usage(BaseModel):
     output_tokens: int = 0
     refused: int = 0  # times a provider refused a request (rate limits) before answering it
     rate_wait_s: float = 0.0  # seconds requests waited on rate limits
+    cost_usd: float | None = None  # of the requests sent (cached replies cost nothing); None: no known price
 
     def add(self, other: Usage) -> None:
         self.requests += other.requests
@@ -53,6 +54,8 @@ class Usage(BaseModel):
         self.output_tokens += other.output_tokens
         self.refused += other.refused
         self.rate_wait_s += other.rate_wait_s
+        if other.cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + other.cost_usd
 
 
 class ItemResult(BaseModel):

@@ -55,6 +55,10 @@ def _graph() -> dict[str, set[str]]:
     }
 
 
+# Third-party libraries imported where they are used, each for a reason its comment gives.
+DEFERRED = {"genai_prices"}  # ~0.2 s to load, needed only once a reply is priced
+
+
 def test_every_import_is_at_the_top_of_its_module():
     nested = []
     for name, path in _modules().items():
@@ -62,7 +66,7 @@ def test_every_import_is_at_the_top_of_its_module():
         nested += [
             f"{path.relative_to(PACKAGE.parent)}:{line}: {target}"
             for target, line in _imports(name, path, top_only=False)
-            if line not in top
+            if line not in top and target.split(".")[0] not in DEFERRED
         ]
     assert not nested, "\n".join(sorted(set(nested)))
 

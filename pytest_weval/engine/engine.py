@@ -34,9 +34,17 @@ from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine.cache import ResponseCache, cache_key, make_entry, reply_from_entry
 from pytest_weval.engine.claims import Coordinator, Landed
 from pytest_weval.engine.db import SqliteDB
-from pytest_weval.engine.errors import ModelCallError, ProviderError, ReplayMissError, RunInterrupted, rebuild_error
+from pytest_weval.engine.errors import (
+    BudgetReached,
+    ModelCallError,
+    ProviderError,
+    ReplayMissError,
+    RunInterrupted,
+    rebuild_error,
+)
 from pytest_weval.engine.http import async_client
 from pytest_weval.engine.limits import Limits, Priority
+from pytest_weval.engine.prices import Budget, PriceBook
 from pytest_weval.engine.providers import Adapter, BodyError, HttpCall, MalformedReply, adapter_for, error_message
 from pytest_weval.engine.ratelimit import Pacer, RateInfo, RateLimitWaitExceeded, pace_group, parse_retry_after
 from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
@@ -45,6 +53,7 @@ from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.store_files import FilesStore
 from pytest_weval.engine.store_sqlite import FILENAME as SQLITE_FILENAME
 from pytest_weval.engine.store_sqlite import SqliteStore
+from pytest_weval.results import Usage
 
 log = logging.getLogger("pytest_weval.engine")
 T = TypeVar("T")
@@ -59,6 +68,8 @@ class _Usage:
     output_tokens: int = 0
     refused: int = 0  # rate-limit refusals
     rate_wait_s: float = 0.0  # request-seconds spent waiting on rate limits
+    cost_usd: float = 0.0  # of the replies sent by this process, where the price is known
+    unpriced: int = 0  # replies sent whose model has no known price
 
 
 class Engine:
@@ -99,6 +110,9 @@ class Engine:
         }
         self._usage: dict[str, _Usage] = {}
         self._pacers: dict[str, Pacer] = {}
+        self.prices = PriceBook(self.settings.prices)
+        self.budget = Budget(self.settings.budget_usd, self.prices, on_spend=self._share_spend)
+        self._spend_shared_at = 0.0
         self._stores: set[asyncio.Task[bool]] = set()  # cache writes: finished even on Ctrl-C
         self._interrupted = False
         # Lines for the person watching the run (a provider started throttling), taken by the
@@ -286,8 +300,20 @@ class Engine:
         if self.coordinator is not None:
             self.coordinator.signal(f"pause:{group}", until)
 
+    def _share_spend(self, spent: float) -> None:
+        """Tell the other workers of this run what this one has spent (at most 10 times a
+        second; they add it to their own before each request)."""
+        now = time.monotonic()
+        if self.coordinator is not None and now - self._spend_shared_at >= 0.1:
+            self._spend_shared_at = now
+            self.coordinator.signal(f"spent:{self.settings.worker_id}", spent)
+
     def _on_signal(self, name: str, until: float) -> None:
-        if name == "stop":
+        if name.startswith("spent:"):
+            worker = name[len("spent:") :]
+            if worker != self.settings.worker_id:
+                self.budget.spent_elsewhere(worker, until)
+        elif name == "stop":
             self.interrupt()
         elif name.startswith("pause:"):
             self.pacer(name[len("pause:") :]).pause_until_wall(until)
@@ -323,6 +349,38 @@ class Engine:
     def key_for(self, request: ModelRequest) -> str:
         """The cache key of ``request`` (for tests and tools)."""
         return cache_key(self.adapter(request.model).identity(), request)[0]
+
+    def _count(self, model_id: str, reply: ModelReply, *, sent: bool) -> None:
+        """One distinct request answered: sent by this process (it costs), or from the cache."""
+        usage = self._usage_of(model_id)
+        usage.responses += 1
+        usage.input_tokens += reply.input_tokens
+        usage.output_tokens += reply.output_tokens
+        if not sent:
+            usage.cache_hits += 1
+            return
+        cost = self.prices.cost(model_id, reply.input_tokens, reply.output_tokens)
+        if cost is None:
+            usage.unpriced += 1
+        else:
+            usage.cost_usd += cost
+            self.budget.spend(cost)
+
+    def run_usage(self) -> dict[str, Usage]:
+        """What this process's distinct requests used, per model: the run's usage table."""
+        return {
+            model_id: Usage(
+                requests=u.responses,
+                cache_hits=u.cache_hits,
+                input_tokens=u.input_tokens,
+                output_tokens=u.output_tokens,
+                refused=u.refused,
+                rate_wait_s=u.rate_wait_s,
+                cost_usd=None if u.unpriced and not u.cost_usd else u.cost_usd,
+            )
+            for model_id, u in list(self._usage.items())
+            if u.responses or u.refused
+        }
 
     def _usage_of(self, model_id: str) -> _Usage:
         usage = self._usage.get(model_id)
@@ -361,27 +419,24 @@ class Engine:
     async def _obtain(
         self, adapter: Adapter, request: ModelRequest, key: str, summary: dict, priority: Priority
     ) -> ModelReply:
+        """The reply to one distinct request. The run's usage counts each distinct request once,
+        where it was answered: from the cache of an earlier run, or sent by this process (a
+        reply another worker sent, or this run stored before, is counted there)."""
         model_id = request.model.id
-        usage = self._usage_of(model_id)
         if self.cache.readable(request):
             entry = await self.cache.get(key)
             if entry is not None:
                 if _created_at(entry) < self.run_started:
                     self._counts["cache_hits"] += 1
-                    usage.cache_hits += 1
-                    usage.responses += 1
-                    return reply_from_entry(entry)
+                    reply = reply_from_entry(entry)
+                    self._count(model_id, reply, sent=False)
+                    return reply
                 # Recorded during this run (by another worker, or by an identical request of
-                # ours): counted as the fresh response it is, so -n 2 reports what serial does.
-                reply = reply_from_entry(entry, cached=False)
-                usage.responses += 1
-                usage.input_tokens += reply.input_tokens
-                usage.output_tokens += reply.output_tokens
-                return reply
+                # ours): the fresh response it is, counted where it was sent.
+                return reply_from_entry(entry, cached=False)
         memo = self._memo.get(key)
         if memo is not None:
             self._counts["memo_hits"] += 1
-            usage.responses += 1
             return dataclasses.replace(memo, cached=False, tool_calls=list(memo.tool_calls))
         if self.settings.cache_mode == "ro":
             why = " (the prompt is marked noCache, so it is never recorded)" if request.no_cache else ""
@@ -397,9 +452,6 @@ class Engine:
             await self._store(request, key, summary, reply)
         else:
             reply = await self._coordinated(adapter, request, key, summary, priority)
-        usage.responses += 1
-        usage.input_tokens += reply.input_tokens
-        usage.output_tokens += reply.output_tokens
         if not self.cache.readable(request) and reply.text.strip():
             self._memo[key] = reply
         return reply
@@ -430,7 +482,7 @@ class Engine:
             if outcome is True:
                 try:
                     reply = await self._send(adapter, request, priority)
-                except RunInterrupted:
+                except (RunInterrupted, BudgetReached):  # not an answer: whoever needs it asks again
                     await asyncio.shield(coordinator.abandon(key))
                     raise
                 except ModelCallError as exc:
@@ -471,8 +523,9 @@ class Engine:
                 entry = await self.cache.get(key)
                 if entry is not None:
                     self._counts["cache_hits"] += 1
-                    self._usage_of(request.model.id).cache_hits += 1
-                    return reply_from_entry(entry)
+                    reply = reply_from_entry(entry)
+                    self._count(request.model.id, reply, sent=False)
+                    return reply
 
     async def _from_landed(self, landed: Landed, key: str, model_id: str) -> ModelReply | None:
         if landed.error_kind is not None:
@@ -521,13 +574,18 @@ class Engine:
                 pacer.stats.waited_s += paced
                 usage.rate_wait_s += paced
                 self._check_running()
-                async with self.limits.global_slot(priority):
-                    outcome, info = await self._attempt(adapter, call, timeout, model_id)
+                reserved = self.budget.reserve(request, adapter.max_tokens(request))
+                try:
+                    async with self.limits.global_slot(priority):
+                        outcome, info = await self._attempt(adapter, call, timeout, model_id)
+                finally:
+                    self.budget.release(reserved)
             if isinstance(outcome, ModelReply):
                 pacer.served(info)
                 limiter.on_success()
                 self.breaker.success(model_id)
                 outcome.refused, outcome.rate_wait_s = refused, waited
+                self._count(model_id, outcome, sent=True)
                 return outcome
             failure = outcome
             if failure.rate_limited:

@@ -66,6 +66,13 @@ class RunInterrupted(ModelCallError):
     kind = "interrupted"
 
 
+class BudgetReached(ModelCallError):
+    """The run's spend reached ``--weval-budget`` (or the model has no known price under a
+    budget): the request was not sent. Not shared with other processes as its outcome."""
+
+    kind = "budget"
+
+
 class CircuitOpenError(ModelCallError):
     """The model failed too many times in a row; requests for it fail fast for a while."""
 

@@ -16,8 +16,11 @@ from typing import Any, TypeVar
 import pytest
 
 from pytest_weval.engine import EngineSettings
+from pytest_weval.engine.prices import Price, parse_price_lines
 from pytest_weval.engine.request import CACHE_MODES, CACHE_STORES
 from pytest_weval.run.pipeline import PipelineSettings
+
+MISSING_KEYS = ("stop", "error", "skip")
 
 N = TypeVar("N", int, float)
 D = TypeVar("D", int, float, None)
@@ -86,6 +89,22 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
         600.0,
     ),
     (
+        "--weval-missing-keys",
+        "weval_missing_keys",
+        "when a provider key the run needs is not set: stop (default: before any item runs), error or skip "
+        "the items that need it",
+        "str",
+        "stop",
+    ),
+    (
+        "--weval-budget",
+        "weval_budget",
+        "stop sending requests once the run's spend reaches this many US dollars (prices: genai-prices and "
+        "ini weval_prices)",
+        "float",
+        None,
+    ),
+    (
         "--weval-lint",
         "weval_lint",
         "run the blueprint linter: findings are reported as warnings with file and line",
@@ -102,6 +121,12 @@ _INI_ONLY: list[tuple[str, str, str, object]] = [
     ("weval_cache_store", "cache store: sqlite (default) or files (diff-friendly recordings)", "str", "sqlite"),
     ("weval_max_file_mb", "largest blueprint file read, in MB (default 20)", "str", "20"),
     ("weval_provider_concurrency", "per-provider caps, e.g. openai:20,anthropic:10", "str", None),
+    (
+        "weval_prices",
+        "lines of '<model id> <USD per 1M input tokens> <USD per 1M output tokens>', over genai-prices",
+        "linelist",
+        None,
+    ),
 ]
 
 
@@ -138,6 +163,9 @@ class WevalSettings:
     timeout_s: float
     max_attempts: int
     rate_limit_wait_s: float
+    missing_keys: str  # stop | error | skip
+    budget_usd: float | None
+    prices: dict[str, Price]  # ini weval_prices, over genai-prices
     lint: bool
     lint_strict: bool
     collections_dir: Path | None
@@ -156,6 +184,8 @@ class WevalSettings:
             provider_concurrency=self.provider_concurrency,
             max_attempts=self.max_attempts,
             rate_limit_wait_s=self.rate_limit_wait_s,
+            budget_usd=self.budget_usd,
+            prices=self.prices,
             timeout_s=self.timeout_s,
             allowed_env=self.allow_env,
             worker_count=int(workerinput["workercount"]) if workerinput else 1,
@@ -189,16 +219,39 @@ def _split(value: object) -> tuple[str, ...] | None:
     return parts or None
 
 
-def _number(config: pytest.Config, ini: str, kind: Callable[[Any], N], default: D) -> N | D:
+_COMMAND_LINE = {ini for _opt, ini, _help, _kind, _default in _OPTIONS}
+
+
+def option_name(ini: str) -> str:
+    """How a setting is named in a message: its option and ini twin, or its ini name alone."""
+    return f"--{ini.replace('_', '-')} (ini {ini})" if ini in _COMMAND_LINE else f"ini {ini}"
+
+
+def _number(
+    config: pytest.Config,
+    ini: str,
+    kind: Callable[[Any], N],
+    default: D,
+    *,
+    minimum: float | None = None,
+    positive: bool = False,
+) -> N | D:
+    """A number setting, checked: a usage error names the setting and what it accepts."""
     value = _raw(config, ini)
     if value is None or value == "":
         return default
+    what = "a whole number" if kind is int else "a number"
+    if positive:
+        what += " above 0"
+    elif minimum is not None:
+        what += f" of at least {minimum:g}"
     try:
-        return kind(value)
+        number = kind(str(value).strip())
     except ValueError:
-        raise pytest.UsageError(
-            f"--{ini.replace('_', '-')}={value!r}: expected a {getattr(kind, '__name__', 'number')}"
-        ) from None
+        raise pytest.UsageError(f"{option_name(ini)} = {value!r}: expected {what}") from None
+    if (positive and not number > 0) or (minimum is not None and not number >= minimum) or number != number:
+        raise pytest.UsageError(f"{option_name(ini)} = {value!r}: expected {what}")
+    return number
 
 
 def _path(config: pytest.Config, value: object) -> Path | None:
@@ -215,25 +268,44 @@ def _provider_caps(value: object) -> dict[str, int]:
     caps: dict[str, int] = {}
     for part in _split(value) or ():
         name, _, number = part.partition(":")
+        name = name.strip().lower()
         try:
-            caps[name.strip().lower()] = int(number)
+            cap = int(number)
         except ValueError:
+            cap = 0
+        if not name or cap < 1:
             raise pytest.UsageError(
-                f"weval_provider_concurrency: {part!r} is not provider:number (e.g. openai:20)"
-            ) from None
+                f"ini weval_provider_concurrency: {part!r} is not provider:number with a number of at least 1 "
+                "(e.g. openai:20,anthropic:10)"
+            )
+        caps[name] = cap
     return caps
 
 
+def _choice(config: pytest.Config, ini: str, choices: tuple[str, ...], default: str) -> str:
+    value = str(_raw(config, ini) or default).strip().lower()
+    if value not in choices:
+        raise pytest.UsageError(f"{option_name(ini)} = {value!r}: choose one of {', '.join(choices)}")
+    return value
+
+
+def _prices(config: pytest.Config) -> dict[str, Price]:
+    try:
+        return parse_price_lines(config.getini("weval_prices") or [])
+    except ValueError as exc:
+        raise pytest.UsageError(f"ini weval_prices: {exc}") from None
+
+
 def settings_from_config(config: pytest.Config) -> WevalSettings:
-    cache_mode = str(_raw(config, "weval_cache") or "rw").strip().lower()
-    if cache_mode not in CACHE_MODES:
-        raise pytest.UsageError(f"--weval-cache={cache_mode!r}: choose one of {', '.join(CACHE_MODES)}")
-    cache_store = str(config.getini("weval_cache_store") or "sqlite").strip().lower()
-    if cache_store not in CACHE_STORES:
-        raise pytest.UsageError(f"weval_cache_store={cache_store!r}: choose one of {', '.join(CACHE_STORES)}")
-    threshold = _number(config, "weval_threshold", float, 0.5)
-    if not 0 <= threshold <= 1:
-        raise pytest.UsageError(f"--weval-threshold={threshold}: a threshold is a score between 0 and 1")
+    """Every option and ini value, read and checked once: a bad value is a usage error naming
+    the setting and what it accepts (docs/options.md)."""
+    cache_mode = _choice(config, "weval_cache", CACHE_MODES, "rw")
+    cache_store = _choice(config, "weval_cache_store", CACHE_STORES, "sqlite")
+    threshold = _number(config, "weval_threshold", float, 0.5, minimum=0)
+    if threshold > 1:
+        raise pytest.UsageError(
+            f"{option_name('weval_threshold')} = {threshold:g}: a threshold is a score between 0 and 1"
+        )
     rootdir = config.rootpath
     cache_dir = _path(config, _raw(config, "weval_cache_dir")) or rootdir / ".weval_cache"
     return WevalSettings(
@@ -241,21 +313,24 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
         models=_split(_raw(config, "weval_models")),
         judges=_split(_raw(config, "weval_judges")),
         threshold=threshold,
-        min_score=_number(config, "weval_min_score", float, None),
-        concurrency=_number(config, "weval_concurrency", int, None),
+        min_score=_number(config, "weval_min_score", float, None, minimum=0),
+        concurrency=_number(config, "weval_concurrency", int, None, minimum=1),
         provider_concurrency=_provider_caps(config.getini("weval_provider_concurrency")),
         cache_mode=cache_mode,
         cache_dir=cache_dir,
         cache_store=cache_store,
         out_dir=_path(config, _raw(config, "weval_out")),
         allow_env=frozenset(_split(_raw(config, "weval_allow_env")) or ()),
-        timeout_s=_number(config, "weval_timeout", float, 60.0),
-        max_attempts=_number(config, "weval_max_attempts", int, 5),
-        rate_limit_wait_s=_number(config, "weval_rate_limit_wait", float, 600.0),
+        timeout_s=_number(config, "weval_timeout", float, 60.0, positive=True),
+        max_attempts=_number(config, "weval_max_attempts", int, 5, minimum=1),
+        rate_limit_wait_s=_number(config, "weval_rate_limit_wait", float, 600.0, minimum=0),
+        missing_keys=_choice(config, "weval_missing_keys", MISSING_KEYS, "stop"),
+        budget_usd=_number(config, "weval_budget", float, None, minimum=0),
+        prices=_prices(config),
         lint=bool(_raw(config, "weval_lint")),
         lint_strict=bool(_raw(config, "weval_lint_strict")),
         collections_dir=_path(config, config.getini("weval_collections_dir")),
         globs=tuple(config.getini("weval_globs") or ()),
         model_defs=_path(config, config.getini("weval_model_defs")),
-        max_file_mb=float(config.getini("weval_max_file_mb") or 20),
+        max_file_mb=_number(config, "weval_max_file_mb", float, 20.0, positive=True),
     )

@@ -35,9 +35,10 @@ from pytest_weval.report.gates import check_min_score
 from pytest_weval.report.rollup import Rollup, build_rollup
 from pytest_weval.report.terminal import render_summary
 from pytest_weval.report.weval_json import write_outputs
-from pytest_weval.results import ItemResult
+from pytest_weval.results import ItemResult, Usage
 
 BLUEPRINTS_OUTPUT = "weval_blueprints"  # workeroutput key: blueprint path -> Blueprint JSON
+USAGE_OUTPUT = "weval_usage"  # workeroutput key: model id -> Usage JSON, as the worker's engine counted it
 
 
 class WevalPlugin:
@@ -52,6 +53,7 @@ class WevalPlugin:
         )
         self.blueprints: dict[Path, Blueprint] = {}  # parsed here, by file
         self.received_blueprints: dict[str, Blueprint] = {}  # xdist controller: from workers
+        self.run_usage: dict[str, Usage] = {}  # per model, each distinct request once (all workers)
         self.results: list[ItemResult] = []
         self.rollup: Rollup | None = None
         self.gate_lines: list[str] = []
@@ -198,20 +200,24 @@ class WevalPlugin:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
-        """xdist controller: take in the blueprints a worker ran (see ``_send_blueprints``)."""
-        for path, data in (getattr(node, "workeroutput", None) or {}).get(BLUEPRINTS_OUTPUT, {}).items():
+        """xdist controller: take in what a worker ran and sent (see ``_send_to_controller``)."""
+        output = getattr(node, "workeroutput", None) or {}
+        for path, data in output.get(BLUEPRINTS_OUTPUT, {}).items():
             if path not in self.received_blueprints:
                 self.received_blueprints[path] = Blueprint.model_validate_json(data)
+        for model, data in output.get(USAGE_OUTPUT, {}).items():
+            self.run_usage.setdefault(model, Usage()).add(Usage.model_validate_json(data))
 
-    def _send_blueprints(self, workeroutput: dict[str, Any]) -> None:
-        """xdist worker: the blueprints of the items this worker reported, for the controller's
-        reporters (the controller collects nothing)."""
+    def _send_to_controller(self, workeroutput: dict[str, Any]) -> None:
+        """xdist worker: the blueprints of the items this worker reported, and what its engine
+        sent, for the controller's reporters (the controller collects and sends nothing)."""
         ran = {result.blueprint_path for result in self.results}
         workeroutput[BLUEPRINTS_OUTPUT] = {
             blueprint.path: blueprint.model_dump_json()
             for blueprint in self.blueprints.values()
             if blueprint.path in ran
         }
+        workeroutput[USAGE_OUTPUT] = {model: used.model_dump_json() for model, used in self.run_usage.items()}
 
     def _blueprints_by_path(self) -> dict[str, Blueprint]:
         """Every blueprint with results, by ``ItemResult.blueprint_path``."""
@@ -234,11 +240,11 @@ class WevalPlugin:
             gc.freeze()
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is not None:
-            self._send_blueprints(workeroutput)
+            self._send_to_controller(workeroutput)
             return
         if not self.results:
             return
-        self.rollup = build_rollup(self.results)
+        self.rollup = build_rollup(self.results, usage=self.run_usage or None)
         min_score = self.settings.min_score
         if min_score is not None:
             self.gate_lines = check_min_score(self.rollup, min_score)
@@ -276,6 +282,8 @@ class WevalPlugin:
             runner.close(drain=drain)
         if self._weval is not None:
             weval, self._weval = self._weval, None
+            for model, used in weval.engine.run_usage().items():  # the fixtures' requests too
+                self.run_usage.setdefault(model, Usage()).add(used)
             weval.close()
 
 

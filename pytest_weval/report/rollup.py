@@ -206,7 +206,7 @@ class Rollup:
         }
 
 
-def usage_dict(usage: Usage) -> dict[str, float]:
+def usage_dict(usage: Usage) -> dict[str, float | None]:
     return {
         "requests": usage.requests,
         "cacheHits": usage.cache_hits,
@@ -214,6 +214,7 @@ def usage_dict(usage: Usage) -> dict[str, float]:
         "outputTokens": usage.output_tokens,
         "refused": usage.refused,
         "rateLimitWaitSeconds": round(usage.rate_wait_s, 3),
+        "costUsd": None if usage.cost_usd is None else round(usage.cost_usd, 6),
     }
 
 
@@ -312,11 +313,16 @@ def _agreement(results: Sequence[ItemResult], agreement: Agreement) -> dict[str,
     return dict(value) if value else None
 
 
-def build_rollup(results: Iterable[ItemResult], *, agreement: Agreement = None) -> Rollup:
+def build_rollup(
+    results: Iterable[ItemResult], *, agreement: Agreement = None, usage: Mapping[str, Usage] | None = None
+) -> Rollup:
     """Roll a run's item results up; the same output for any order of ``results``.
 
     ``agreement`` is a function of the pooled point assessments (``judges.judge_agreement``,
-    used by default when it exists), or an already computed agreement dict.
+    used by default when it exists), or an already computed agreement dict. ``usage`` is the
+    run's usage per model as the engine counted it (each distinct request once, with its
+    cost); without it, the items' own usage is summed (a request shared by items counts once
+    per item).
     """
     ordered = sorted(results, key=item_key)
     by_path: dict[str, list[ItemResult]] = {}
@@ -335,13 +341,17 @@ def build_rollup(results: Iterable[ItemResult], *, agreement: Agreement = None) 
     }
 
     effective: dict[str, set[str]] = {}
-    usage: dict[str, Usage] = {}
-    total = Usage()
+    per_model: dict[str, Usage] = {}
     for r in ordered:
         effective.setdefault(r.model_id, set()).add(r.effective_model_id)
-        for model, used in r.usage.items():
-            usage.setdefault(model, Usage()).add(used)
-            total.add(used)
+        if usage is None:
+            for model, used in r.usage.items():
+                per_model.setdefault(model, Usage()).add(used)
+    if usage is not None:
+        per_model = {model: used.model_copy() for model, used in usage.items()}
+    total = Usage()
+    for used in per_model.values():
+        total.add(used)
 
     points, items = _problems(ordered)
     return Rollup(
@@ -350,7 +360,7 @@ def build_rollup(results: Iterable[ItemResult], *, agreement: Agreement = None) 
         folders=_folders(ordered),
         by_model=_by(ordered, lambda r: r.model_id),
         effective_models={m: tuple(sorted(v)) for m, v in sorted(effective.items())},
-        usage={m: usage[m] for m in sorted(usage)},
+        usage={m: per_model[m] for m in sorted(per_model)},
         usage_total=total,
         agreement=_agreement(ordered, agreement),
         point_problems=points,

@@ -143,13 +143,20 @@ def render_usage(rollup: Rollup, width: int = 80) -> list[str]:
         return []
     # Rate limits get their columns only when some provider refused or paced a request.
     throttled = rollup.usage_total.refused > 0 or rollup.usage_total.rate_wait_s >= 1.0
-    rows = [["model", "requests", "cached", "tokens in", "tokens out"] + (["refused", "waited"] if throttled else [])]
+    priced = rollup.usage_total.cost_usd is not None
+    rows = [
+        ["model", "requests", "cached", "tokens in", "tokens out"]
+        + (["refused", "waited"] if throttled else [])
+        + (["cost"] if priced else [])
+    ]
     for model, u in [*rollup.usage.items(), ("total", rollup.usage_total)]:
         row = [model, f"{u.requests:,}", f"{u.cache_hits:,}", f"{u.input_tokens:,}", f"{u.output_tokens:,}"]
         if throttled:
             row += [f"{u.refused:,}", f"{u.rate_wait_s:,.1f} s"]
+        if priced:
+            row.append("no price" if u.cost_usd is None else f"${u.cost_usd:,.4f}")
         rows.append(row)
-    align = "lrrrr" + ("rr" if throttled else "")
+    align = "lrrrr" + ("rr" if throttled else "") + ("r" if priced else "")
     title = "Usage per model (answers and judging" + (
         "; refused: rate-limit refusals, waited: time spent" if throttled else ""
     )

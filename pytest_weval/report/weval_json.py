@@ -355,6 +355,10 @@ def build_run_summary(
         "folders": data["folders"],
         "usage": data["usage"],
         "usageTotal": data["usageTotal"],
+        "cost": {
+            "total_usd": data["usageTotal"]["costUsd"],
+            "by_model": {model: used["costUsd"] for model, used in data["usage"].items()},
+        },
         "judgeAgreement": data["judgeAgreement"],
         "errors": data["itemErrors"],
         "pointErrors": data["pointErrors"],

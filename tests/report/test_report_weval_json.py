@@ -321,6 +321,7 @@ def test_run_summary(results):
         "outputTokens": 540,
         "refused": 0,
         "rateLimitWaitSeconds": 0,
+        "costUsd": None,  # the items' own usage carries no price
     }
     assert summary["judgeAgreement"]["interpretation"] == "reliable"
     assert summary["errors"][0]["promptId"] == "headache"
