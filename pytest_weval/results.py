@@ -74,6 +74,7 @@ class ItemResult(BaseModel):
     score: float | None = None  # round2'd aggregate, None when it could not be computed
     threshold: float = 0.5
     error: str | None = None  # why the item errored (provider, key, replay miss, judges)
+    not_run: bool = False  # the pre-flight kept it from running (a key it needs is missing): ``error`` says why
     response: str | None = None  # final assistant text
     generated_texts: list[str] = Field(default_factory=list)
     history: list[dict[str, Any]] = Field(default_factory=list)  # full conversation

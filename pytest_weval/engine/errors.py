@@ -34,9 +34,13 @@ class ConfigError(ModelCallError):
 
 
 class MissingKeyError(ModelCallError):
-    """An API key (or a variable a custom model needs) is not set."""
+    """An API key (or a variable a custom model needs) is not set; ``variable`` names it."""
 
     kind = "missing_key"
+
+    def __init__(self, message: str, *, model_id: str | None = None, variable: str = ""):
+        self.variable = variable
+        super().__init__(message, model_id=model_id)
 
 
 class ReplayMissError(ModelCallError):

@@ -50,11 +50,7 @@ def api_key(provider: str, model_id: str, env: Mapping[str, str], redactor: Reda
             redactor.add(value, env.get(name))
             return value
     wanted = " or ".join(names)
-    raise MissingKeyError(
-        f"{wanted} is not set: model '{model_id}' needs it (set the variable, or leave "
-        f"'{model_id}' out of --weval-models)",
-        model_id=model_id,
-    )
+    raise MissingKeyError(f"{wanted} is not set: model '{model_id}' needs it", model_id=model_id, variable=wanted)
 
 
 def env_references(text: str) -> list[str]:
@@ -96,6 +92,7 @@ def substitute(
             raise MissingKeyError(
                 f"custom model '{model_id}': {where} needs environment variable {name}, which is not set",
                 model_id=model_id,
+                variable=name,
             )
         redactor.add(value)
         return value

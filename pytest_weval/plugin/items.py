@@ -100,6 +100,8 @@ class WevalItem(pytest.Item):
         if isinstance(excinfo.value, WevalScoreFailure):
             return explain_failure(excinfo.value.result, verbose=self.config.getoption("verbose", 0) > 0)
         if isinstance(excinfo.value, WevalItemError):
+            if excinfo.value.result.not_run:  # said once, in full, by the pre-flight
+                return excinfo.value.result.error
             return explain_error(excinfo.value.result)
         return None
 

@@ -9,16 +9,18 @@ store, so each item is evaluated once and no request is sent twice (docs/engine.
 from __future__ import annotations
 
 import gc
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pytest_weval.api import Weval
 from pytest_weval.plugin.items import WevalItem
-from pytest_weval.results import ItemResult
+from pytest_weval.results import ItemResult, Outcome
 from pytest_weval.run.pipeline import ItemWork
 from pytest_weval.run.schedule import ItemScheduler
 
 
-def item_work(item: WevalItem, priority: int = 0) -> ItemWork:
+def item_work(
+    item: WevalItem, priority: int = 0, blocked: str | None = None, blocked_outcome: Outcome = "error"
+) -> ItemWork:
     return ItemWork(
         nodeid=item.nodeid,
         blueprint=item.blueprint,
@@ -27,13 +29,23 @@ def item_work(item: WevalItem, priority: int = 0) -> ItemWork:
         temperature=item.temperature,
         system_index=item.system_index,
         priority=priority,
+        blocked=blocked,
+        blocked_outcome=blocked_outcome,
     )
 
 
 class Runner:
     """The items of this process's selection, evaluated ahead on ``weval``'s engine."""
 
-    def __init__(self, weval: Weval, items: Sequence[WevalItem], *, concurrency: int | None):
+    def __init__(
+        self,
+        weval: Weval,
+        items: Sequence[WevalItem],
+        *,
+        concurrency: int | None,
+        blocked: Mapping[str, str] | None = None,
+        blocked_outcome: Outcome = "error",
+    ):
         self.engine = weval.engine
         self.pipeline = weval.pipeline
         workers = self.engine.settings.worker_count
@@ -50,7 +62,7 @@ class Runner:
         self.scheduler = ItemScheduler(
             self.engine,
             self.pipeline,
-            [item_work(item) for item in items],
+            [item_work(item, 0, (blocked or {}).get(item.nodeid), blocked_outcome) for item in items],
             window=window,
             exchange=exchange,
         )

@@ -15,6 +15,7 @@ in each worker's ``workeroutput``; reporters never read a blueprint file again.
 from __future__ import annotations
 
 import gc
+import os
 import time
 from collections.abc import Generator
 from pathlib import Path
@@ -30,14 +31,16 @@ from pytest_weval.engine.engine import claims_path
 from pytest_weval.plugin.collect import BlueprintFile, blueprint_rel_path, is_blueprint_path
 from pytest_weval.plugin.items import WevalItem, WevalItemError
 from pytest_weval.plugin.options import WevalSettings, settings_from_config
-from pytest_weval.plugin.running import Runner, settle_collected_objects
+from pytest_weval.plugin.running import Runner, item_work, settle_collected_objects
 from pytest_weval.report.gates import check_min_score
 from pytest_weval.report.rollup import Rollup, build_rollup
 from pytest_weval.report.terminal import render_summary
 from pytest_weval.report.weval_json import write_outputs
 from pytest_weval.results import ItemResult, Usage
+from pytest_weval.run.preflight import Preflight, preflight
 
 BLUEPRINTS_OUTPUT = "weval_blueprints"  # workeroutput key: blueprint path -> Blueprint JSON
+STOP_OUTPUT = "weval_stop"  # workeroutput key: why the pre-flight stopped the run
 USAGE_OUTPUT = "weval_usage"  # workeroutput key: model id -> Usage JSON, as the worker's engine counted it
 
 
@@ -61,6 +64,8 @@ class WevalPlugin:
         self._runner: Runner | None = None
         self._weval: Weval | None = None  # one engine per process, shared by items and fixtures
         self._said: set[str] = set()
+        self._pending_notices: list[str] = []  # said with the next item's report
+        self.stop_message: str | None = None  # the pre-flight stopped the run (xdist: said by the controller)
         self._xdist_run_id: str | None = None  # xdist controller: the run its workers share
 
     # -- what collection and items ask of the plugin ------------------------------------------
@@ -112,16 +117,58 @@ class WevalPlugin:
             return BlueprintFile.from_parent(parent, path=file_path, source=self)
         return None
 
+    @pytest.hookimpl(tryfirst=True)  # before xdist's, which sends the collected ids
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """Collection is final: start evaluating the selected items (not for --collect-only,
-        and not on the xdist controller, which runs nothing)."""
+        """Collection is final: the pre-flight, then start evaluating the selected items (not
+        for --collect-only, and not on the xdist controller, which runs nothing)."""
+        selected = [i for i in session.items if isinstance(i, WevalItem)]
+        if not selected:
+            return
+        settings = self.settings
+        checked = preflight(
+            [item_work(item) for item in selected],
+            judges=settings.judges,
+            env=os.environ,
+            allowed_env=settings.allow_env,
+            custom_models=self.custom_models,
+            keys_needed=settings.cache_mode != "ro",
+        )
         if self.config.option.collectonly or getattr(self.config.option, "setupplan", False):
             return
+        if checked.bad_models or (checked.missing and settings.missing_keys == "stop"):
+            self._stop_before_any_item(session, checked)
+            return
+        if checked.missing:
+            self._pending_notices.append(
+                checked.report()
+                + f"\nweval: --weval-missing-keys={settings.missing_keys}: the {len(checked.blocked)} items that "
+                f"need them {'error' if settings.missing_keys == 'error' else 'are skipped'}; nothing is sent for them"
+            )
         if self._runner is None:
-            selected = [i for i in session.items if isinstance(i, WevalItem)]
-            if selected:
-                settle_collected_objects()
-                self._runner = Runner(self.weval(), selected, concurrency=self.settings.concurrency)
+            settle_collected_objects()
+            self._runner = Runner(
+                self.weval(),
+                selected,
+                concurrency=settings.concurrency,
+                blocked=checked.blocked,
+                blocked_outcome="skipped" if settings.missing_keys == "skip" else "error",
+            )
+
+    def _stop_before_any_item(self, session: pytest.Session, checked: Preflight) -> None:
+        message = (
+            checked.report()
+            + "\nNothing was sent. To run the items that need no missing key and report the others in one "
+            "line each: --weval-missing-keys=error (or skip)."
+        )
+        if checked.bad_models:
+            message = checked.report() + "\nNothing was sent."
+        if hasattr(self.config, "workerinput"):
+            # An xdist worker: run nothing (every worker decides the same), and tell the
+            # controller, which ends the session with the message and a usage error.
+            session.items[:] = []
+            self.stop_message = message
+            return
+        raise pytest.UsageError(message)
 
     # -- running -------------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -146,10 +193,12 @@ class WevalPlugin:
         errored_in_setup = call.when == "setup" and report.outcome != "passed"
         if call.when == "call" or errored_in_setup:
             report.weval_result = result.model_dump_json()  # type: ignore[attr-defined]
+            # What was noticed meanwhile (the pre-flight's missing keys, a provider throttling)
+            # travels on the report, so the terminal of the process that shows progress says it.
+            notices, self._pending_notices = self._pending_notices, []
             if self._weval is not None:
-                # What the engine noticed meanwhile (a provider throttling) travels on the
-                # report, so the terminal of the process that shows progress says it.
-                report.weval_notices = self._weval.engine.take_notices()  # type: ignore[attr-defined]
+                notices += self._weval.engine.take_notices()
+            report.weval_notices = notices  # type: ignore[attr-defined]
         if errored_in_setup and call.excinfo is not None and isinstance(call.excinfo.value, WevalItemError):
             # pytest renders setup errors as tracebacks; an item error is the provider's or the
             # blueprint's problem, so say it in words instead.
@@ -205,6 +254,8 @@ class WevalPlugin:
         for path, data in output.get(BLUEPRINTS_OUTPUT, {}).items():
             if path not in self.received_blueprints:
                 self.received_blueprints[path] = Blueprint.model_validate_json(data)
+        if output.get(STOP_OUTPUT):
+            self.stop_message = output[STOP_OUTPUT]
         for model, data in output.get(USAGE_OUTPUT, {}).items():
             self.run_usage.setdefault(model, Usage()).add(Usage.model_validate_json(data))
 
@@ -218,6 +269,8 @@ class WevalPlugin:
             if blueprint.path in ran
         }
         workeroutput[USAGE_OUTPUT] = {model: used.model_dump_json() for model, used in self.run_usage.items()}
+        if self.stop_message is not None:
+            workeroutput[STOP_OUTPUT] = self.stop_message
 
     def _blueprints_by_path(self) -> dict[str, Blueprint]:
         """Every blueprint with results, by ``ItemResult.blueprint_path``."""
@@ -242,6 +295,9 @@ class WevalPlugin:
         if workeroutput is not None:
             self._send_to_controller(workeroutput)
             return
+        if self.stop_message is not None:  # xdist: a worker's pre-flight stopped the run
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            return
         if not self.results:
             return
         self.rollup = build_rollup(self.results, usage=self.run_usage or None)
@@ -261,6 +317,9 @@ class WevalPlugin:
             )
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        if self.stop_message is not None and not hasattr(config, "workerinput"):
+            for number, line in enumerate(self.stop_message.splitlines()):
+                terminalreporter.write_line(f"ERROR: {line}" if number == 0 else line, red=True)
         if self.rollup is None:
             return
         terminalreporter.section("weval scores")

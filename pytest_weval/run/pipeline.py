@@ -19,7 +19,7 @@ from pytest_weval.engine.external import ExternalExecutor
 from pytest_weval.engine.generation import Conversation, generate_conversation
 from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
 from pytest_weval.judges.config import JudgePanel
-from pytest_weval.results import ItemResult, PointAssessment, Usage
+from pytest_weval.results import ItemResult, Outcome, PointAssessment, Usage
 from pytest_weval.run.outcome import decide
 
 BUILTIN_MODELS = frozenset({"ideal", "echo"})
@@ -36,6 +36,10 @@ class ItemWork:
     temperature: float | None  # the permutation value (config temperature(s)), may be None
     system_index: int
     priority: int = 0
+    # Set by the pre-flight: why this item cannot run (a key it needs is missing), and whether
+    # it is then an error or a skip; nothing is sent for it.
+    blocked: str | None = None
+    blocked_outcome: Outcome = "error"
 
     @property
     def sent_temperature(self) -> float:
@@ -117,6 +121,9 @@ class Pipeline:
         return self.settings.threshold if override is None else override
 
     async def _evaluate_into(self, work: ItemWork, result: ItemResult, usage: dict[str, Usage]) -> None:
+        if work.blocked is not None:
+            result.outcome, result.error, result.not_run = work.blocked_outcome, work.blocked, True
+            return
         prompt = work.prompt
         if prompt.validation_error:
             result.error = f"the blueprint's prompt '{prompt.id}' cannot run as written: {prompt.validation_error}"

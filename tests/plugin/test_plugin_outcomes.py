@@ -65,15 +65,28 @@ models: [{MODEL_ID}, anthropic:claude-3-haiku]
 """
 
 
-def test_missing_api_key_is_an_error_naming_the_variable(project: Project):
+def test_a_missing_api_key_stops_the_run_before_any_item_naming_the_variable(project: Project):
     project.rules(answer_rule("answer fine", "fine, thanks"))
     project.write("blueprints/e.yml", ERRORS)
-    result = project.run("-rA", "-vv")
+    result = project.run("-rA")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "ANTHROPIC_API_KEY is not set; needed by model anthropic:claude-3-haiku (1 item)" in err, err
+    assert "export ANTHROPIC_API_KEY=" in err and "--weval-missing-keys=error" in err
+    assert "Traceback" not in err + result.stdout.str() and CANARY not in err + result.stdout.str()
+    assert project.requests() == []  # nothing was sent, not even for the model with a key
+
+
+def test_with_missing_keys_error_the_items_that_need_it_error_in_one_line(project: Project):
+    project.rules(answer_rule("answer fine", "fine, thanks"))
+    project.write("blueprints/e.yml", ERRORS)
+    result = project.run("-rA", "-vv", "--weval-missing-keys=error")
     outcomes = outcomes_by_id(result)
     assert outcomes[f"blueprints/e.yml::fine[{MODEL_ID}]"] == "PASSED"
     assert outcomes["blueprints/e.yml::fine[anthropic:claude-3-haiku]"] == "ERROR"
     out = result.stdout.str()
-    assert "ANTHROPIC_API_KEY" in out
+    assert out.count("ANTHROPIC_API_KEY is not set; needed by") == 1  # the pre-flight, once
+    assert "not run, a key it needs is not set: ANTHROPIC_API_KEY (for model anthropic:claude-3-haiku)" in out
     assert "Traceback" not in out and "WevalItemError" not in out
     assert CANARY not in out
     # nothing was sent for the model without a key
@@ -144,14 +157,20 @@ def test_no_judge_key_is_an_error_with_the_reason(project: Project):
             - $icontains: cat
         """,
     )
-    result = project.run("-rA")
+    result = project.run("-rA", "--weval-missing-keys=error")
     outcomes = outcomes_by_id(result)
     assert outcomes == {
         f"blueprints/j.yml::cat[{MODEL_ID}]": "ERROR",
         f"blueprints/j.yml::plain[{MODEL_ID}]": "PASSED",
     }, result.stdout.str()
-    assert "OPENROUTER_API_KEY" in result.stdout.str()
-    assert not project.requests("judge-model")
+    out = result.stdout.str()
+    assert "OPENROUTER_API_KEY is not set; needed by judges" in out
+    assert "or judge with a model you have a key for: --weval-judges=<model id>" in out
+    # the item that could not be judged was not even generated
+    assert [r.last_user for r in project.requests()] == ["Describe a cat briefly."]
+    skipped = project.run("-rA", "--weval-missing-keys=skip")
+    skipped.assert_outcomes(passed=1, skipped=1)
+    assert "blueprints/j.yml:3: not run, a key it needs is not set: OPENROUTER_API_KEY" in skipped.stdout.str()
 
 
 def test_an_invalid_prompt_errors_only_its_own_items(project: Project):
@@ -335,14 +354,14 @@ def test_a_passing_run_has_no_failure_text_and_exit_code_0(project: Project):
 def test_no_python_traceback_in_any_tb_style(project: Project, tb: str):
     project.rules(answer_rule("Please answer fine.", "nope"))
     project.write("blueprints/e.yml", ERRORS)
-    result = project.run("-rA", "-vv", f"--tb={tb}")
+    result = project.run("-rA", "-vv", f"--tb={tb}", "--weval-missing-keys=error")
     result.assert_outcomes(failed=1, errors=1)
     out = result.stdout.str()
     for word in ("Traceback", "WevalItemError", "WevalScoreFailure", "running.py", "raise "):
         assert word not in out, (word, out)
     if tb != "line":
         assert "Score 0.00 is below the pass mark 0.50" in out
-        assert "No score: The model provider's API key is missing" in out
+        assert "not run, a key it needs is not set: ANTHROPIC_API_KEY" in out
 
 
 LAST_FAILED = """\

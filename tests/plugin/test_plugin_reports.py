@@ -99,7 +99,7 @@ def test_junit_properties_of_an_errored_item(project: Project):
           should: [{$contains: hi}]
         """,
     )
-    project.run("--junitxml=junit.xml")
+    project.run("--junitxml=junit.xml", "--weval-missing-keys=error")
     case = project.junit()["p[anthropic:claude-3-haiku]"]
     assert case["outcome"] == "error"
     assert "weval_score" not in case["properties"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine.errors import ConfigError
 from pytest_weval.engine.keys import STANDARD_PROVIDERS
@@ -29,8 +31,11 @@ def adapter_for(model: ModelSpec, allowed_env: frozenset[str]) -> Adapter:
     provider = provider.strip().lower()
     name = name.strip()
     if provider not in STANDARD_PROVIDERS:
+        close = difflib.get_close_matches(provider, STANDARD_PROVIDERS, n=1, cutoff=0.6)
+        hint = f"; did you mean '{close[0]}:{name}'?" if close else ""
         raise ConfigError(
-            f"Unsupported provider '{provider}' in model id '{model_id}' (supported: {', '.join(STANDARD_PROVIDERS)})",
+            f"Unsupported provider '{provider}' in model id '{model_id}' (supported: {', '.join(STANDARD_PROVIDERS)})"
+            f"{hint}",
             model_id=model_id,
         )
     if not name:

@@ -1,0 +1,186 @@
+"""The pre-flight: once per run, after collection and before any request, every model id of the
+selection is checked and so are the provider keys its items need (docs/rulings.md, ruling 13).
+
+A bad model id (unknown provider, malformed id) stops the run. A missing key is said once,
+naming the variable, the models and judges that need it, and the fix; by default it stops the
+run too, else the items that need it become one-line errors or skips (``--weval-missing-keys``),
+and nothing is sent for them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+from pytest_weval import judges as judging
+from pytest_weval.blueprint.model import ModelSpec, Prompt
+from pytest_weval.engine.errors import ConfigError, MissingKeyError
+from pytest_weval.engine.providers import adapter_for
+from pytest_weval.engine.secrets import Redactor
+from pytest_weval.run.pipeline import BUILTIN_MODELS, ItemWork
+
+
+@dataclasses.dataclass
+class MissingKey:
+    variable: str
+    models: set[str] = dataclasses.field(default_factory=set)  # tested models that need it
+    judges: set[str] = dataclasses.field(default_factory=set)  # judges and key-point extractors
+    item_ids: set[str] = dataclasses.field(default_factory=set)
+
+    @property
+    def items(self) -> int:
+        return len(self.item_ids)
+
+    def describe(self) -> list[str]:
+        needs = []
+        if self.models:
+            needs.append(f"model{'s' if len(self.models) > 1 else ''} {', '.join(sorted(self.models))}")
+        if self.judges:
+            needs.append(f"judge{'s' if len(self.judges) > 1 else ''} {', '.join(sorted(self.judges))}")
+        fixes = [f"export {self.variable.split(' or ')[0]}=..."]
+        if self.judges:
+            fixes.append("or judge with a model you have a key for: --weval-judges=<model id>")
+        if self.models:
+            fixes.append("or leave those models out with --weval-models=<model ids>")
+        return [
+            f"{self.variable} is not set; needed by {' and '.join(needs)} "
+            f"({self.items} item{'s' if self.items != 1 else ''})",
+            "    fix: " + "  ".join(fixes),
+        ]
+
+
+@dataclasses.dataclass
+class Preflight:
+    bad_models: dict[str, str] = dataclasses.field(default_factory=dict)  # model id -> why
+    missing: dict[str, MissingKey] = dataclasses.field(default_factory=dict)  # by variable
+    blocked: dict[str, str] = dataclasses.field(default_factory=dict)  # node id -> the one-line reason
+
+    @property
+    def ok(self) -> bool:
+        return not self.bad_models and not self.missing
+
+    def report(self) -> str:
+        lines: list[str] = []
+        if self.bad_models:
+            lines.append("weval pre-flight: these model ids cannot be used:")
+            lines += [f"  {why}" for why in self.bad_models.values()]
+        if self.missing:
+            lines.append("weval pre-flight: this run needs API keys that are not set:")
+            for missing in sorted(self.missing.values(), key=lambda m: m.variable):
+                lines += [f"  {line}" for line in missing.describe()]
+        return "\n".join(lines)
+
+
+def needs_judges(prompt: Prompt) -> bool:
+    """The prompt's items ask judges: a judged point, or no point but an ideal answer (its key
+    points are extracted, then judged)."""
+    if any(not (p.is_function or p.authoring_error) for p in prompt.points):
+        return True
+    return not prompt.points and bool(prompt.ideal)
+
+
+class _Checker:
+    """Each model id checked once: a bad id, a missing variable, or fine."""
+
+    def __init__(self, env: Mapping[str, str], allowed_env: frozenset[str], custom: Mapping[str, dict]):
+        self.env = env
+        self.allowed_env = allowed_env
+        self.custom = custom
+        self.bad: dict[str, str] = {}
+        self._missing: dict[str, str | None] = {}
+
+    def variable_missing(self, model: ModelSpec) -> str | None:
+        if model.id in BUILTIN_MODELS and model.custom is None:
+            return None
+        if model.id not in self._missing:
+            self._missing[model.id] = None
+            try:
+                adapter_for(model, self.allowed_env).connect(self.env, Redactor())
+            except MissingKeyError as exc:
+                self._missing[model.id] = exc.variable or str(exc)
+            except ConfigError as exc:
+                self.bad[model.id] = str(exc)
+        return self._missing[model.id]
+
+    def spec(self, model_id: str) -> ModelSpec:
+        return ModelSpec(id=model_id, custom=self.custom.get(model_id))
+
+
+def preflight(
+    works: Sequence[ItemWork],
+    *,
+    judges: Sequence[str] | None,
+    env: Mapping[str, str],
+    allowed_env: frozenset[str],
+    custom_models: Mapping[str, dict],
+    keys_needed: bool,
+) -> Preflight:
+    """Check the selection. ``keys_needed`` is False when nothing will be sent (replay only)."""
+    checker = _Checker(env, allowed_env, custom_models)
+    result = Preflight()
+    panels: dict[str, judging.JudgePanel] = {}
+    for work in works:
+        reasons: dict[str, list[str]] = {}  # variable -> who needs it, for this item
+        variable = checker.variable_missing(work.model)
+        if variable is not None:
+            _note(result, variable, work).models.add(work.model.id)
+            reasons.setdefault(variable, []).append(f"model {work.model.id}")
+        if needs_judges(work.prompt):
+            panel = panels.get(work.blueprint.path)
+            if panel is None:
+                try:
+                    panel = panels[work.blueprint.path] = judging.select_judges(
+                        list(judges) if judges else None, work.blueprint.evaluation_config
+                    )
+                except judging.JudgeConfigError:
+                    continue  # the item says so when it runs (a located blueprint mistake)
+            for variable, who in _judge_keys(result, checker, panel, work):
+                reasons.setdefault(variable, []).append(who)
+        if reasons and keys_needed:
+            missing = "; ".join(f"{variable} (for {_who(who)})" for variable, who in sorted(reasons.items()))
+            result.blocked[work.nodeid] = f"not run, a key it needs is not set: {missing}; nothing was sent"
+    result.bad_models = checker.bad
+    if not keys_needed:
+        result.missing.clear()
+        result.blocked.clear()
+    return result
+
+
+def _judge_keys(
+    result: Preflight, checker: _Checker, panel: judging.JudgePanel, work: ItemWork
+) -> list[tuple[str, str]]:
+    """(variable, who needs it) for the judges of one item whose key is missing."""
+    reasons = []
+    for judge in panel.judges:
+        variable = checker.variable_missing(checker.spec(judge.model))
+        if variable is not None:
+            _note(result, variable, work).judges.add(judge.model)
+            reasons.append((variable, f"judge {judge.model}"))
+    if not work.prompt.points and panel.extraction_models:
+        # Key points come from the first extraction model that answers: one key is enough.
+        missing = [checker.variable_missing(checker.spec(m)) for m in panel.extraction_models]
+        if all(variable is not None for variable in missing):
+            first = panel.extraction_models[0]
+            variable = missing[0]
+            assert variable is not None
+            _note(result, variable, work).judges.add(first)
+            reasons.append((variable, f"key-point extraction with {first}"))
+    return reasons
+
+
+def _who(needs: list[str]) -> str:
+    """``model a, judges b, c`` from ``["model a", "judge b", "judge c"]``."""
+    kinds: dict[str, list[str]] = {}
+    for need in needs:
+        kind, _, name = need.partition(" ")
+        kinds.setdefault(kind, []).append(name)
+    return ", ".join(
+        f"{kind}{'s' if len(names) > 1 and kind in ('model', 'judge') else ''} {', '.join(names)}"
+        for kind, names in kinds.items()
+    )
+
+
+def _note(result: Preflight, variable: str, work: ItemWork) -> MissingKey:
+    missing = result.missing.setdefault(variable, MissingKey(variable))
+    missing.item_ids.add(work.nodeid)
+    return missing
