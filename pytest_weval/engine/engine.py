@@ -346,6 +346,14 @@ class Engine:
             self._adapters[ident] = adapter
         return adapter
 
+    async def cached_reply(self, request: ModelRequest) -> ModelReply | None:
+        """The reply the cache holds for ``request``, without sending or counting anything
+        (the plan asks this of every request it can foresee)."""
+        if not self.cache.readable(request):
+            return None
+        entry = await self.cache.get(self.key_for(request))
+        return None if entry is None else reply_from_entry(entry)
+
     def key_for(self, request: ModelRequest) -> str:
         """The cache key of ``request`` (for tests and tools)."""
         return cache_key(self.adapter(request.model).identity(), request)[0]
@@ -574,7 +582,7 @@ class Engine:
                 pacer.stats.waited_s += paced
                 usage.rate_wait_s += paced
                 self._check_running()
-                reserved = self.budget.reserve(request, adapter.max_tokens(request))
+                reserved = await self.budget.reserve(request, adapter.max_tokens(request))
                 try:
                     async with self.limits.global_slot(priority):
                         outcome, info = await self._attempt(adapter, call, timeout, model_id)

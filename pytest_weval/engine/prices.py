@@ -4,6 +4,7 @@ database for LLM APIs). Used for the run's spend, its budget and the plan's esti
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 
@@ -104,22 +105,21 @@ class Budget:
         self.spent_here = 0.0
         self._elsewhere: dict[str, float] = {}
         self._reserved = 0.0
+        self._in_flight = 0
+        self._landed = asyncio.Event()  # a reservation was released
 
     @property
     def spent(self) -> float:
         return self.spent_here + sum(self._elsewhere.values())
 
-    def reserve(self, request: ModelRequest, max_output_tokens: int | None) -> float:
-        """Room for one attempt of ``request``, or ``BudgetReached``: what to ``release`` after."""
+    async def reserve(self, request: ModelRequest, max_output_tokens: int | None) -> float:
+        """Room for one attempt of ``request`` (what to ``release`` after), or ``BudgetReached``
+        once the spend has reached the limit. A request that would take the spend past the
+        limit with what is in flight waits for those replies (their real cost replaces what
+        was reserved for them) and looks again; alone in flight, it goes."""
         if self.limit_usd is None:
             return 0.0
         model_id = request.model.id
-        if self.spent + self._reserved >= self.limit_usd:
-            raise BudgetReached(
-                f"budget reached (${self.spent:.4f} of ${self.limit_usd:g}): {model_id} not asked; replies "
-                "received so far are in the cache, so a larger --weval-budget continues from here",
-                model_id=model_id,
-            )
         price = self.prices.price(model_id)
         if price is None:
             raise BudgetReached(
@@ -128,11 +128,26 @@ class Budget:
                 model_id=model_id,
             )
         amount = price.cost(estimate_input_tokens(request), max_output_tokens or 1000)
-        self._reserved += amount
-        return amount
+        while True:
+            if self.spent >= self.limit_usd:
+                raise BudgetReached(
+                    f"budget reached (${self.spent:.4f} of ${self.limit_usd:g}): {model_id} not asked; replies "
+                    "received so far are in the cache, so a larger --weval-budget continues from here",
+                    model_id=model_id,
+                )
+            if self._in_flight == 0 or self.spent + self._reserved + amount <= self.limit_usd:
+                self._reserved += amount
+                self._in_flight += 1
+                return amount
+            self._landed.clear()
+            await self._landed.wait()
 
     def release(self, amount: float) -> None:
+        if self.limit_usd is None:
+            return
         self._reserved = max(0.0, self._reserved - amount)
+        self._in_flight -= 1
+        self._landed.set()
 
     def spend(self, cost: float) -> None:
         self.spent_here += cost

@@ -14,6 +14,7 @@ in each worker's ``workeroutput``; reporters never read a blueprint file again.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import time
@@ -28,6 +29,7 @@ from pytest_weval.blueprint import load_blueprint, load_model_defs
 from pytest_weval.blueprint.model import Blueprint, BlueprintError, Location
 from pytest_weval.engine.claims import request_stop
 from pytest_weval.engine.engine import claims_path
+from pytest_weval.engine.prices import PriceBook
 from pytest_weval.plugin.collect import BlueprintFile, blueprint_rel_path, is_blueprint_path
 from pytest_weval.plugin.items import WevalItem, WevalItemError
 from pytest_weval.plugin.options import WevalSettings, settings_from_config
@@ -35,8 +37,9 @@ from pytest_weval.plugin.running import Runner, item_work, settle_collected_obje
 from pytest_weval.report.gates import check_min_score
 from pytest_weval.report.rollup import Rollup, build_rollup
 from pytest_weval.report.terminal import render_summary
-from pytest_weval.report.weval_json import write_outputs
+from pytest_weval.report.weval_json import write_json_atomic, write_outputs
 from pytest_weval.results import ItemResult, Usage
+from pytest_weval.run.plan import Plan, make_plan
 from pytest_weval.run.preflight import Preflight, preflight
 
 BLUEPRINTS_OUTPUT = "weval_blueprints"  # workeroutput key: blueprint path -> Blueprint JSON
@@ -65,6 +68,7 @@ class WevalPlugin:
         self._weval: Weval | None = None  # one engine per process, shared by items and fixtures
         self._said: set[str] = set()
         self._pending_notices: list[str] = []  # said with the next item's report
+        self.plan: Plan | None = None
         self.stop_message: str | None = None  # the pre-flight stopped the run (xdist: said by the controller)
         self._xdist_run_id: str | None = None  # xdist controller: the run its workers share
 
@@ -132,10 +136,15 @@ class WevalPlugin:
             allowed_env=settings.allow_env,
             custom_models=self.custom_models,
             keys_needed=settings.cache_mode != "ro",
+            prices=PriceBook(settings.prices) if settings.budget_usd is not None else None,
         )
-        if self.config.option.collectonly or getattr(self.config.option, "setupplan", False):
+        dry_run = self.config.option.collectonly or getattr(self.config.option, "setupplan", False)
+        worker = hasattr(self.config, "workerinput")
+        if (dry_run or self.config.option.verbose > 0) and not worker:
+            self._make_plan(selected, checked)
+        if dry_run:
             return
-        if checked.bad_models or (checked.missing and settings.missing_keys == "stop"):
+        if checked.must_stop or (checked.missing and settings.missing_keys == "stop"):
             self._stop_before_any_item(session, checked)
             return
         if checked.missing:
@@ -154,13 +163,48 @@ class WevalPlugin:
                 blocked_outcome="skipped" if settings.missing_keys == "skip" else "error",
             )
 
+    def _make_plan(self, selected: list[WevalItem], checked: Preflight) -> None:
+        """What the run would send (--collect-only, and the header of a run at -v): said on
+        the terminal, and written to ``plan.json`` with --weval-out. It never stops a run."""
+        if self.config.option.collectonly:
+            # A dry run reads the cache, if there is one, and writes nothing (no cache folder).
+            has_cache = Path(self.settings.cache_dir).exists()
+            engine_settings = dataclasses.replace(
+                self.settings.engine_settings(None), cache_mode="ro" if has_cache else "off"
+            )
+            weval = Weval(
+                engine_settings=engine_settings, pipeline_settings=self.settings.pipeline_settings(self.custom_models)
+            )
+        else:
+            weval = self.weval()
+        try:
+            self.plan = make_plan(
+                weval.engine,
+                weval.pipeline.settings,
+                [item_work(item) for item in selected],
+                prices=PriceBook(self.settings.prices),
+                checked=checked,
+            )
+        finally:
+            if weval is not self._weval:
+                weval.close()
+        if self.settings.out_dir is not None:
+            write_json_atomic(Path(self.settings.out_dir) / "plan.json", self.plan.to_dict())
+        if not self.config.option.collectonly:
+            terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+            if terminal is not None:
+                terminal.ensure_newline()
+                terminal.write_line("weval plan: the distinct requests this run needs")
+                for line in self.plan.lines():
+                    terminal.write_line("  " + line)
+
     def _stop_before_any_item(self, session: pytest.Session, checked: Preflight) -> None:
         message = (
             checked.report()
             + "\nNothing was sent. To run the items that need no missing key and report the others in one "
             "line each: --weval-missing-keys=error (or skip)."
         )
-        if checked.bad_models:
+        if checked.must_stop:
             message = checked.report() + "\nNothing was sent."
         if hasattr(self.config, "workerinput"):
             # An xdist worker: run nothing (every worker decides the same), and tell the
@@ -320,6 +364,13 @@ class WevalPlugin:
         if self.stop_message is not None and not hasattr(config, "workerinput"):
             for number, line in enumerate(self.stop_message.splitlines()):
                 terminalreporter.write_line(f"ERROR: {line}" if number == 0 else line, red=True)
+        if self.plan is not None and config.option.collectonly:
+            terminalreporter.section("weval plan")
+            terminalreporter.write_line("The distinct requests this run would send (nothing was sent):")
+            for line in self.plan.lines():
+                terminalreporter.write_line(line)
+            if self.settings.out_dir is not None:
+                terminalreporter.write_line(f"plan written to {Path(self.settings.out_dir) / 'plan.json'}")
         if self.rollup is None:
             return
         terminalreporter.section("weval scores")

@@ -128,7 +128,7 @@ class Pipeline:
         if prompt.validation_error:
             result.error = f"the blueprint's prompt '{prompt.id}' cannot run as written: {prompt.validation_error}"
             return
-        conversation = await self._generate(work, usage)
+        conversation = await self.generate(work, usage)
         result.history = [dict(role=m["role"], content=m["content"]) for m in conversation.history]
         result.generated_texts = list(conversation.generated_texts)
         result.response = conversation.final_text
@@ -218,7 +218,7 @@ class Pipeline:
         function_results, judged = await asyncio.gather(function_task, judge_task)
         return list(function_results) + list(judged)
 
-    async def _generate(self, work: ItemWork, usage: dict[str, Usage]) -> Conversation:
+    async def generate(self, work: ItemWork, usage: dict[str, Usage]) -> Conversation:
         prompt = work.prompt
         if work.model.id in BUILTIN_MODELS and work.model.custom is None:
             return _builtin_conversation(work)

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pytest_weval import judges as judging
 from pytest_weval.blueprint.model import ModelSpec, Prompt
 from pytest_weval.engine.errors import ConfigError, MissingKeyError
+from pytest_weval.engine.prices import PriceBook
 from pytest_weval.engine.providers import adapter_for
 from pytest_weval.engine.secrets import Redactor
 from pytest_weval.run.pipeline import BUILTIN_MODELS, ItemWork
@@ -52,18 +53,25 @@ class MissingKey:
 @dataclasses.dataclass
 class Preflight:
     bad_models: dict[str, str] = dataclasses.field(default_factory=dict)  # model id -> why
+    unpriced: set[str] = dataclasses.field(default_factory=set)  # models with no known price, under a budget
     missing: dict[str, MissingKey] = dataclasses.field(default_factory=dict)  # by variable
     blocked: dict[str, str] = dataclasses.field(default_factory=dict)  # node id -> the one-line reason
 
     @property
-    def ok(self) -> bool:
-        return not self.bad_models and not self.missing
+    def must_stop(self) -> bool:
+        """Whatever --weval-missing-keys says: the run cannot go as asked."""
+        return bool(self.bad_models or self.unpriced)
 
     def report(self) -> str:
         lines: list[str] = []
         if self.bad_models:
             lines.append("weval pre-flight: these model ids cannot be used:")
             lines += [f"  {why}" for why in self.bad_models.values()]
+        for model_id in sorted(self.unpriced):
+            lines.append(
+                f"weval pre-flight: {model_id} has no known price, so it cannot run under --weval-budget: add it "
+                f"to ini weval_prices as '{model_id} <USD per 1M input tokens> <USD per 1M output tokens>'"
+            )
         if self.missing:
             lines.append("weval pre-flight: this run needs API keys that are not set:")
             for missing in sorted(self.missing.values(), key=lambda m: m.variable):
@@ -87,6 +95,7 @@ class _Checker:
         self.allowed_env = allowed_env
         self.custom = custom
         self.bad: dict[str, str] = {}
+        self.asked: set[str] = set()  # every model id the run would send to
         self._missing: dict[str, str | None] = {}
 
     def variable_missing(self, model: ModelSpec) -> str | None:
@@ -94,6 +103,7 @@ class _Checker:
             return None
         if model.id not in self._missing:
             self._missing[model.id] = None
+            self.asked.add(model.id)
             try:
                 adapter_for(model, self.allowed_env).connect(self.env, Redactor())
             except MissingKeyError as exc:
@@ -114,8 +124,10 @@ def preflight(
     allowed_env: frozenset[str],
     custom_models: Mapping[str, dict],
     keys_needed: bool,
+    prices: PriceBook | None = None,
 ) -> Preflight:
-    """Check the selection. ``keys_needed`` is False when nothing will be sent (replay only)."""
+    """Check the selection. ``keys_needed`` is False when nothing will be sent (replay only);
+    ``prices`` is given under a budget: then every model asked must have a known price."""
     checker = _Checker(env, allowed_env, custom_models)
     result = Preflight()
     panels: dict[str, judging.JudgePanel] = {}
@@ -140,6 +152,8 @@ def preflight(
             missing = "; ".join(f"{variable} (for {_who(who)})" for variable, who in sorted(reasons.items()))
             result.blocked[work.nodeid] = f"not run, a key it needs is not set: {missing}; nothing was sent"
     result.bad_models = checker.bad
+    if prices is not None and keys_needed:
+        result.unpriced = {m for m in checker.asked if m not in checker.bad and prices.price(m) is None}
     if not keys_needed:
         result.missing.clear()
         result.blocked.clear()

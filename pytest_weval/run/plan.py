@@ -1,0 +1,282 @@
+"""The plan: before paying, the distinct requests a run would send, how many the cache already
+holds, their estimated input tokens and an estimated cost range (docs/engine.md, 'The plan').
+
+Each item goes through the pipeline's own steps (generation, key-point extraction, judging) on
+a ``PlanClient`` that answers from the cache and sends nothing, so requests are built and
+de-duplicated exactly as the run would build them. A judge call that needs an answer the cache
+does not hold yet cannot be built; it is counted under a stand-in key made of what its request
+would be made of (the answer's own requests, the judge, the criterion), so items that will get
+the same answer and ask the same judge the same question are counted once, as the run sends them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_weval import judges as judging
+from pytest_weval.blueprint.model import EvalPoint
+from pytest_weval.engine import Engine, ModelCallError, ModelReply, ModelRequest
+from pytest_weval.engine.prices import PriceBook, estimate_input_tokens
+from pytest_weval.run.pipeline import ItemWork, Pipeline, PipelineSettings
+from pytest_weval.run.preflight import Preflight, needs_judges
+
+# Output tokens assumed for a request whose reply is not known: low and high ends of the range.
+OUTPUT_LOW = 50
+OUTPUT_HIGH_DEFAULT = 1000
+_BATCH = 256  # items planned at once on the engine's loop
+
+
+class NotInCache(ModelCallError):
+    """The plan foresees this request but the cache does not hold its reply."""
+
+    kind = "not_cached"
+
+
+@dataclasses.dataclass
+class PlannedRequest:
+    model_id: str
+    purpose: str  # generate | judge | extract
+    cached: bool
+    input_tokens: float
+    max_output_tokens: int
+    reply: ModelReply | None = None
+
+
+class PlanClient:
+    """A ``ModelClient`` that sends nothing: it records each distinct request and answers it
+    from the cache when it can."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.requests: dict[str, PlannedRequest] = {}
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        key = self.engine.key_for(request)
+        planned = self.requests.get(key)
+        if planned is None:
+            reply = await self.engine.cached_reply(request)
+            planned = self.requests[key] = PlannedRequest(
+                model_id=request.model.id,
+                purpose=request.purpose,
+                cached=reply is not None,
+                input_tokens=estimate_input_tokens(request),
+                max_output_tokens=self.engine.adapter(request.model).max_tokens(request) or OUTPUT_HIGH_DEFAULT,
+                reply=reply,
+            )
+        if planned.reply is None:
+            raise NotInCache(f"{request.model.id}: not in the cache", model_id=request.model.id)
+        return planned.reply
+
+    def foresee(self, stand_in: str, model_id: str, purpose: str, input_tokens: float, max_output: int) -> None:
+        """A request that will be built from an answer the cache does not hold yet."""
+        self.requests.setdefault(
+            stand_in,
+            PlannedRequest(model_id, purpose, cached=False, input_tokens=input_tokens, max_output_tokens=max_output),
+        )
+
+
+@dataclasses.dataclass
+class ModelPlan:
+    requests: int = 0
+    cached: int = 0
+    by_purpose: dict[str, int] = dataclasses.field(default_factory=dict)
+    input_tokens: float = 0.0  # of the requests still to send
+    cost_low: float | None = 0.0
+    cost_high: float | None = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.requests,
+            "cached": self.cached,
+            "to_send": self.requests - self.cached,
+            "by_purpose": dict(sorted(self.by_purpose.items())),
+            "estimated_input_tokens": round(self.input_tokens),
+            "cost_usd": None
+            if self.cost_low is None
+            else {"low": round(self.cost_low, 6), "high": round(self.cost_high or 0, 6)},
+        }
+
+
+@dataclasses.dataclass
+class Plan:
+    by_model: dict[str, ModelPlan]
+    missing_keys: list[dict[str, Any]]
+
+    @property
+    def total(self) -> int:
+        return sum(m.requests for m in self.by_model.values())
+
+    @property
+    def cached(self) -> int:
+        return sum(m.cached for m in self.by_model.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        priced = [m for m in self.by_model.values() if m.cost_low is not None]
+        unpriced = sorted(model for model, m in self.by_model.items() if m.cost_low is None and m.requests > m.cached)
+        return {
+            "requests": {
+                "total": self.total,
+                "cached": self.cached,
+                "by_model": {model: m.to_dict() for model, m in sorted(self.by_model.items())},
+            },
+            "missing_keys": self.missing_keys,
+            "cost_usd": {
+                "low": round(sum(m.cost_low or 0 for m in priced), 6),
+                "high": round(sum(m.cost_high or 0 for m in priced), 6),
+                "unpriced_models": unpriced,
+            },
+        }
+
+    def lines(self) -> list[str]:
+        rows = [["model", "requests", "cached", "to send", "input tokens", "estimated cost"]]
+        for model, m in sorted(self.by_model.items()):
+            cost = "no price" if m.cost_low is None else f"${m.cost_low:,.4f}-${m.cost_high or 0:,.4f}"
+            rows.append(
+                [
+                    model,
+                    f"{m.requests:,}",
+                    f"{m.cached:,}",
+                    f"{m.requests - m.cached:,}",
+                    f"{m.input_tokens:,.0f}",
+                    cost,
+                ]
+            )
+        totals = self.to_dict()
+        cost = totals["cost_usd"]
+        rows.append(
+            [
+                "total",
+                f"{self.total:,}",
+                f"{self.cached:,}",
+                f"{self.total - self.cached:,}",
+                "",
+                f"${cost['low']:,.4f}-${cost['high']:,.4f}" + (" + unpriced" if cost["unpriced_models"] else ""),
+            ]
+        )
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        out = [
+            "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+            for row in rows
+        ]
+        for missing in self.missing_keys:
+            out.append(
+                f"missing key: {missing['variable']} (needed by {', '.join(missing['models'] + missing['judges'])})"
+            )
+        return out
+
+
+def make_plan(
+    engine: Engine,
+    settings: PipelineSettings,
+    works: Sequence[ItemWork],
+    *,
+    prices: PriceBook,
+    checked: Preflight | None = None,
+) -> Plan:
+    """The plan of ``works``: runs on ``engine``'s loop, reading its cache, sending nothing."""
+    client = PlanClient(engine)
+    pipeline = Pipeline(client, settings)
+
+    async def plan_all() -> None:
+        for start in range(0, len(works), _BATCH):
+            await asyncio.gather(*(_plan_item(pipeline, client, work) for work in works[start : start + _BATCH]))
+
+    engine.run_coroutine(plan_all()).result()
+    by_model: dict[str, ModelPlan] = {}
+    for planned in client.requests.values():
+        row = by_model.setdefault(planned.model_id, ModelPlan())
+        row.requests += 1
+        row.by_purpose[planned.purpose] = row.by_purpose.get(planned.purpose, 0) + 1
+        if planned.cached:
+            row.cached += 1
+            continue
+        row.input_tokens += planned.input_tokens
+        price = prices.price(planned.model_id)
+        if price is None or row.cost_low is None:
+            row.cost_low = row.cost_high = None
+        else:
+            row.cost_low += price.cost(planned.input_tokens, min(OUTPUT_LOW, planned.max_output_tokens))
+            row.cost_high = (row.cost_high or 0) + price.cost(planned.input_tokens, planned.max_output_tokens)
+    missing = [
+        {"variable": m.variable, "models": sorted(m.models), "judges": sorted(m.judges), "items": m.items}
+        for m in sorted((checked.missing if checked else {}).values(), key=lambda m: m.variable)
+    ]
+    return Plan(by_model, missing)
+
+
+async def _plan_item(pipeline: Pipeline, client: PlanClient, work: ItemWork) -> None:
+    prompt = work.prompt
+    if work.blocked is not None or prompt.validation_error:
+        return
+    conversation = await pipeline.generate(work, {})
+    if not needs_judges(prompt):
+        return
+    try:
+        panel = judging.select_judges(
+            list(pipeline.settings.judges) if pipeline.settings.judges else None, work.blueprint.evaluation_config
+        )
+    except judging.JudgeConfigError:
+        return
+    # The backup judge is asked only when a primary fails; here every primary "fails" (its
+    # reply is not in the cache), so leave it out as the run would.
+    panel = dataclasses.replace(panel, uses_defaults=False)
+    points = list(prompt.points)
+    extracted = True
+    if not points and prompt.ideal:
+        found = await judging.extract_key_points(
+            prompt_text=judging.prompt_context_text(prompt.messages),
+            ideal=prompt.ideal,
+            panel=panel,
+            ask=pipeline.asker(0, {}, purpose="extract"),
+        )
+        # Key points not extracted yet: how many there will be is known only then; counted as
+        # one criterion (the ideal answer itself) for each judge.
+        extracted = found is not None
+        points = found or [EvalPoint(text=prompt.ideal, display_text=prompt.ideal)]
+    text_points = [p for p in points if not (p.is_function or p.authoring_error)]
+    if not text_points:
+        return
+    if conversation.error is None and extracted:
+        await judging.judge_points(
+            text_points,
+            subject_text=conversation.final_text or "",
+            history=conversation.history,
+            generated_indices=conversation.generated_indices,
+            description=work.blueprint.description,
+            panel=panel,
+            ask=pipeline.asker(0, {}, purpose="judge"),
+        )
+        return
+    # The answer (or the key points) is not in the cache: the judge calls it will need, under
+    # stand-in keys.
+    answer = _answer_identity(pipeline, work) if conversation.error is not None else conversation.final_text
+    prompt_tokens = sum(len(m.content or "") for m in prompt.messages) / 4
+    for point in text_points:
+        for judge in panel.judges:
+            stand_in = hashlib.sha256(
+                repr(
+                    (answer, judge.model, judge.approach, panel.scale, point.text, work.blueprint.description)
+                ).encode()
+            ).hexdigest()
+            client.foresee(
+                f"pending:{stand_in}",
+                judge.model,
+                "judge",
+                input_tokens=400 + prompt_tokens + len(point.text or "") / 4,  # the judge prompt, the answer unknown
+                max_output=judging.JUDGE_MAX_TOKENS,
+            )
+
+
+def _answer_identity(pipeline: Pipeline, work: ItemWork) -> tuple[Any, ...]:
+    """What the answer's requests are made of: items equal here get the same answer."""
+    return (
+        work.model.id,
+        repr(pipeline.model_spec(work.model.id).custom),
+        tuple((m.role, m.content) for m in work.prompt.messages),
+        work.system_prompt,
+        work.sent_temperature,
+    )
