@@ -110,6 +110,7 @@ class Engine:
         }
         self._usage: dict[str, _Usage] = {}
         self._pacers: dict[str, Pacer] = {}
+        self._counted: set[str] = set()  # keys of the distinct requests already in the run's usage
         self.prices = PriceBook(self.settings.prices)
         self.budget = Budget(self.settings.budget_usd, self.prices, on_spend=self._share_spend)
         self._spend_shared_at = 0.0
@@ -358,8 +359,12 @@ class Engine:
         """The cache key of ``request`` (for tests and tools)."""
         return cache_key(self.adapter(request.model).identity(), request)[0]
 
-    def _count(self, model_id: str, reply: ModelReply, *, sent: bool) -> None:
-        """One distinct request answered: sent by this process (it costs), or from the cache."""
+    def _count(self, key: str, model_id: str, reply: ModelReply, *, sent: bool) -> None:
+        """One distinct request answered: sent by this process (it costs), or from the cache;
+        counted once a run, however many items ask it."""
+        if key in self._counted:
+            return
+        self._counted.add(key)
         usage = self._usage_of(model_id)
         usage.responses += 1
         usage.input_tokens += reply.input_tokens
@@ -437,7 +442,7 @@ class Engine:
                 if _created_at(entry) < self.run_started:
                     self._counts["cache_hits"] += 1
                     reply = reply_from_entry(entry)
-                    self._count(model_id, reply, sent=False)
+                    self._count(key, model_id, reply, sent=False)
                     return reply
                 # Recorded during this run (by another worker, or by an identical request of
                 # ours): the fresh response it is, counted where it was sent.
@@ -456,7 +461,7 @@ class Engine:
         self.breaker.check(model_id)
         adapter.connect(self.settings.environ, self.redactor)  # MissingKeyError before any claim
         if self.coordinator is None:
-            reply = await self._send(adapter, request, priority)
+            reply = await self._send(adapter, request, key, priority)
             await self._store(request, key, summary, reply)
         else:
             reply = await self._coordinated(adapter, request, key, summary, priority)
@@ -489,7 +494,7 @@ class Engine:
             outcome = await coordinator.claim(key)
             if outcome is True:
                 try:
-                    reply = await self._send(adapter, request, priority)
+                    reply = await self._send(adapter, request, key, priority)
                 except (RunInterrupted, BudgetReached):  # not an answer: whoever needs it asks again
                     await asyncio.shield(coordinator.abandon(key))
                     raise
@@ -532,7 +537,7 @@ class Engine:
                 if entry is not None:
                     self._counts["cache_hits"] += 1
                     reply = reply_from_entry(entry)
-                    self._count(request.model.id, reply, sent=False)
+                    self._count(key, request.model.id, reply, sent=False)
                     return reply
 
     async def _from_landed(self, landed: Landed, key: str, model_id: str) -> ModelReply | None:
@@ -555,7 +560,7 @@ class Engine:
         self._counts["from_other_workers"] += 1
         return reply
 
-    async def _send(self, adapter: Adapter, request: ModelRequest, priority: Priority) -> ModelReply:
+    async def _send(self, adapter: Adapter, request: ModelRequest, key: str, priority: Priority) -> ModelReply:
         """Send until a well-formed reply. A fault (5xx, malformed body, reset, timeout) spends
         one of ``max_attempts``; a refusal (rate limit) spends none: it waits as the provider
         says, its whole pace group with it, within the rate-limit wait budget."""
@@ -593,7 +598,7 @@ class Engine:
                 limiter.on_success()
                 self.breaker.success(model_id)
                 outcome.refused, outcome.rate_wait_s = refused, waited
-                self._count(model_id, outcome, sent=True)
+                self._count(key, model_id, outcome, sent=True)
                 return outcome
             failure = outcome
             if failure.rate_limited:
