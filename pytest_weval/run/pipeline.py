@@ -129,14 +129,13 @@ class Pipeline:
             result.error = f"the blueprint's prompt '{prompt.id}' cannot run as written: {prompt.validation_error}"
             return
         conversation = await self.generate(work, usage)
-        result.history = [dict(role=m["role"], content=m["content"]) for m in conversation.history]
+        text, result.history = judged_subject(conversation)
         result.generated_texts = list(conversation.generated_texts)
         result.response = conversation.final_text
         if conversation.error:
             result.error = f"generation failed for {work.model.id}: {conversation.error}"
             return
 
-        text = scoring.subject_text(conversation.generated_texts, conversation.final_text or "")
         points = list(prompt.points)
         panel = judging.select_judges(
             list(self.settings.judges) if self.settings.judges else None,
@@ -250,6 +249,13 @@ class Pipeline:
             return reply.text
 
         return ask
+
+
+def judged_subject(conversation: Conversation) -> tuple[str, list[dict[str, Any]]]:
+    """What the points are scored on: the generated text (every generated turn of a
+    multi-turn prompt) and the conversation as the judges' transcript shows it."""
+    text = scoring.subject_text(conversation.generated_texts, conversation.final_text or "")
+    return text, [dict(role=m["role"], content=m["content"]) for m in conversation.history]
 
 
 async def _nothing() -> list[PointAssessment]:

@@ -21,7 +21,7 @@ from pytest_weval import judges as judging
 from pytest_weval.blueprint.model import EvalPoint
 from pytest_weval.engine import Engine, ModelCallError, ModelReply, ModelRequest
 from pytest_weval.engine.prices import PriceBook, estimate_input_tokens
-from pytest_weval.run.pipeline import ItemWork, Pipeline, PipelineSettings
+from pytest_weval.run.pipeline import ItemWork, Pipeline, PipelineSettings, judged_subject
 from pytest_weval.run.preflight import Preflight, needs_judges
 
 # Output tokens assumed for a request whose reply is not known: low and high ends of the range.
@@ -241,10 +241,11 @@ async def _plan_item(pipeline: Pipeline, client: PlanClient, work: ItemWork) -> 
     if not text_points:
         return
     if conversation.error is None and extracted:
+        text, history = judged_subject(conversation)
         await judging.judge_points(
             text_points,
-            subject_text=conversation.final_text or "",
-            history=conversation.history,
+            subject_text=text,
+            history=history,
             generated_indices=conversation.generated_indices,
             description=work.blueprint.description,
             panel=panel,

@@ -3,6 +3,7 @@ the README and CI run it, in a fresh copy so the repository stays untouched."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -158,3 +159,15 @@ def test_the_command_line_overrides_the_ini_for_real_providers(workdir):
     assert models == {"gpt-4o-mini", "judge-model"}
     assert {p: p.read_bytes() for p in recordings(workdir)} == before
     assert list((workdir / "example_blueprints" / ".weval_cache").rglob("*.json"))
+
+
+def test_the_plan_of_the_example_suite_is_all_in_the_recordings(workdir):
+    """Every request the suite's plan foresees, and no other, is one the replay then uses."""
+    plan_run = run(["example_blueprints/", "--collect-only", "--weval-out=plan"], workdir, offline_env())
+    assert plan_run.returncode == 0, plan_run.stdout[-3000:] + plan_run.stderr[-2000:]
+    plan = json.loads((workdir / "example_blueprints" / "plan" / "plan.json").read_text())  # beside its ini
+    assert plan["requests"]["total"] == plan["requests"]["cached"] > 0
+    replay = run(["example_blueprints/", "--weval-out=out"], workdir, offline_env())
+    assert replay.returncode == 0
+    usage = json.loads((workdir / "example_blueprints" / "out" / "summary.json").read_text())["usageTotal"]
+    assert usage["requests"] == usage["cacheHits"] == plan["requests"]["total"]
