@@ -67,6 +67,7 @@ class WevalPlugin:
         self._runner: Runner | None = None
         self._weval: Weval | None = None  # one engine per process, shared by items and fixtures
         self._said: set[str] = set()
+        self._said_once: set[str] = set()  # findings shared by many blueprints, said at the first
         self._pending_notices: list[str] = []  # said with the next item's report
         self.plan: Plan | None = None
         self.stop_message: str | None = None  # the pre-flight stopped the run (xdist: said by the controller)
@@ -100,6 +101,13 @@ class WevalPlugin:
                 max_file_mb=self.settings.max_file_mb,
             )
         return self.blueprints[path]
+
+    def first_time(self, message: str) -> bool:
+        """True the first time a finding shared by many blueprints is met in this process."""
+        if message in self._said_once:
+            return False
+        self._said_once.add(message)
+        return True
 
     def register_marker(self, tag: str) -> str:
         if tag not in self._markers:

@@ -35,9 +35,9 @@ class MissingKey:
     def describe(self) -> list[str]:
         needs = []
         if self.models:
-            needs.append(f"model{'s' if len(self.models) > 1 else ''} {', '.join(sorted(self.models))}")
+            needs.append(f"model{'s' if len(self.models) > 1 else ''} {_some(self.models)}")
         if self.judges:
-            needs.append(f"judge{'s' if len(self.judges) > 1 else ''} {', '.join(sorted(self.judges))}")
+            needs.append(f"judge{'s' if len(self.judges) > 1 else ''} {_some(self.judges)}")
         fixes = [f"export {self.variable.split(' or ')[0]}=..."]
         if self.judges:
             fixes.append("or judge with a model you have a key for: --weval-judges=<model id>")
@@ -180,6 +180,13 @@ def _judge_keys(
             _note(result, variable, work).judges.add(first)
             reasons.append((variable, f"key-point extraction with {first}"))
     return reasons
+
+
+def _some(names: set[str], shown: int = 4) -> str:
+    """A few names and how many more: a configs repository names dozens of models."""
+    ordered = sorted(names)
+    more = f" and {len(ordered) - shown} more" if len(ordered) > shown else ""
+    return ", ".join(ordered[:shown]) + more
 
 
 def _who(needs: list[str]) -> str:
