@@ -395,7 +395,7 @@ def test_run_from_inside_the_blueprints_folder(project: Project):
     assert props["weval_blueprint_id"] == "sub__a"
 
 
-def test_an_empty_collection_is_a_located_warning_and_no_items(project: Project):
+def _empty_collection_and_a_good_file(project: Project) -> None:
     project.write("models/FRONTIER.json", "[]\n")
     project.write(
         "blueprints/frontier.yml",
@@ -408,6 +408,12 @@ def test_an_empty_collection_is_a_located_warning_and_no_items(project: Project)
         """,
     )
     project.write("blueprints/ok.yml", SIMPLE.format(title="OK"))
+
+
+def test_an_empty_collection_is_a_located_warning_and_no_items(project: Project):
+    _empty_collection_and_a_good_file(project)
+    # a second blueprint naming the same empty collection: one mistake, one warning
+    project.write("blueprints/zz-frontier.yml", (project.path / "blueprints/frontier.yml").read_text())
     result = project.run("-rA")
     result.assert_outcomes(passed=1, warnings=1)
     warned = "\n".join(section(result.outlines, "warnings summary"))
@@ -415,18 +421,7 @@ def test_an_empty_collection_is_a_located_warning_and_no_items(project: Project)
 
 
 def test_every_plugin_warning_can_be_filtered_by_its_base_class(project: Project):
-    project.write("models/FRONTIER.json", "[]\n")
-    project.write(
-        "blueprints/frontier.yml",
-        """\
-        title: Frontier
-        models: [FRONTIER]
-        ---
-        - prompt: hi
-          should: [{$contains: hi}]
-        """,
-    )
-    project.write("blueprints/ok.yml", SIMPLE.format(title="OK"))
+    _empty_collection_and_a_good_file(project)
     base = "pytest_weval.plugin.warning_types.PytestWevalWarning"
     ignored = project.run("-W", f"ignore::{base}")
     ignored.assert_outcomes(passed=1)
