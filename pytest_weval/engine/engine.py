@@ -590,6 +590,8 @@ class Engine:
                 reserved = await self.budget.reserve(request, adapter.max_tokens(request))
                 try:
                     async with self.limits.global_slot(priority):
+                        if pacer.paused:  # told to wait while this one waited for a slot: wait too
+                            continue
                         outcome, info = await self._attempt(adapter, call, timeout, model_id)
                 finally:
                     self.budget.release(reserved)

@@ -213,6 +213,10 @@ class Pacer:
     def pace(self) -> float | None:
         return self._pace
 
+    @property
+    def paused(self) -> bool:
+        return self._paused_until > time.monotonic()
+
     async def ready(self, deadline: float) -> float:
         """Wait until this group may send one request; returns the seconds waited. Raises
         ``RateLimitWaitExceeded`` rather than wait past ``deadline``."""
