@@ -115,9 +115,11 @@ class BlueprintFile(pytest.File):
 
 
 def marker_name(tag: str) -> str:
-    """pytest refuses marker names that start with "_"; Weval keeps such tags (`_featured`)
-    as they are, so they become markers without the leading underscores."""
-    return tag.lstrip("_")
+    """pytest refuses marker names that start with "_", and reads a marker's registration
+    as ``name: description``, so a name cannot hold ":". Weval keeps such tags (`_featured`,
+    `compass:agreeable`) as they are; their markers drop the leading underscores and spell
+    ":" as "-" (`-m compass-agreeable`)."""
+    return tag.lstrip("_").replace(":", "-")
 
 
 def variant_label(model: ModelSpec, temperature: float | None, system_index: int, blueprint: Blueprint) -> str:

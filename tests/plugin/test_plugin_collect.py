@@ -430,3 +430,11 @@ def test_every_plugin_warning_can_be_filtered_by_its_base_class(project: Project
     strict.assert_outcomes(passed=1, errors=1)
     assert any(line.startswith("ERROR blueprints/frontier.yml") for line in strict.outlines), strict.outlines
     assert "WevalWarning" in strict.stdout.str() and "FRONTIER" in strict.stdout.str()
+
+
+def test_a_tag_with_a_colon_is_a_registered_marker(project: Project):
+    project.write("blueprints/colon.yml", "title: Colon\ntags: [_compass:agreeable]\n" + SIMPLE.split("\n", 1)[1])
+    result = project.run("--strict-markers", "-m", "compass-agreeable", "-W", "error::pytest.PytestUnknownMarkWarning")
+    result.assert_outcomes(passed=1)
+    markers = project.run("--markers")
+    assert "@pytest.mark.weval:" in markers.stdout.str()
