@@ -20,6 +20,8 @@ from pytest_weval.results import ItemResult
 
 
 class ResultSource(Protocol):
+    dry_run: bool  # pytest runs no test (--setup-only, --setup-plan, ...): nothing may be sent
+
     def result_for(self, item: WevalItem) -> ItemResult: ...
 
 
@@ -68,6 +70,8 @@ class WevalItem(pytest.Item):
         return self.path, self.prompt.location.line - 1 if self.prompt.location.line else None, self.name
 
     def setup(self) -> None:
+        if self.source.dry_run:  # --setup-only / --setup-plan set items up and run nothing
+            return
         result = self.source.result_for(self)
         self.weval_result = result
         self.user_properties.extend(junit_properties(result))

@@ -74,6 +74,18 @@ class WevalPlugin:
         self._xdist_run_id: str | None = None  # xdist controller: the run its workers share
 
     # -- what collection and items ask of the plugin ------------------------------------------
+    @property
+    def dry_run(self) -> bool:
+        """Options under which pytest runs no test, so nothing may be sent: --collect-only,
+        --setup-plan, --setup-only, --fixtures (which collects)."""
+        option = self.config.option
+        return bool(
+            option.collectonly
+            or getattr(option, "setupplan", False)
+            or getattr(option, "setuponly", False)
+            or getattr(option, "showfixtures", False)
+        )
+
     def weval(self) -> Weval:
         """The process's engine and pipeline, started on first use (never during collection)."""
         if self._weval is None:
@@ -146,11 +158,10 @@ class WevalPlugin:
             keys_needed=settings.cache_mode != "ro",
             prices=PriceBook(settings.prices) if settings.budget_usd is not None else None,
         )
-        dry_run = self.config.option.collectonly or getattr(self.config.option, "setupplan", False)
         worker = hasattr(self.config, "workerinput")
-        if (dry_run or self.config.option.verbose > 0) and not worker:
+        if (self.config.option.collectonly or (self.config.option.verbose > 0 and not self.dry_run)) and not worker:
             self._make_plan(selected, checked)
-        if dry_run:
+        if self.dry_run:
             return
         if checked.must_stop or (checked.missing and settings.missing_keys == "stop"):
             self._stop_before_any_item(session, checked)

@@ -438,3 +438,23 @@ def test_a_tag_with_a_colon_is_a_registered_marker(project: Project):
     result.assert_outcomes(passed=1)
     markers = project.run("--markers")
     assert "@pytest.mark.weval:" in markers.stdout.str()
+
+
+@pytest.mark.parametrize("flag", ["--setup-plan", "--setup-only", "--fixtures", "--markers", "--help"])
+def test_dry_runs_send_nothing(project: Project, flag: str):
+    project.rules(answer_rule("hi", "hi"))
+    project.write(
+        "blueprints/net.yml",
+        f"""\
+        models: [{MODEL_ID}]
+        ---
+        - id: n
+          prompt: hi
+          should:
+            - is a greeting
+            - $contains: hi
+        """,
+    )
+    result = project.run(flag, "--weval-judges=openai:judge-model")
+    assert result.ret == 0, result.stdout.str()
+    assert project.requests() == []
