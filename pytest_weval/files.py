@@ -6,6 +6,13 @@ import os
 import tempfile
 from pathlib import Path
 
+# mkstemp creates files readable by their owner only; a result file or a recording is an
+# ordinary file, so it gets the mode the user's umask gives any new file (read once, at
+# import, while nothing else runs: reading the umask means setting it).
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+FILE_MODE = 0o666 & ~_UMASK
+
 
 def write_atomic(path: Path, payload: bytes, *, durable: bool = False) -> None:
     """Write ``payload`` to a temporary file beside ``path``, then rename it into place.
@@ -15,6 +22,7 @@ def write_atomic(path: Path, payload: bytes, *, durable: bool = False) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
             if durable:

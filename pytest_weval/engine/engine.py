@@ -53,6 +53,7 @@ from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.store_files import FilesStore
 from pytest_weval.engine.store_sqlite import FILENAME as SQLITE_FILENAME
 from pytest_weval.engine.store_sqlite import SqliteStore
+from pytest_weval.files import write_atomic
 from pytest_weval.results import Usage
 
 log = logging.getLogger("pytest_weval.engine")
@@ -170,8 +171,13 @@ class Engine:
         if settings.cache_store == "sqlite":
             needs_db = settings.cache_mode != "off" or settings.coordinating
             if needs_db:
+                new_folder = not cache_dir.exists()
                 self._db = db = SqliteDB(cache_dir / SQLITE_FILENAME)
                 await db.run(lambda conn: None)  # create the file and schema now
+                if new_folder:
+                    # A database of replies is run-time state, never committed: as pytest does
+                    # for .pytest_cache/. (The files store holds recordings meant to be committed.)
+                    write_atomic(cache_dir / ".gitignore", b"# Created by pytest-weval automatically.\n*\n")
                 if settings.cache_mode != "off":
                     self.cache = ResponseCache(SqliteStore(db), settings.cache_mode)
             self._coord_db = self._db

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_weval.plugin import hookspec
+from pytest_weval.plugin import hookspec, lint
 from pytest_weval.plugin.fixtures import weval_client, weval_judge
 from pytest_weval.plugin.options import add_options
 from pytest_weval.plugin.weval_plugin import register
@@ -28,6 +28,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "weval: an item generated from a Weval blueprint")
+    lint.register_marker(config)  # listed by --markers, and -m weval_lint works with --strict-markers
     # One unreadable blueprint must not stop the others: pytest would otherwise interrupt the
     # session after any collection error. The errors still fail the run's exit status.
     config.option.continue_on_collection_errors = True

@@ -101,7 +101,6 @@ class BlueprintFile(pytest.File):
         if settings.lint or settings.lint_strict:
             findings = lint.lint_findings(self.path, blueprint, settings.max_file_mb)
             if settings.lint_strict:  # findings fail this file's lint item instead
-                lint.register_marker(self.config)
                 yield lint.LintItem.from_parent(self, name=lint.LINT_ITEM_NAME, findings=findings)
                 findings = [f for f in findings if f.code in ALWAYS_WARN or f.code in lint.ALWAYS_WARN]
             lint.warn_findings(findings, self.path, WevalWarning)

@@ -69,6 +69,11 @@ def test_a_second_run_is_served_from_the_cache(project: Project, store: str):
     second = project.run(f"--weval-judges={JUDGE_ID}", "-rA")
     second.assert_outcomes(passed=6)
     assert project.server.count == sent  # nothing sent
+    # the SQLite cache is kept out of git, as .pytest_cache/ is; recordings (files) are not
+    ignore = project.path / ".weval_cache" / ".gitignore"
+    assert ignore.exists() == (store == "sqlite")
+    if store == "sqlite":
+        assert ignore.read_text().splitlines()[-1] == "*"
     usage = [line for line in second.outlines if line.startswith("total ")]
     # 8 distinct requests (6 answers, 2 verdicts shared by the items), all 8 from the cache
     assert usage and usage[0].split()[1:3] == ["8", "8"], second.outlines

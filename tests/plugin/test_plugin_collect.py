@@ -458,3 +458,8 @@ def test_dry_runs_send_nothing(project: Project, flag: str):
     result = project.run(flag, "--weval-judges=openai:judge-model")
     assert result.ret == 0, result.stdout.str()
     assert project.requests() == []
+
+
+def test_markers_lists_the_plugins_markers(project: Project):
+    out = project.run("--markers").stdout.str()
+    assert "@pytest.mark.weval:" in out and "@pytest.mark.weval_lint:" in out
