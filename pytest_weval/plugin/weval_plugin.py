@@ -395,10 +395,23 @@ class WevalPlugin:
         terminalreporter.section("weval scores")
         for line in render_summary(self.rollup, width=terminalreporter._tw.fullwidth):
             terminalreporter.write_line(line)
-        for line in self.gate_lines:
-            terminalreporter.write_line(line, red=True, bold=True)
         if self.settings.out_dir is not None:
             terminalreporter.write_line(f"weval results written to {self.settings.out_dir}")
+        if self.gate_lines:
+            terminalreporter.section("weval gate: --weval-min-score", red=True, bold=True)
+            for line in self.gate_lines:
+                terminalreporter.write_line(line, red=True)
+            count = len(self.gate_lines)
+            terminalreporter.write_line(
+                f"The session failed: {count} mean{'s' if count != 1 else ''} below --weval-min-score "
+                f"{self.settings.min_score:g}, though each item was judged on its own threshold.",
+                red=True,
+                bold=True,
+            )
+            # Counted in pytest's last line ("22 passed, 2 gates failed"), which would otherwise
+            # read as a success; pytest caches that line's colour, so it is worked out again.
+            terminalreporter.stats.setdefault("gates failed", []).extend(self.gate_lines)
+            terminalreporter._main_color = None
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.close()

@@ -174,6 +174,10 @@ class Pipeline:
         result.score = scoring.round2(scoring.aggregate(assessments))
         verdict = decide(assessments, result.score, result.threshold)
         result.outcome, result.error = verdict.outcome, verdict.error
+        if verdict.outcome == "error":
+            # No score says anything about the model (the terminal says "No score", junit
+            # carries no weval_score); the points keep what could be scored.
+            result.score = None
 
     async def assess(
         self,

@@ -301,10 +301,12 @@ def test_min_score_fails_the_session_with_a_clear_line(project: Project):
     low = project.run(f"--weval-judges={JUDGE_ID}", "--weval-min-score=0.95", "--weval-threshold=0.3")
     low.assert_outcomes(passed=10)
     assert low.ret == pytest.ExitCode.TESTS_FAILED
-    lines = _summary(low)
+    lines = section(low.outlines, "weval gate: --weval-min-score")
     assert any(
         line.startswith("blueprint blueprints/safety/triage.yml mean 0.") and "< 0.95" in line for line in lines
     ), lines
+    assert any(line.startswith("The session failed: 3 means below --weval-min-score 0.95") for line in lines), lines
+    assert "10 passed, 3 gates failed" in low.outlines[-1], low.outlines[-1]
     assert any(line.startswith("folder blueprints/safety/ mean") for line in lines), lines
     assert not any("geo.yml" in line and "<" in line for line in lines)
     # the ini twin
@@ -347,3 +349,27 @@ def test_a_conftest_reads_each_items_typed_result_through_the_hook(project: Proj
         case = junit[nodeid.split("::")[-1]]
         assert case["outcome"] == ("failure" if outcome == "failed" else outcome)
         assert float(case["properties"]["weval_score"]) == score
+
+
+def test_an_item_whose_judges_all_failed_has_no_score_anywhere(project: Project):
+    project.write(
+        "blueprints/j.yml",
+        f"""\
+        models: [{MODEL_ID}]
+        ---
+        - id: p
+          prompt: Say hello.
+          should:
+            - greets the user
+            - $icontains: hello
+        """,
+    )
+    project.rules(answer_rule("Say hello", "Hello there"), judge_rule("greets the user", "CLASS_EXACT", status=500))
+    result = project.run(
+        f"--weval-judges={JUDGE_ID}", "--weval-max-attempts=1", "--junitxml=junit.xml", "--weval-out=out"
+    )
+    result.assert_outcomes(errors=1)
+    assert "weval_score" not in project.junit()["p[openai:gpt-4o-mini]"]["properties"]
+    assert "No score" in result.stdout.str()
+    item = project.json("out/summary.json")["items"][0]
+    assert item["outcome"] == "error" and "score" not in item
