@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import itertools
 import os
 import time
 from collections.abc import Generator
@@ -30,7 +31,7 @@ from pytest_weval.blueprint.model import Blueprint, BlueprintError, Location
 from pytest_weval.engine.claims import request_stop
 from pytest_weval.engine.engine import claims_path
 from pytest_weval.engine.prices import PriceBook
-from pytest_weval.plugin.collect import BlueprintFile, blueprint_rel_path, is_blueprint_path
+from pytest_weval.plugin.collect import BLUEPRINT_SUFFIXES, BlueprintFile, blueprint_rel_path, is_blueprint_path
 from pytest_weval.plugin.items import WevalItem, WevalItemError
 from pytest_weval.plugin.options import WevalSettings, settings_from_config
 from pytest_weval.plugin.running import Runner, item_work, settle_collected_objects
@@ -131,7 +132,7 @@ class WevalPlugin:
         return self._runner_for(item).result_for(item)
 
     def _runner_for(self, item: WevalItem) -> Runner:
-        if self._runner is None:  # not started at collection end (--setup-plan): this item alone
+        if self._runner is None:  # not started at collection end (should not happen): this item alone
             self._runner = Runner(self.weval(), [item], concurrency=self.settings.concurrency)
         return self._runner
 
@@ -238,7 +239,7 @@ class WevalPlugin:
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
         """pytest is about to run ``item``: start it and the item after it if not yet under way
         (under xdist they may belong to another worker's share)."""
-        if not isinstance(item, WevalItem):
+        if not isinstance(item, WevalItem) or self.dry_run:
             return
         runner = self._runner_for(item)
         runner.hurry(item)
@@ -380,6 +381,9 @@ class WevalPlugin:
             )
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+            for line in uncollected_hints(config.args, config.invocation_params.dir):
+                terminalreporter.write_line(line, yellow=True)
         if self.stop_message is not None and not hasattr(config, "workerinput"):
             for number, line in enumerate(self.stop_message.splitlines()):
                 terminalreporter.write_line(f"ERROR: {line}" if number == 0 else line, red=True)
@@ -427,6 +431,27 @@ class WevalPlugin:
             for model, used in weval.engine.run_usage().items():  # the fixtures' requests too
                 self.run_usage.setdefault(model, Usage()).add(used)
             weval.close()
+
+
+def uncollected_hints(args: list[str], cwd: Path, limit: int = 10_000) -> list[str]:
+    """For each folder named on the command line that holds YAML or JSON files of which no
+    blueprint was collected: how blueprints are found (nothing is collected silently)."""
+    hints = []
+    for arg in args:
+        folder = (cwd / arg.split("::")[0]).resolve()
+        if not folder.is_dir():
+            continue
+        found = 0
+        for path in itertools.islice(folder.rglob("*"), limit):
+            if path.suffix.lower() in BLUEPRINT_SUFFIXES and not any(part.startswith(".") for part in path.parts):
+                found += 1
+        if found:
+            hints.append(
+                f"weval: {arg} holds {found} YAML/JSON file{'s' if found != 1 else ''}, but no blueprint was collected: "
+                "blueprints are found below a folder named 'blueprints/', as files named on the command line, or by "
+                "ini weval_globs (e.g. weval_globs = evals/*.yml)"
+            )
+    return hints
 
 
 def _custom_models(settings: WevalSettings) -> dict[str, dict[str, Any]]:

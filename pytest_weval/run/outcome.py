@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from pytest_weval.results import Outcome, PointAssessment
 
+MISTAKE_PREFIX = "the blueprint has a mistake in this prompt's points: "
 NO_JUDGE_HINT = (
     "judged points need a judge model: set OPENROUTER_API_KEY for the default judges, "
     "or pass --weval-judges=<model id> (any model you have a key for, or one from weval_model_defs)"
@@ -28,11 +29,7 @@ def decide(points: Sequence[PointAssessment], score: float | None, threshold: fl
     """passed, failed, or error with the reason; ``score`` is the rounded aggregate."""
     authoring = [p for p in points if p.authoring_error]
     if authoring:
-        return Verdict(
-            "error",
-            "the blueprint has a mistake in this prompt's points: "
-            + "; ".join(f"{p.key_point_text}: {p.error}" for p in authoring),
-        )
+        return Verdict("error", MISTAKE_PREFIX + "; ".join(f"{p.key_point_text}: {p.error}" for p in authoring))
     judged = [p for p in points if p.kind == "judged"]
     if judged and all(p.coverage_extent is None for p in judged):
         reasons = sorted({_judge_failure_reason(p) for p in judged})

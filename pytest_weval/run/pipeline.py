@@ -20,7 +20,7 @@ from pytest_weval.engine.generation import Conversation, generate_conversation
 from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
 from pytest_weval.judges.config import JudgePanel
 from pytest_weval.results import ItemResult, Outcome, PointAssessment, Usage
-from pytest_weval.run.outcome import decide
+from pytest_weval.run.outcome import MISTAKE_PREFIX, decide
 
 BUILTIN_MODELS = frozenset({"ideal", "echo"})
 
@@ -128,6 +128,10 @@ class Pipeline:
         if prompt.validation_error:
             result.error = f"the blueprint's prompt '{prompt.id}' cannot run as written: {prompt.validation_error}"
             return
+        mistakes = [p for p in prompt.points if p.authoring_error]
+        if mistakes:  # known at collection: the item errors without spending a generation
+            result.error = MISTAKE_PREFIX + "; ".join(f"{p.display_text}: {p.authoring_error}" for p in mistakes)
+            return
         conversation = await self.generate(work, usage)
         text, result.history = judged_subject(conversation)
         result.generated_texts = list(conversation.generated_texts)
@@ -142,15 +146,21 @@ class Pipeline:
             work.blueprint.evaluation_config,
         )
         if not points and prompt.ideal:
-            points = (
-                await judging.extract_key_points(
-                    prompt_text=judging.prompt_context_text(prompt.messages),
-                    ideal=prompt.ideal,
-                    panel=panel,
-                    ask=self.asker(work.priority, usage, purpose="extract"),
-                )
-                or []
+            failures: list[str] = []
+            extracted = await judging.extract_key_points(
+                prompt_text=judging.prompt_context_text(prompt.messages),
+                ideal=prompt.ideal,
+                panel=panel,
+                ask=self.asker(work.priority, usage, purpose="extract"),
+                errors=failures,
             )
+            if extracted is None:
+                result.error = (
+                    "this prompt is scored on key points extracted from its ideal answer, and they could "
+                    "not be extracted: " + ("; ".join(failures) or "no model gave any key point")
+                )
+                return
+            points = extracted
         if not points:
             result.outcome = "skipped"
             result.error = "this prompt has no points and no ideal answer: nothing to score"

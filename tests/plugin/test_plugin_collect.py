@@ -463,3 +463,14 @@ def test_dry_runs_send_nothing(project: Project, flag: str):
 def test_markers_lists_the_plugins_markers(project: Project):
     out = project.run("--markers").stdout.str()
     assert "@pytest.mark.weval:" in out and "@pytest.mark.weval_lint:" in out
+
+
+def test_a_folder_of_yaml_that_collects_nothing_says_how_blueprints_are_found(project: Project):
+    project.write("evals/one.yml", SIMPLE.format(title="One"))
+    result = project.run("evals")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    out = result.stdout.str()
+    assert "weval: evals holds 1 YAML/JSON file, but no blueprint was collected" in out, out
+    assert "weval_globs" in out
+    project.ini("weval_globs = evals/*.yml")
+    project.run("evals").assert_outcomes(passed=1)

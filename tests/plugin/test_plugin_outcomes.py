@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from plugin_helpers import (
     CANARY,
+    JUDGE,
     JUDGE_ID,
     MODEL,
     MODEL_ID,
@@ -400,3 +401,40 @@ def test_a_prompt_with_nothing_to_score_is_skipped_at_its_line(project: Project)
     result = project.run("-rs", "--weval-models=echo")
     result.assert_outcomes(passed=0, failed=1, skipped=1)
     assert "SKIPPED [1] blueprints/lf.yml:7: this prompt has no points and no ideal answer" in result.stdout.str()
+
+
+def test_an_item_broken_at_collection_errors_without_sending(project: Project):
+    project.write(
+        "blueprints/typo.yml",
+        f"""\
+        models: [{MODEL_ID}]
+        ---
+        - id: typo
+          prompt: Say hello.
+          should:
+            - $contians: hello
+        """,
+    )
+    result = project.run("-rA")
+    result.assert_outcomes(errors=1, warnings=1)
+    assert "No score: The blueprint has a mistake" in result.stdout.str()
+    assert project.requests() == []
+
+
+def test_a_failed_key_point_extraction_is_an_error_that_says_so(project: Project):
+    project.write(
+        "blueprints/ideal.yml",
+        f"""\
+        models: [{MODEL_ID}]
+        ---
+        - id: only-ideal
+          prompt: Name a primary colour.
+          ideal: Red is a primary colour.
+        """,
+    )
+    project.rules(answer_rule("primary colour", "Blue."), Rule(model=JUDGE, reply="I have no key points for you."))
+    result = project.run("-rA", f"--weval-judges={JUDGE_ID}")
+    result.assert_outcomes(errors=1)
+    out = result.stdout.str()
+    assert "key points extracted from its ideal answer, and they could not be extracted" in out, out
+    assert "no points and no ideal answer" not in out
