@@ -3,6 +3,8 @@ blueprint and from ``weval_model_defs``) served by the fake server over loopback
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from plugin_helpers import JUDGE, JUDGE_ID, MODEL, MODEL_ID, Project, answer_rule, judge_rule
 
 TESTS = f'''
@@ -106,3 +108,17 @@ def test_custom_models_in_a_blueprint_and_from_model_defs(project: Project):
     paths = sorted({r.path for r in project.server.requests})
     assert paths == ["/custom-judge/v1/chat/completions", "/custom/v1/chat/completions"]
     assert "blueprints/custom.yml::hello[local:tested]" in result.stdout.str()
+
+
+def test_the_readme_fixture_example_runs_as_written(project: Project):
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Using the judges from ordinary tests", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    project.write("test_readme_example.py", code)
+    project.rules(
+        answer_rule("Say hello to Ada.", "Hello Ada!", model=MODEL),
+        answer_rule("Say hello.", "Hello!", model=MODEL),
+        judge_rule("greets Ada by name", "CLASS_EXACT"),
+        judge_rule("is a greeting", "CLASS_EXACT"),
+    )
+    project.run(f"--weval-judges={JUDGE_ID}").assert_outcomes(passed=2)
