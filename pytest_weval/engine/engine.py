@@ -114,7 +114,6 @@ class Engine:
         self._counted: set[str] = set()  # keys of the distinct requests already in the run's usage
         self.prices = PriceBook(self.settings.prices)
         self.budget = Budget(self.settings.budget_usd, self.prices, on_spend=self._share_spend)
-        self._spend_shared_at = 0.0
         self._stores: set[asyncio.Task[bool]] = set()  # cache writes: finished even on Ctrl-C
         self._interrupted = False
         # Lines for the person watching the run (a provider started throttling), taken by the
@@ -308,11 +307,9 @@ class Engine:
             self.coordinator.signal(f"pause:{group}", until)
 
     def _share_spend(self, spent: float) -> None:
-        """Tell the other workers of this run what this one has spent (at most 10 times a
-        second; they add it to their own before each request)."""
-        now = time.monotonic()
-        if self.coordinator is not None and now - self._spend_shared_at >= 0.1:
-            self._spend_shared_at = now
+        """Tell the other workers of this run what this one has spent so far (they add it to
+        their own before each request); one small write in the background per priced reply."""
+        if self.coordinator is not None:
             self.coordinator.signal(f"spent:{self.settings.worker_id}", spent)
 
     def _on_signal(self, name: str, until: float) -> None:
@@ -330,7 +327,7 @@ class Engine:
         if provider in self._noticed:
             return
         self._noticed.add(provider)
-        pace = f"about {pacer.stats.pace:.1f} requests/s" if pacer.stats.pace else "its pace is being learned"
+        pace = f"about {pacer.learned_pace:.1f} requests/s" if pacer.learned_pace else "its pace is being learned"
         self._notices.append(
             f"weval: {provider} is rate limiting this run ({pace}); requests now wait as it asks "
             f"(up to {self.settings.rate_limit_wait_s:g} s each, --weval-rate-limit-wait)"
@@ -590,7 +587,6 @@ class Engine:
                 except RateLimitWaitExceeded as exc:
                     raise self._waited_too_long(model_id, waited, refused, str(exc)) from None
                 waited += paced
-                pacer.stats.waited_s += paced
                 usage.rate_wait_s += paced
                 self._check_running()
                 reserved = await self.budget.reserve(request, adapter.max_tokens(request))

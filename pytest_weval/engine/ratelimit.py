@@ -180,15 +180,6 @@ def _number(text: str | None) -> float | None:
         return None
 
 
-@dataclasses.dataclass
-class PaceStats:
-    """What a pace group went through; summed into the run's usage and its throttling notice."""
-
-    refused: int = 0
-    waited_s: float = 0.0  # request-seconds spent waiting on rate limits
-    pace: float | None = None  # requests per second, the provider's whole (not this worker's share)
-
-
 class Pacer:
     """Spaces one pace group's requests and pauses them all when one is told to wait.
 
@@ -199,7 +190,7 @@ class Pacer:
         self.name = name
         self.share = max(1, share)
         self.on_pause = on_pause  # (group, wall-clock until): tell the other workers
-        self.stats = PaceStats()
+        self.learned_pace: float | None = None  # requests per second, the provider's whole (all workers)
         self._paused_until = 0.0
         self._pace: float | None = None  # this process's requests per second; None: unpaced
         self._next_slot = 0.0
@@ -208,10 +199,6 @@ class Pacer:
         self._served_at: deque[float] = deque(maxlen=2048)  # to learn a pace from refusals
         self._lowered = -math.inf
         self._refusal_streak = 0
-
-    @property
-    def pace(self) -> float | None:
-        return self._pace
 
     @property
     def paused(self) -> bool:
@@ -261,7 +248,6 @@ class Pacer:
 
     def refused(self, wait_s: float | None, info: RateInfo | None) -> float:
         """A request was refused: pause the group; returns how long the refused request waits."""
-        self.stats.refused += 1
         self._refusal_streak += 1
         if info is not None and info.rate is not None:
             self._from_headers = True
@@ -303,4 +289,4 @@ class Pacer:
 
     def _set_pace(self, pace: float, *, whole: float) -> None:
         self._pace = max(pace, 0.01)
-        self.stats.pace = whole
+        self.learned_pace = whole
