@@ -36,6 +36,7 @@ class PointAssessment(BaseModel):
     # True when the error is the blueprint's fault (unknown function, bad regex syntax,
     # missing $ref): the item errors instead of failing (docs/rulings.md, ruling 9).
     authoring_error: bool = False
+    line: int | None = None  # where the point is written in the blueprint, so messages can name it
 
 
 class Usage(BaseModel):
@@ -64,6 +65,7 @@ class ItemResult(BaseModel):
     blueprint_path: str  # relative to the rootdir, "/" separated
     blueprint_title: str = ""
     prompt_id: str
+    prompt_line: int | None = None  # where the prompt is written in the blueprint
     prompt_weight: float | None = None
     model_id: str  # as listed in the blueprint (after placeholder resolution)
     effective_model_id: str  # Weval's id: model[temp:T][sp_idx:N]
@@ -73,6 +75,9 @@ class ItemResult(BaseModel):
     outcome: Outcome
     score: float | None = None  # round2'd aggregate, None when it could not be computed
     threshold: float = 0.5
+    # Which sample of the item this is: 0 first; a rerun (pytest-rerunfailures, or any plugin
+    # that runs the item again) asks the model again as sample 1, 2, ... (docs/engine.md, 'Reruns').
+    sample: int = 0
     error: str | None = None  # why the item errored (provider, key, replay miss, judges)
     not_run: bool = False  # the pre-flight kept it from running (a key it needs is missing): ``error`` says why
     response: str | None = None  # final assistant text

@@ -41,6 +41,8 @@ def cache_key(identity: dict[str, Any], request: ModelRequest) -> tuple[str, dic
         "temperature": _number(request.temperature),
         "max_tokens": _number(request.max_tokens),
     }
+    if request.sample:  # sample 0 keeps the key it always had, so existing recordings still replay
+        payload["sample"] = request.sample
     digest = hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
     return digest, payload
 

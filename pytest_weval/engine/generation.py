@@ -37,6 +37,7 @@ async def generate_conversation(
     no_cache: bool,
     priority: int = 0,
     max_tokens: int | None = None,
+    sample: int = 0,
 ) -> Conversation:
     """Walk the authored messages, generating at each ``assistant: null`` and once more at the
     end when the last authored message is a user turn. An empty or blank reply is an error.
@@ -64,6 +65,7 @@ async def generate_conversation(
             no_cache=no_cache,
             priority=priority,
             purpose="generate",
+            sample=sample,
         )
         reply = await engine.complete(request)
         usage.add(reply.usage())

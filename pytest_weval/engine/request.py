@@ -28,7 +28,8 @@ class ChatMessage:
 @dataclasses.dataclass(frozen=True, slots=True)
 class ModelRequest:
     """One completion request. ``purpose``, ``priority``, ``no_cache``, ``timeout_s`` and
-    ``max_attempts`` steer how it is sent; they are not part of the cache key."""
+    ``max_attempts`` steer how it is sent; they are not part of the cache key. ``sample`` is:
+    sample 1, 2, ... of the same request is a fresh answer, recorded under its own key."""
 
     model: ModelSpec
     messages: tuple[ChatMessage, ...]
@@ -39,6 +40,7 @@ class ModelRequest:
     purpose: str = "generate"  # generate | judge | extract | ...
     timeout_s: float | None = None  # per attempt; None: the engine's setting
     max_attempts: int | None = None  # None: the engine's setting
+    sample: int = 0
 
     def __post_init__(self) -> None:
         # Accept lists and dicts for convenience; store an immutable tuple of ChatMessage.

@@ -125,6 +125,7 @@ def consensus_assessment(
         is_inverted=point.is_inverted,
         path_id=point.path_id,
         kind="judged",
+        line=point.location.line if point.location else None,
     )
 
     if not successes:
@@ -179,6 +180,7 @@ def _errored(point: EvalPoint, message: str, *, authoring: bool = False) -> Poin
         path_id=point.path_id,
         kind="judged",
         authoring_error=authoring,
+        line=point.location.line if point.location else None,
     )
 
 

@@ -19,7 +19,11 @@ from pytest_weval.run.schedule import ItemScheduler
 
 
 def item_work(
-    item: WevalItem, priority: int = 0, blocked: str | None = None, blocked_outcome: Outcome = "error"
+    item: WevalItem,
+    priority: int = 0,
+    blocked: str | None = None,
+    blocked_outcome: Outcome = "error",
+    sample: int = 0,
 ) -> ItemWork:
     return ItemWork(
         nodeid=item.nodeid,
@@ -31,6 +35,7 @@ def item_work(
         priority=priority,
         blocked=blocked,
         blocked_outcome=blocked_outcome,
+        sample=sample,
     )
 
 
@@ -48,6 +53,8 @@ class Runner:
     ):
         self.engine = weval.engine
         self.pipeline = weval.pipeline
+        self.blocked = dict(blocked or {})
+        self.blocked_outcome = blocked_outcome
         workers = self.engine.settings.worker_count
         exchange = workers > 1 and self.engine.coordinator is not None
         cap = concurrency or 64
@@ -62,7 +69,7 @@ class Runner:
         self.scheduler = ItemScheduler(
             self.engine,
             self.pipeline,
-            [item_work(item, 0, (blocked or {}).get(item.nodeid), blocked_outcome) for item in items],
+            [item_work(item, 0, self.blocked.get(item.nodeid), blocked_outcome) for item in items],
             window=window,
             exchange=exchange,
         )
@@ -70,10 +77,14 @@ class Runner:
     def hurry(self, item: WevalItem) -> None:
         self.scheduler.hurry(item.nodeid)
 
-    def result_for(self, item: WevalItem) -> ItemResult:
-        if item.nodeid not in self.scheduler:  # not in the selection (should not happen)
-            return self.engine.run_coroutine(self.pipeline.evaluate(item_work(item, -1))).result()
-        return self.scheduler.result(item.nodeid)
+    def result_for(self, item: WevalItem, sample: int = 0) -> ItemResult:
+        if sample == 0 and item.nodeid in self.scheduler:
+            return self.scheduler.result(item.nodeid)
+        # A rerun (sample 1, 2, ...) is asked for when pytest reruns the item, not ahead; its
+        # requests still go through the engine's cache and, under xdist, its claims.
+        return self.engine.run_coroutine(
+            self.pipeline.evaluate(item_work(item, -1, self.blocked.get(item.nodeid), self.blocked_outcome, sample))
+        ).result()
 
     def close(self, *, drain: bool) -> None:
         self.scheduler.close(drain=drain)

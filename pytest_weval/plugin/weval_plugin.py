@@ -32,7 +32,7 @@ from pytest_weval.engine.claims import request_stop
 from pytest_weval.engine.engine import claims_path
 from pytest_weval.engine.prices import PriceBook
 from pytest_weval.plugin.collect import BLUEPRINT_SUFFIXES, BlueprintFile, blueprint_rel_path, is_blueprint_path
-from pytest_weval.plugin.items import WevalItem, WevalItemError
+from pytest_weval.plugin.items import WevalItem
 from pytest_weval.plugin.options import WevalSettings, settings_from_config
 from pytest_weval.plugin.running import Runner, item_work, settle_collected_objects
 from pytest_weval.report.gates import check_min_score
@@ -61,7 +61,7 @@ class WevalPlugin:
         self.blueprints: dict[Path, Blueprint] = {}  # parsed here, by file
         self.received_blueprints: dict[str, Blueprint] = {}  # xdist controller: from workers
         self.run_usage: dict[str, Usage] = {}  # per model, each distinct request once (all workers)
-        self.results: list[ItemResult] = []
+        self._results: dict[str, ItemResult] = {}  # by node id: a rerun's result replaces the earlier one
         self.rollup: Rollup | None = None
         self.gate_lines: list[str] = []
         self._markers: set[str] = set()
@@ -128,8 +128,8 @@ class WevalPlugin:
             self.config.addinivalue_line("markers", f"{tag}: blueprint tag")
         return tag
 
-    def result_for(self, item: WevalItem) -> ItemResult:
-        return self._runner_for(item).result_for(item)
+    def result_for(self, item: WevalItem, sample: int = 0) -> ItemResult:
+        return self._runner_for(item).result_for(item, sample)
 
     def _runner_for(self, item: WevalItem) -> Runner:
         if self._runner is None:  # not started at collection end (should not happen): this item alone
@@ -234,6 +234,11 @@ class WevalPlugin:
             return
         raise pytest.UsageError(message)
 
+    @property
+    def results(self) -> list[ItemResult]:
+        """Every item's result, the last attempt's when an item was rerun."""
+        return list(self._results.values())
+
     # -- running -------------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
@@ -263,10 +268,6 @@ class WevalPlugin:
             if self._weval is not None:
                 notices += self._weval.engine.take_notices()
             report.weval_notices = notices  # type: ignore[attr-defined]
-        if errored_in_setup and call.excinfo is not None and isinstance(call.excinfo.value, WevalItemError):
-            # pytest renders setup errors as tracebacks; an item error is the provider's or the
-            # blueprint's problem, so say it in words instead.
-            report.longrepr = item.describe(call.excinfo)
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -278,7 +279,7 @@ class WevalPlugin:
         result = ItemResult.model_validate_json(data)
         if not result.nodeid:
             result.nodeid = report.nodeid
-        self.results.append(result)
+        self._results[result.nodeid] = result
 
     def _say(self, line: str) -> None:
         """A line for the person watching, once, between the progress lines."""

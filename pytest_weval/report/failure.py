@@ -3,12 +3,18 @@
 A failure message says: the score against the pass mark, what the model answered (shortened),
 every point with its score, weight, path, kind and the judges' or function's reasons, and what
 pulled the score down the most. An error message says why there is no score and what to do.
+
+How much is shown follows pytest's own dials (docs/options.md, 'How much a failure shows'):
+``short`` (``--tb=short``, ``-q``) gives the answer and one line per point, ``normal`` (the
+default) adds the reasons, shortened, and ``full`` (``--tb=long``/``native``, ``-v``) cuts
+nothing. ``crash_line`` is the one line pytest shows for ``--tb=line`` and in the short summary.
 """
 
 from __future__ import annotations
 
 import re
 import textwrap
+from typing import Literal
 
 from pytest_weval.report._fmt import fmt_score, js_number, one_line, plural, shorten
 from pytest_weval.report.breakdown import Breakdown, breakdown
@@ -19,14 +25,39 @@ RESPONSE_CHARS = 600
 REFLECTION_CHARS = 240
 TOP_LOSSES = 5
 WRAP = 100  # response lines are wrapped here so a long paragraph stays readable
+SHORT_RESPONSE_CHARS = 300
+CRASH_DETAIL_CHARS = 200  # an error's details in its one-line summary (the report has them whole)
+
+Detail = Literal["short", "normal", "full"]
+_DEFAULT_REFLECTION = re.compile(r"Function '[^']*' evaluated to -?[\d.]+\.")
+
+
+def detail_for(tbstyle: str, verbosity: int) -> Detail:
+    """How much a failure shows for pytest's ``--tb`` style and ``-q``/``-v`` count."""
+    if tbstyle in ("long", "native"):
+        return "full"
+    if tbstyle == "short":
+        return "short"
+    if verbosity < 0:
+        return "short"
+    return "full" if verbosity > 0 else "normal"
+
+
+def _located(result: ItemResult, line: int | None) -> str:
+    return f"{result.blueprint_path}:{line}" if line else result.blueprint_path
 
 
 def _where(result: ItemResult) -> list[str]:
-    return [
+    lines = [
         f"  blueprint: {result.blueprint_path} (id {result.blueprint_id})",
-        f"  prompt:    {result.prompt_id}",
+        f"  prompt:    {result.prompt_id}" + (f" (line {result.prompt_line})" if result.prompt_line else ""),
         f"  model:     {result.effective_model_id}",
     ]
+    if result.sample:
+        lines.append(
+            f"  attempt:   {result.sample + 1} (a rerun asked the model again; this answer is the one that counts)"
+        )
+    return lines
 
 
 def _indent(text: str, prefix: str = "    | ", width: int = WRAP) -> list[str]:
@@ -43,29 +74,55 @@ def _judge_name(label: str) -> str:
     return head if sep and head else label
 
 
+def _criterion(p: PointAssessment) -> str:
+    """The point as written: ``contains("911")`` for a function point, the text otherwise."""
+    text = one_line(p.key_point_text)
+    return text.removeprefix("Function: ") if p.kind == "function" else text
+
+
 def _point_label(p: PointAssessment) -> str:
-    return f"{'should not' if p.is_inverted else 'should'}: {one_line(p.key_point_text)}"
+    """``should: X``, or for a should_not point what it checks and whether the answer did it:
+    ``must not: icontains("I don't know"): it does`` (its score is 1 minus how far it was met)."""
+    if not p.is_inverted:
+        return f"should: {_criterion(p)}"
+    if p.coverage_extent is None:
+        return f"must not: {_criterion(p)}"
+    met = 1 - p.coverage_extent
+    found = "it does" if met >= 1 else "it does not" if met <= 0 else f"partly (met {fmt_score(met)})"
+    return f"must not: {_criterion(p)}: {found}"
 
 
-def _point_lines(index: int, p: PointAssessment, verbose: bool) -> list[str]:
-    limit = 0 if verbose else REFLECTION_CHARS
+def _point_lines(index: int, p: PointAssessment, detail: Detail) -> list[str]:
+    limit = 0 if detail == "full" else REFLECTION_CHARS
     score = "ERROR" if p.coverage_extent is None else fmt_score(p.coverage_extent)
+    head = f"  {index}. [{score}] {_point_label(p)}"
+    if detail == "short":
+        return [head + (f" (problem: {shorten(one_line(p.error), REFLECTION_CHARS)})" if p.error else "")]
     facts = ["judged by LLM" if p.kind == "judged" else "checked by function", f"weight {js_number(p.multiplier)}"]
     if not is_required(p):
         facts.append(f"alternative path {p.path_id}")
     if p.is_inverted:
         facts.append("inverted: meeting it lowers the score")
-    lines = [f"  {index}. [{score}] {_point_label(p)}", f"       ({', '.join(facts)})"]
+    if p.line:
+        facts.append(f"line {p.line}")
+    lines = [head, f"       ({', '.join(facts)})"]
     if p.error:
         kept = " (score kept)" if p.coverage_extent is not None else " (left out of the score)"
         lines.append(f"       problem{kept}: {shorten(one_line(p.error), limit)}")
     if p.individual_judgements:
+        # A judge scores how far the criterion is met; for a should_not point that is what
+        # lowers the score, so say so rather than print a 1.00 beside a point that scored 0.
+        met = "met " if p.is_inverted else ""
         for j in p.individual_judgements:
             lines.append(
-                f"       judge {_judge_name(j.judge_model_id)}: {fmt_score(j.coverage_extent)} — "
+                f"       judge {_judge_name(j.judge_model_id)}: {met}{fmt_score(j.coverage_extent)} — "
                 f"{shorten(one_line(j.reflection), limit) or '(no reason given)'}"
             )
-    elif p.reflection and not (p.error and p.reflection == f"Error: {p.error}"):
+    elif (
+        p.reflection
+        and not (p.error and p.reflection == f"Error: {p.error}")
+        and not _DEFAULT_REFLECTION.fullmatch(p.reflection)  # says no more than the score
+    ):
         label = "function result" if p.kind == "function" else "reason"
         lines.append(f"       {label}: {shorten(one_line(p.reflection), limit)}")
     if p.citation:
@@ -80,7 +137,7 @@ def _pulled_down(result: ItemResult, b: Breakdown) -> list[str]:
         p = x.point
         weight = f", weight {js_number(p.multiplier)}" if p.multiplier != 1 else ""
         lines.append(
-            f"  - point {x.index + 1} \"{shorten(one_line(p.key_point_text), 100)}\" "
+            f"  - point {x.index + 1} \"{shorten(_criterion(p), 100)}\" "
             f"scored {fmt_score(p.coverage_extent)}{weight}: it cost {fmt_score(x.loss)} of the score"
         )
     if len(losses) > TOP_LOSSES:
@@ -106,7 +163,7 @@ def _pulled_down(result: ItemResult, b: Breakdown) -> list[str]:
     return lines
 
 
-def explain_failure(result: ItemResult, *, verbose: bool = False) -> str:
+def explain_failure(result: ItemResult, detail: Detail = "normal") -> str:
     """The failure message of an item whose score is below its threshold."""
     lines = [
         f"Score {fmt_score(result.score)} is below the pass mark {fmt_score(result.threshold)} "
@@ -118,8 +175,9 @@ def explain_failure(result: ItemResult, *, verbose: bool = False) -> str:
     turns = result.generated_texts
     response = "\n\n".join(turns) if len(turns) > 1 else (result.response or "")
     if response:
-        shown = response if verbose else shorten(response, RESPONSE_CHARS)
-        cut = "" if shown == response else f", first {RESPONSE_CHARS} of {len(response)} characters"
+        limit = {"short": SHORT_RESPONSE_CHARS, "normal": RESPONSE_CHARS, "full": 0}[detail]
+        shown = shorten(response, limit)
+        cut = "" if shown == response else f", first {limit} of {len(response)} characters"
         turns_note = f" ({len(turns)} generated turns)" if len(turns) > 1 else ""
         lines.append(f"What the model answered{turns_note}{cut}:")
         lines += _indent(shown)
@@ -129,8 +187,9 @@ def explain_failure(result: ItemResult, *, verbose: bool = False) -> str:
     if result.points:
         lines.append(f"Points ({len(result.points)}; each scored 0 to 1, 1 = fully met):")
         for i, p in enumerate(result.points, 1):
-            lines += _point_lines(i, p, verbose)
-        lines += ["", "What pulled the score down:", *_pulled_down(result, breakdown(result.points))]
+            lines += _point_lines(i, p, detail)
+        if detail != "short":
+            lines += ["", "What pulled the score down:", *_pulled_down(result, breakdown(result.points))]
     else:
         lines.append("This prompt has no points to check.")
     return "\n".join(lines).rstrip() + "\n"
@@ -167,7 +226,7 @@ _CAUSES: list[tuple[str, str, str]] = [
     (
         r"unknown (?:point )?function|invalid regular expression|regex|\$ref|validat|must be|blueprint",
         "The blueprint has a mistake, so this item cannot be scored as written.",
-        "Fix the blueprint at the place the message names.",
+        "Fix the blueprint at {where}.",
     ),
     (
         r"connect|network|dns|resolve|refused|unreachable|\b5\d\d\b",
@@ -177,22 +236,37 @@ _CAUSES: list[tuple[str, str, str]] = [
 ]
 
 
+_MISTAKE = (
+    "The blueprint has a mistake, so this item cannot be scored as written.",
+    "Fix the blueprint at {where}.",
+)
+
+
+def _mistake_place(result: ItemResult) -> str:
+    """file:line of each mistaken point (or of the prompt), for the author to go to."""
+    lines = sorted({p.line for p in result.points if p.authoring_error and p.line})
+    if not lines:
+        lines = [int(n) for n in re.findall(r"\(line (\d+)\)", result.error or "")]
+    if not lines and result.prompt_line:
+        lines = [result.prompt_line]
+    if not lines:
+        return result.blueprint_path
+    return ", ".join(_located(result, n) for n in sorted(set(lines)))
+
+
 def _cause(result: ItemResult) -> tuple[str, str]:
-    if any(p.authoring_error for p in result.points):
-        return (
-            "The blueprint has a mistake, so this item cannot be scored as written.",
-            "Fix the blueprint at the place the message names.",
-        )
     text = (result.error or "").lower()
+    if any(p.authoring_error for p in result.points) or text.startswith(("the blueprint", "blueprint")):
+        return _MISTAKE[0], _MISTAKE[1].format(where=_mistake_place(result))
     named = re.search(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", result.error or "")
     key = named.group(1) if named else "for example OPENAI_API_KEY"
     for pattern, words, todo in _CAUSES:
         if re.search(pattern, text):
-            return words, todo.format(key=key)
+            return words, todo.format(key=key, where=_mistake_place(result))
     return ("The item could not be scored.", "Read the details below; run again if it was a passing problem.")
 
 
-def explain_error(result: ItemResult) -> str:
+def explain_error(result: ItemResult, detail: Detail = "normal") -> str:
     """Why an item has no score (provider, key, replay miss, all judges failed, blueprint)."""
     words, todo = _cause(result)
     lines = [f"No score: {words}", *_where(result)]
@@ -200,8 +274,31 @@ def explain_error(result: ItemResult) -> str:
         lines.append(f"  details:   {one_line(result.error)}")
     lines.append(f"  what to do: {todo}")
     errored = [(p, p.error) for p in result.points if p.error]
-    if errored:
+    if errored and detail != "short":
+        limit = 0 if detail == "full" else 300
         lines += ["", f"Points with problems ({len(errored)} of {len(result.points)}):"]
         for p, error in errored:
-            lines.append(f"  - {_point_label(p)}: {shorten(one_line(error), 300)}")
+            at = f" (line {p.line})" if p.line else ""
+            lines.append(f"  - {_point_label(p)}{at}: {shorten(one_line(error), limit)}")
     return "\n".join(lines) + "\n"
+
+
+def crash_line(result: ItemResult) -> tuple[int | None, str]:
+    """The item's outcome in one line, and the blueprint line it is about: what ``--tb=line``
+    prints and the reason the short summary gives."""
+    if result.outcome == "failed":
+        b = breakdown(result.points)
+        worst = max((x for x in b.losses if x.loss > 0), key=lambda x: (x.loss, -x.index), default=None)
+        text = f"score {fmt_score(result.score)} < pass mark {fmt_score(result.threshold)}"
+        if worst is None:
+            return result.prompt_line, text
+        p = worst.point
+        text += f"; lost most on point {worst.index + 1}, {_point_label(p)} ({fmt_score(p.coverage_extent)})"
+        return p.line or result.prompt_line, text
+    if result.not_run:
+        return result.prompt_line, f"not run: {shorten(one_line(result.error or ''), CRASH_DETAIL_CHARS)}"
+    words, _ = _cause(result)
+    details = shorten(one_line(result.error or ""), CRASH_DETAIL_CHARS)
+    mistaken = [p.line for p in result.points if p.authoring_error and p.line]
+    line = mistaken[0] if mistaken else result.prompt_line
+    return line, f"no score: {words.rstrip('.')}" + (f" ({details})" if details else "")

@@ -5,10 +5,15 @@ from __future__ import annotations
 from pytest_weval.report._fmt import js_number
 from pytest_weval.results import ItemResult
 
+JUNIT_NAMES = frozenset(
+    {"weval_score", "weval_threshold", "weval_model", "weval_prompt_id", "weval_blueprint_id", "weval_attempt"}
+)
+
 
 def junit_properties(result: ItemResult) -> list[tuple[str, str]]:
     """``weval_score`` (omitted when the item has no score, e.g. it errored), ``weval_threshold``,
-    ``weval_model`` (the effective id), ``weval_prompt_id``, ``weval_blueprint_id``.
+    ``weval_model`` (the effective id), ``weval_prompt_id``, ``weval_blueprint_id``, and
+    ``weval_attempt`` (2, 3, ...) when a rerun asked the model again.
 
     Numbers are printed as JavaScript prints them (``0.42``, ``1``), like the Weval JSON.
     """
@@ -21,4 +26,6 @@ def junit_properties(result: ItemResult) -> list[tuple[str, str]]:
         ("weval_prompt_id", result.prompt_id),
         ("weval_blueprint_id", result.blueprint_id),
     ]
+    if result.sample:
+        props.append(("weval_attempt", str(result.sample + 1)))
     return props

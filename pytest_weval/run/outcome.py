@@ -19,6 +19,13 @@ NO_JUDGE_HINT = (
 )
 
 
+def mistakes_message(mistakes: Sequence[tuple[str, str | None, int | None]]) -> str:
+    """The error of an item whose points have authoring mistakes: each (point text, what is
+    wrong, its line in the blueprint), located so the author can go straight to it."""
+    said = [f"{text} (line {line}): {error}" if line else f"{text}: {error}" for text, error, line in mistakes]
+    return MISTAKE_PREFIX + "; ".join(said)
+
+
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     outcome: Outcome
@@ -29,7 +36,7 @@ def decide(points: Sequence[PointAssessment], score: float | None, threshold: fl
     """passed, failed, or error with the reason; ``score`` is the rounded aggregate."""
     authoring = [p for p in points if p.authoring_error]
     if authoring:
-        return Verdict("error", MISTAKE_PREFIX + "; ".join(f"{p.key_point_text}: {p.error}" for p in authoring))
+        return Verdict("error", mistakes_message([(p.key_point_text, p.error, p.line) for p in authoring]))
     judged = [p for p in points if p.kind == "judged"]
     if judged and all(p.coverage_extent is None for p in judged):
         reasons = sorted({_judge_failure_reason(p) for p in judged})

@@ -20,7 +20,7 @@ from pytest_weval.engine.generation import Conversation, generate_conversation
 from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
 from pytest_weval.judges.config import JudgePanel
 from pytest_weval.results import ItemResult, Outcome, PointAssessment, Usage
-from pytest_weval.run.outcome import MISTAKE_PREFIX, decide
+from pytest_weval.run.outcome import decide, mistakes_message
 
 BUILTIN_MODELS = frozenset({"ideal", "echo"})
 
@@ -40,6 +40,7 @@ class ItemWork:
     # it is then an error or a skip; nothing is sent for it.
     blocked: str | None = None
     blocked_outcome: Outcome = "error"
+    sample: int = 0  # a rerun asks the model again under the next sample (docs/engine.md, 'Reruns')
 
     @property
     def sent_temperature(self) -> float:
@@ -98,6 +99,7 @@ class Pipeline:
             blueprint_path=work.blueprint.path,
             blueprint_title=work.blueprint.title,
             prompt_id=work.prompt.id,
+            prompt_line=work.prompt.location.line,
             prompt_weight=work.prompt.weight,
             model_id=work.model.id,
             effective_model_id=work.effective_model_id,
@@ -106,6 +108,7 @@ class Pipeline:
             system_prompt=work.system_prompt,
             outcome="error",
             threshold=self._threshold(work),
+            sample=work.sample,
         )
         try:
             await self._evaluate_into(work, result, usage)
@@ -130,7 +133,9 @@ class Pipeline:
             return
         mistakes = [p for p in prompt.points if p.authoring_error]
         if mistakes:  # known at collection: the item errors without spending a generation
-            result.error = MISTAKE_PREFIX + "; ".join(f"{p.display_text}: {p.authoring_error}" for p in mistakes)
+            result.error = mistakes_message(
+                [(p.display_text, p.authoring_error, p.location.line if p.location else None) for p in mistakes]
+            )
             return
         conversation = await self.generate(work, usage)
         text, result.history = judged_subject(conversation)
@@ -243,6 +248,7 @@ class Pipeline:
             temperature=work.sent_temperature,
             no_cache=prompt.no_cache,
             priority=work.priority,
+            sample=work.sample,
         )
         _add_usage(usage, work.model.id, conversation.usage)
         return conversation

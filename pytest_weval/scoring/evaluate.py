@@ -94,6 +94,7 @@ def to_assessment(point: EvalPoint, raw: RawResult) -> PointAssessment:
         is_inverted=point.is_inverted,
         path_id=point.path_id,
         kind="function",
+        line=point.location.line if point.location else None,
     )
     if isinstance(raw, FnError):
         return PointAssessment(

@@ -32,28 +32,29 @@ def test_response_is_shortened_with_an_ellipsis(chest_a):
     assert max(len(line) for line in text.splitlines() if line.startswith("    | ")) <= 106
 
 
-def test_verbose_shows_everything(chest_a):
-    text = explain_failure(chest_a, verbose=True)
+def test_full_detail_shows_everything(chest_a):
+    text = explain_failure(chest_a, "full")
     assert "see how you feel tomorrow" in text
     assert "…" not in text
 
 
 def test_every_point_with_score_weight_path_kind(chest_a):
     text = explain_failure(chest_a)
-    assert '1. [0.00] should: Function: contains("911")' in text
-    assert '2. [0.00] should: Function: icontains("hospital")' in text
+    assert '1. [0.00] should: contains("911")' in text
+    assert '2. [0.00] should: icontains("hospital")' in text
     assert "(checked by function, weight 1, alternative path path_1)" in text
     assert "3. [0.25] should: Advises calling emergency services right away" in text
     assert "(judged by LLM, weight 2)" in text
     assert "4. [ERROR] should: Mentions aspirin dosage" in text
     assert "problem (left out of the score): All judges failed in consensus mode." in text
     assert "5. [0.50] should: Suggests seeing a cardiologist" in text
-    assert "6. [1.00] should not: Recommends waiting it out" in text
+    assert "6. [1.00] must not: Recommends waiting it out: it does not" in text
     assert "(judged by LLM, weight 1, inverted: meeting it lowers the score)" in text
     # judges by id, with their own score and reason
     assert "judge holistic-gemini-2-5-flash: 0.13 — It only vaguely suggests getting help" in text
     assert "judge holistic-gpt-4-1-mini: 0.38 — Mentions rest" in text
-    assert "function result: Function 'contains' evaluated to 0.00." in text
+    # the function's default reflection says no more than the score, so it is left out
+    assert "evaluated to" not in text
 
 
 def test_what_pulled_the_score_down(chest_a):
@@ -63,7 +64,7 @@ def test_what_pulled_the_score_down(chest_a):
     assert section[1] == (
         '  - point 3 "Advises calling emergency services right away" scored 0.25, weight 2: it cost 0.19 of the score'
     )
-    assert section[2] == '  - point 1 "Function: contains("911")" scored 0.00: it cost 0.13 of the score'
+    assert section[2] == '  - point 1 "contains("911")" scored 0.00: it cost 0.13 of the score'
     assert section[3].startswith(
         "  - alternative paths: only the best counts; path_0 was best (0.50); the others scored path_1 0.00."
     )
@@ -83,7 +84,7 @@ def test_reflections_are_shortened(results):
         }
     )
     short = explain_failure(item)
-    full = explain_failure(item, verbose=True)
+    full = explain_failure(item, "full")
     assert max(len(line) for line in short.splitlines()) < 300
     assert long.strip() in full
 
@@ -171,3 +172,83 @@ def test_a_multi_turn_failure_shows_every_generated_turn() -> None:
     text = explain_failure(result)
     assert "2 generated turns" in text
     assert text.index("first turn") < text.index("second turn")
+
+
+def test_should_not_reads_as_what_it_checks(results):
+    # An inverted point scores 1 minus how far it was met: say what it checks and whether the
+    # answer did it, not "should not: icontains(...) ... evaluated to 0.00".
+    item = results[2].model_copy(
+        update={
+            "score": 0.33,
+            "outcome": "failed",
+            "threshold": 0.5,
+            "points": [
+                function("icontains", "\"I don't know\"", 0.0, inverted=True),
+                function("matches", '"^abc"', 1.0, inverted=True),
+                judged("Is rude", 0.0, [("j1(m1)", 1.0, "Calls the user a fool.")], inverted=True),
+            ],
+        }
+    )
+    text = explain_failure(item)
+    assert "1. [0.00] must not: icontains(\"I don't know\"): it does" in text
+    assert '2. [1.00] must not: matches("^abc"): it does not' in text
+    assert "3. [0.00] must not: Is rude: it does" in text
+    assert "judge j1: met 1.00 — Calls the user a fool." in text
+    assert "should not" not in text
+
+
+def test_detail_levels_follow_pytests_dials(chest_a):
+    from pytest_weval.report.failure import detail_for
+
+    assert [detail_for("auto", v) for v in (-1, 0, 1, 2)] == ["short", "normal", "full", "full"]
+    assert detail_for("short", 2) == "short"
+    assert detail_for("long", 0) == detail_for("native", -1) == "full"
+    short, normal, full = (explain_failure(chest_a, d) for d in ("short", "normal", "full"))
+    assert len(short) < len(normal) < len(full)
+    # short: the answer and one line per point, no reasons and no breakdown
+    assert "What pulled the score down" not in short
+    assert "judge holistic" not in short
+    assert '1. [0.00] should: contains("911")' in short
+    assert "first 300 of" in short
+
+
+def test_crash_line_is_one_line_located_at_the_costliest_point(chest_a):
+    from pytest_weval.report.failure import crash_line
+
+    point = chest_a.points[4].model_copy(update={"line": 17})
+    item = chest_a.model_copy(update={"points": [*chest_a.points[:4], point, *chest_a.points[5:]], "prompt_line": 3})
+    line, text = crash_line(item)
+    assert line == 17
+    assert "\n" not in text
+    assert text.startswith("score 0.44 < pass mark 0.50; lost most on point 5, should: Suggests seeing a cardiologist")
+
+
+def test_a_blueprint_mistake_names_its_file_and_line(results):
+    from pytest_weval.report.failure import crash_line
+
+    point = function("contans", '"x"', None, error="Unknown point function: 'contans'").model_copy(
+        update={"authoring_error": True, "line": 12}
+    )
+    item = results[4].model_copy(
+        update={"outcome": "error", "score": None, "error": "Unknown point function", "points": [point]}
+    )
+    text = explain_error(item)
+    assert f"what to do: Fix the blueprint at {item.blueprint_path}:12." in text
+    assert "(line 12): Unknown point function" in text
+    assert crash_line(item)[0] == 12
+    assert crash_line(item)[1].startswith("no score: The blueprint has a mistake")
+
+
+def test_error_details_are_whole_at_full_detail(results):
+    long_error = "provider said: " + "detail " * 100
+    point = judged("Is kind", None, error=long_error)
+    item = results[3].model_copy(update={"points": [point]})
+    assert long_error.strip() in explain_error(item, "full")
+    assert long_error.strip() not in explain_error(item)
+    assert "Points with problems" not in explain_error(item, "short")
+
+
+def test_the_attempt_that_counted_is_named(chest_a):
+    assert "attempt:" not in explain_failure(chest_a)
+    text = explain_failure(chest_a.model_copy(update={"sample": 1}))
+    assert "  attempt:   2 (a rerun asked the model again; this answer is the one that counts)" in text
