@@ -45,6 +45,7 @@ RULES: dict[str, str] = {
     "ideal-fails": "a deterministic point scoring below 1 on the prompt's own ideal (should_not inverted)",
     "ideal-errors": "a deterministic point that errors on the prompt's own ideal",
     "undeclared-tool": "a tool check naming a tool the header's tools do not declare",
+    "invalid-lint-directive": "a '# weval-lint:' comment that cannot be read (not 'ignore=code,code', or an unknown code)",
 }
 
 #: Codes the parser emits (reused as lint findings; see docs/compatibility.md).

@@ -98,14 +98,19 @@ class BlueprintFile(pytest.File):
             raise self.CollectError(str(exc)) from None
         self.blueprint = blueprint
         settings = self.source.settings
-        if settings.lint or settings.lint_strict:
+        # Ignored codes (ini and `# weval-lint:` comments) leave what is shown, never what runs:
+        # an item with an authoring mistake still errors with its message.
+        linting = settings.lint or settings.lint_strict
+        if linting:
             findings = lint.lint_findings(self.path, blueprint, settings.max_file_mb)
+            findings = lint.select(self.config, self.path, blueprint.path, findings, linting=True)
             if settings.lint_strict:  # findings fail this file's lint item instead
                 yield lint.LintItem.from_parent(self, name=lint.LINT_ITEM_NAME, findings=findings)
                 findings = [f for f in findings if f.code in ALWAYS_WARN or f.code in lint.ALWAYS_WARN]
             lint.warn_findings(findings, self.path, WevalWarning)
         else:
             findings = [f for f in blueprint.findings if f.code in ALWAYS_WARN] + lint.invalid_regexes(blueprint)
+            findings = lint.select(self.config, self.path, blueprint.path, findings, linting=False)
             # An empty collection is one mistake however many blueprints use it: said once, at
             # the first (a configs repository has a hundred blueprints naming an empty one).
             findings = [f for f in findings if f.code != "empty-collection" or self.source.first_time(f.message)]

@@ -6,6 +6,11 @@
   `weval_lint`), which fails listing the file's findings and passes when there are none. So a
   CI job on a blueprint repository fails on any finding, the junit report names each file, and
   `pytest --weval-lint-strict -m weval_lint blueprints/` lints without calling any model.
+
+Codes can be ignored (ini `weval_lint_ignore`, ini `weval_lint_per_file_ignores`, a
+`# weval-lint: ignore=...` comment in a YAML blueprint; pytest_weval.lint.select): an ignored
+finding is dropped wherever findings are shown (these warnings, the lint item, the warnings of
+every run). Only what is shown: an item whose prompt has an authoring mistake still errors.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import pytest
 from pytest_weval.blueprint.model import Blueprint, Finding
 from pytest_weval.lint import format_finding, lint_blueprint, read_source
 from pytest_weval.lint.rules import regexes
+from pytest_weval.lint.select import LintSelection, file_directives
 
 LINT_ITEM_NAME = "lint"
 LINT_MARKER = "weval_lint"
@@ -35,6 +41,44 @@ def lint_findings(path: Path, blueprint: Blueprint, max_file_mb: float) -> list[
     """The linter's findings (the parser's included) for a blueprint already parsed from `path`."""
     source = read_source(path, display_path=blueprint.path, max_file_mb=max_file_mb)
     return lint_blueprint(blueprint, source)
+
+
+_SELECTION = pytest.StashKey[LintSelection]()
+
+
+def configure(config: pytest.Config) -> None:
+    """Read the ini's lint selection once; a bad code is a usage error listing the known ones."""
+    try:
+        config.stash[_SELECTION] = LintSelection.parse(
+            ignore=str(config.getini("weval_lint_ignore") or ""),
+            per_file=config.getini("weval_lint_per_file_ignores") or (),
+        )
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def select(config: pytest.Config, path: Path, shown: str, findings: list[Finding], *, linting: bool) -> list[Finding]:
+    """`findings` of the blueprint file at `path` without the codes its selection ignores.
+    `linting` (--weval-lint, --weval-lint-strict): a directive that cannot be read is a finding too.
+    Without it, a file with nothing to show is not read again."""
+    if not findings and not linting:
+        return findings
+    selection = config.stash.get(_SELECTION, LintSelection())
+    try:
+        rel = path.relative_to(config.rootpath).as_posix()
+    except ValueError:
+        rel = path.as_posix()
+    ignored = selection.ignored_for(rel)
+    if path.suffix.lower() in (".yml", ".yaml"):
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:  # it was read a moment ago; if it is gone now, there is no directive to honour
+            text = ""
+        codes, problems = file_directives(text, shown)
+        ignored |= codes
+        if linting:
+            findings = sorted([*findings, *problems], key=lambda f: (f.location.line, f.location.column))
+    return [f for f in findings if f.code not in ignored]
 
 
 def warn_findings(findings: list[Finding], path: Path, category: type[Warning], *, with_code: bool = True) -> None:

@@ -127,6 +127,13 @@ _INI_ONLY: list[tuple[str, str, str, object]] = [
         "linelist",
         None,
     ),
+    ("weval_lint_ignore", "lint rule codes to ignore in every file (space separated)", "str", None),
+    (
+        "weval_lint_per_file_ignores",
+        "lines of '<glob>: code code': lint codes ignored in the files matching the glob (relative to the rootdir)",
+        "linelist",
+        None,
+    ),
 ]
 
 
