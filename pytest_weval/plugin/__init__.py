@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_weval.plugin import hookspec, lint
+from pytest_weval.plugin import hookspec, html_columns, lint, tag_markers
 from pytest_weval.plugin.fixtures import weval_client, weval_judge
 from pytest_weval.plugin.options import add_options
+from pytest_weval.plugin.summary_reasons import SummaryReasons
 from pytest_weval.plugin.weval_plugin import register
 
 __all__ = ["weval_client", "weval_judge"]  # fixtures: pytest finds them in this module
@@ -23,13 +24,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspec)
+    # Its pytest_configure runs last, for `pytest --markers` only (so `-p no:weval` drops it too).
+    if not pluginmanager.is_registered(tag_markers):
+        pluginmanager.register(tag_markers, "weval-tag-markers")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "weval: an item generated from a Weval blueprint")
     lint.register_marker(config)  # listed by --markers, and -m weval_lint works with --strict-markers
+    lint.configure(config)  # ini weval_lint_ignore / weval_lint_per_file_ignores, checked before anything runs
     # One unreadable blueprint must not stop the others: pytest would otherwise interrupt the
     # session after any collection error. The errors still fail the run's exit status.
     config.option.continue_on_collection_errors = True
     register(config)
+    config.pluginmanager.register(SummaryReasons(), "weval-summary-reasons")
+    html_columns.register(config)  # pytest-html's columns, when it writes a report

@@ -166,6 +166,12 @@ def _judge_keys(
     """(variable, who needs it) for the judges of one item whose key is missing."""
     reasons = []
     for judge in panel.judges:
+        if judge.model in BUILTIN_MODELS and judge.model not in checker.custom:
+            checker.bad[judge.model] = (
+                f"'{judge.model}' cannot judge: it is a stand-in for a tested model (it answers with "
+                "the ideal or the prompt, never a verdict); judge with a real model, --weval-judges=<provider:model>"
+            )
+            continue
         variable = checker.variable_missing(checker.spec(judge.model))
         if variable is not None:
             _note(result, variable, work).judges.add(judge.model)

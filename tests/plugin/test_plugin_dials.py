@@ -98,3 +98,20 @@ def test_a_rerun_that_fails_again_reports_the_last_attempt(project: Project):
     assert "attempt:   2 (a rerun asked the model again" in result.stdout.str()
     # one result per item in the roll-up, the attempt that counted
     assert "1 item in 1 blueprint: 0/1 passed" in result.stdout.str()
+
+
+def test_a_reason_pytest_has_no_room_for_is_said_below_the_summary(project: Project, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("BUILD_NUMBER", raising=False)
+    monkeypatch.setenv("COLUMNS", "60")  # the node id alone fills the summary line
+    _failing(project)
+    result = project.run()
+    summary = section(result.outlines, "short test summary info")
+    assert summary[0] == "FAILED blueprints/letters.yml::letters[openai:gpt-4o-mini]"
+    assert summary[1] == "reasons the lines above had no room for (-vv shows them in place):"
+    assert summary[2].startswith("  letters[openai:gpt-4o-mini]: score 0.33 < pass mark 0.50")
+    assert len(summary) == 3
+    # with room (or at -vv) pytest says it in place and nothing is added
+    monkeypatch.setenv("COLUMNS", "200")
+    wide = section(project.run().outlines, "short test summary info")
+    assert len(wide) == 1 and " - score 0.33" in wide[0]

@@ -35,6 +35,14 @@ def test_no_keys_one_screen_usage_error_and_nothing_sent(project: Project, worke
     assert project.requests() == []
 
 
+def test_a_built_in_stand_in_cannot_judge(project: Project):
+    project.write("blueprints/fifteen.yml", FIFTEEN + "\n")
+    result = project.run("--weval-judges=echo", "--weval-models=ideal")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "'echo' cannot judge: it is a stand-in for a tested model" in result.stderr.str()
+    assert project.requests() == []
+
+
 def test_a_misspelt_provider_is_a_usage_error_that_suggests_the_right_one(project: Project):
     project.write("blueprints/fifteen.yml", FIFTEEN + "\n")
     result = project.run(f"--weval-judges={JUDGE_ID}", "--weval-models=opneai:gpt-4o,ideal")
