@@ -33,19 +33,6 @@ class BlueprintSource(ResultSource, Protocol):
     def first_time(self, message: str) -> bool: ...
 
 
-# Findings worth a warning on every run: a placeholder with no models (docs/rulings.md, ruling 5), and the
-# authoring mistakes whose items will error (docs/rulings.md, rulings 3 and 9), so the file and line are shown.
-ALWAYS_WARN = frozenset(
-    {
-        "empty-collection",
-        "unknown-function",
-        "undefined-ref",
-        "invalid-point",
-        "invalid-prompt",
-    }
-)
-
-
 def is_blueprint_path(file_path: Path, settings: WevalSettings, named_files: frozenset[Path]) -> bool:
     if file_path.suffix.lower() not in BLUEPRINT_SUFFIXES:
         return False
@@ -106,15 +93,15 @@ class BlueprintFile(pytest.File):
             findings = lint.select(self.config, self.path, blueprint.path, findings, linting=True)
             if settings.lint_strict:  # findings fail this file's lint item instead
                 yield lint.LintItem.from_parent(self, name=lint.LINT_ITEM_NAME, findings=findings)
-                findings = [f for f in findings if f.code in ALWAYS_WARN or f.code in lint.ALWAYS_WARN]
+                findings = [f for f in findings if f.code in lint.ALWAYS_WARN]
             lint.warn_findings(findings, self.path, WevalWarning)
         else:
-            findings = [f for f in blueprint.findings if f.code in ALWAYS_WARN] + lint.invalid_regexes(blueprint)
+            findings = [f for f in blueprint.findings if f.code in lint.ALWAYS_WARN] + lint.invalid_regexes(blueprint)
             findings = lint.select(self.config, self.path, blueprint.path, findings, linting=False)
             # An empty collection is one mistake however many blueprints use it: said once, at
             # the first (a configs repository has a hundred blueprints naming an empty one).
             findings = [f for f in findings if f.code != "empty-collection" or self.source.first_time(f.message)]
-            lint.warn_findings(findings, self.path, WevalWarning, with_code=False)
+            lint.warn_mistakes(findings, self.path, blueprint.path, WevalWarning)
         yield from make_items(self, blueprint)
 
 

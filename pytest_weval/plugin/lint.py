@@ -27,9 +27,13 @@ from pytest_weval.lint.select import LintSelection, file_directives
 
 LINT_ITEM_NAME = "lint"
 LINT_MARKER = "weval_lint"
-# Linter codes warned on every run, lint or not: authoring mistakes whose items will error
-# (docs/rulings.md, ruling 9: an invalid regex is one, like an unknown function or a missing $ref).
-ALWAYS_WARN = frozenset({"invalid-regex"})
+# Findings warned on every run, lint or not: a placeholder with no models (docs/rulings.md,
+# ruling 5), and the authoring mistakes whose items will error (rulings 3 and 9: an unknown
+# function, a missing $ref, an invalid point or prompt, a regex JavaScript rejects).
+ALWAYS_WARN = frozenset(
+    {"empty-collection", "unknown-function", "undefined-ref", "invalid-point", "invalid-prompt", "invalid-regex"}
+)
+MISTAKES_SHOWN = 5  # per file on an ordinary run; --weval-lint lists every one
 
 
 def invalid_regexes(blueprint: Blueprint) -> list[Finding]:
@@ -89,6 +93,27 @@ def warn_findings(findings: list[Finding], path: Path, category: type[Warning], 
             filename=str(path),
             lineno=finding.location.line or 1,
         )
+
+
+def warn_mistakes(findings: list[Finding], path: Path, shown_path: str, category: type[Warning]) -> None:
+    """The warnings of an ordinary run: each placeholder with no models on its own, and a file's
+    authoring mistakes as one warning listing them (a benchmark blueprint can hold twenty
+    quoted `"$contains: ..."` points; a warning each buried the rest of the output)."""
+    mistakes = [f for f in findings if f.code != "empty-collection"]
+    if len(mistakes) < 2:
+        warn_findings(findings, path, category, with_code=False)
+        return
+    warn_findings([f for f in findings if f.code == "empty-collection"], path, category, with_code=False)
+    lines = [
+        f"{len(mistakes)} points or prompts in {shown_path} have mistakes, so the items holding them "
+        "error without being sent:"
+    ]
+    lines += [f"  line {f.location.line}: {f.message}" for f in mistakes[:MISTAKES_SHOWN]]
+    if len(mistakes) > MISTAKES_SHOWN:
+        lines.append(f"  and {len(mistakes) - MISTAKES_SHOWN} more (pytest --weval-lint {shown_path} lists each)")
+    warnings.warn_explicit(
+        category("\n".join(lines)), category=category, filename=str(path), lineno=mistakes[0].location.line or 1
+    )
 
 
 class LintFailure(Exception):
