@@ -26,6 +26,13 @@ def _on_ci() -> bool:
     return any(os.environ.get(name) for name in ("CI", "BUILD_NUMBER"))
 
 
+def _as_shown(config: pytest.Config, nodeid: str) -> str:
+    """The node id as the summary prints it: its path relative to where pytest was run."""
+    path, sep, rest = nodeid.partition("::")
+    shown = os.path.relpath(config.rootpath / path, config.invocation_params.dir)
+    return shown + sep + rest
+
+
 def dropped_reasons(terminalreporter: Any, config: pytest.Config) -> list[tuple[str, str]]:
     """(item name, reason) of the summary lines pytest shows without their reason."""
     if config.get_verbosity() >= 2 or _on_ci():
@@ -40,7 +47,7 @@ def dropped_reasons(terminalreporter: Any, config: pytest.Config) -> list[tuple[
             message = getattr(getattr(getattr(report, "longrepr", None), "reprcrash", None), "message", None)
             if not message or not getattr(report, "weval_result", None):
                 continue
-            line = f"{word} {config.cwd_relative_nodeid(report.nodeid)}"
+            line = f"{word} {_as_shown(config, report.nodeid)}"
             if width - len(line) < _ROOM:
                 dropped.append((report.nodeid.rpartition("::")[2], message))
     return dropped

@@ -115,3 +115,14 @@ def test_a_reason_pytest_has_no_room_for_is_said_below_the_summary(project: Proj
     monkeypatch.setenv("COLUMNS", "200")
     wide = section(project.run().outlines, "short test summary info")
     assert len(wide) == 1 and " - score 0.33" in wide[0]
+
+
+def test_dropped_reasons_when_pytest_runs_below_the_rootdir(project: Project, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("BUILD_NUMBER", raising=False)
+    monkeypatch.setenv("COLUMNS", "50")
+    _failing(project)
+    monkeypatch.chdir(project.path / "blueprints")  # node ids are shown relative to here
+    summary = section(project.run(".").outlines, "short test summary info")
+    assert summary[0] == "FAILED letters.yml::letters[openai:gpt-4o-mini]"
+    assert summary[2].startswith("  letters[openai:gpt-4o-mini]: score 0.33")
