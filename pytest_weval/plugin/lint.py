@@ -33,7 +33,6 @@ LINT_MARKER = "weval_lint"
 ALWAYS_WARN = frozenset(
     {"empty-collection", "unknown-function", "undefined-ref", "invalid-point", "invalid-prompt", "invalid-regex"}
 )
-MISTAKES_SHOWN = 5  # per file on an ordinary run; --weval-lint lists every one
 
 
 def invalid_regexes(blueprint: Blueprint) -> list[Finding]:
@@ -97,23 +96,20 @@ def warn_findings(findings: list[Finding], path: Path, category: type[Warning], 
 
 def warn_mistakes(findings: list[Finding], path: Path, shown_path: str, category: type[Warning]) -> None:
     """The warnings of an ordinary run: each placeholder with no models on its own, and a file's
-    authoring mistakes as one warning listing them (a benchmark blueprint can hold twenty
-    quoted `"$contains: ..."` points; a warning each buried the rest of the output)."""
+    authoring mistakes as one warning at the first, with how many there are (a benchmark
+    blueprint can hold twenty quoted `"$contains: ..."` points: a warning each buried the rest
+    of the output, and a configs repository with no keys must fit on one screen)."""
     mistakes = [f for f in findings if f.code != "empty-collection"]
     if len(mistakes) < 2:
         warn_findings(findings, path, category, with_code=False)
         return
     warn_findings([f for f in findings if f.code == "empty-collection"], path, category, with_code=False)
-    lines = [
-        f"{len(mistakes)} points or prompts in {shown_path} have mistakes, so the items holding them "
-        "error without being sent:"
-    ]
-    lines += [f"  line {f.location.line}: {f.message}" for f in mistakes[:MISTAKES_SHOWN]]
-    if len(mistakes) > MISTAKES_SHOWN:
-        lines.append(f"  and {len(mistakes) - MISTAKES_SHOWN} more (pytest --weval-lint {shown_path} lists each)")
-    warnings.warn_explicit(
-        category("\n".join(lines)), category=category, filename=str(path), lineno=mistakes[0].location.line or 1
+    first = mistakes[0]
+    message = (
+        f"{len(mistakes)} points or prompts in this file have mistakes, so the items holding them error "
+        f"without being sent (pytest --weval-lint {shown_path} lists each); the first: {first.message}"
     )
+    warnings.warn_explicit(category(message), category=category, filename=str(path), lineno=first.location.line or 1)
 
 
 class LintFailure(Exception):

@@ -191,9 +191,9 @@ def test_ignoring_an_authoring_mistake_hides_its_warning_but_its_item_still_erro
     shown.assert_outcomes(passed=1, errors=2, warnings=1)  # one warning names the file's two mistakes
     shown.stdout.fnmatch_lines(
         [
-            "*2 points or prompts in blueprints/mistakes.yml have mistakes, so the items holding them error*",
-            "*line 7: Unknown point function*",
-            "*line 12: *",
+            "*mistakes.yml:7: WevalWarning: 2 points or prompts in this file have mistakes, so the items holding "
+            "them error without being sent (pytest --weval-lint blueprints/mistakes.yml lists each); "
+            "the first: Unknown point function: 'contians'*",
         ]
     )
 
