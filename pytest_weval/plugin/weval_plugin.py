@@ -159,8 +159,9 @@ class WevalPlugin:
             keys_needed=settings.cache_mode != "ro",
             prices=PriceBook(settings.prices) if settings.budget_usd is not None else None,
         )
-        worker = hasattr(self.config, "workerinput")
-        if (self.config.option.collectonly or (self.config.option.verbose > 0 and not self.dry_run)) and not worker:
+        # Under xdist every worker holds the whole selection, so one (gw0) makes the plan for all.
+        planner = getattr(self.config, "workerinput", {}).get("workerid", "gw0") == "gw0"
+        if (self.config.option.collectonly or (self.config.option.verbose > 0 and not self.dry_run)) and planner:
             self._make_plan(selected, checked)
         if self.dry_run:
             return
@@ -211,12 +212,14 @@ class WevalPlugin:
         if self.settings.out_dir is not None:
             write_json_atomic(Path(self.settings.out_dir) / "plan.json", self.plan.to_dict())
         if not self.config.option.collectonly:
+            header = "\n".join(["weval plan: the distinct requests this run needs", *("  " + x for x in self.plan.lines())])
+            if hasattr(self.config, "workerinput"):  # said by the controller, with gw0's first report
+                self._pending_notices.append(header)
+                return
             terminal = self.config.pluginmanager.get_plugin("terminalreporter")
             if terminal is not None:
                 terminal.ensure_newline()
-                terminal.write_line("weval plan: the distinct requests this run needs")
-                for line in self.plan.lines():
-                    terminal.write_line("  " + line)
+                terminal.write_line(header)
 
     def _stop_before_any_item(self, session: pytest.Session, checked: Preflight) -> None:
         message = (

@@ -92,3 +92,13 @@ def test_a_verbose_run_starts_with_its_plan(project: Project):
     usage = section(result.outlines, "weval scores")
     total = next(line for line in usage if line.startswith("total"))
     assert total.split()[1:3] == ["8", "0"]  # the usage table counts the same 8 requests
+
+
+def test_under_xdist_a_verbose_run_shows_the_plan_once(project: Project):
+    _suite(project)
+    result = project.run(f"--weval-judges={JUDGE_ID}", "-v", "-n", "2", "--weval-out=out")
+    out = result.stdout.str()
+    assert out.count("weval plan: the distinct requests this run needs") == 1
+    lines = [line for line in result.outlines if line.strip().startswith("total")]
+    assert lines and lines[0].split()[1:4] == ["8", "0", "8"], lines
+    assert project.json("out/plan.json")["requests"]["total"] == 8
