@@ -78,6 +78,11 @@ class ItemResult(BaseModel):
     # Which sample of the item this is: 0 first; a rerun (pytest-rerunfailures, or any plugin
     # that runs the item again) asks the model again as sample 1, 2, ... (docs/engine.md, 'Reruns').
     sample: int = 0
+    # Agent eval files only: AgentV's verdict, pass (>= 0.8), borderline (>= 0.6) or fail; a
+    # borderline case passes with a warning unless --weval-borderline=fail.
+    verdict: Literal["pass", "borderline", "fail"] | None = None
+    # What the item comes from: a Weval blueprint's prompt, or an agent eval file's case.
+    source: Literal["blueprint", "agent eval file"] = "blueprint"
     error: str | None = None  # why the item errored (provider, key, replay miss, judges)
     not_run: bool = False  # the pre-flight kept it from running (a key it needs is missing): ``error`` says why
     response: str | None = None  # final assistant text

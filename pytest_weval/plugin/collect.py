@@ -12,7 +12,7 @@ import pytest
 from pytest_weval.blueprint.ids import js_number_str
 from pytest_weval.blueprint.model import Blueprint, BlueprintError, ModelSpec
 from pytest_weval.plugin import lint
-from pytest_weval.plugin.items import ResultSource, WevalItem
+from pytest_weval.plugin.items import BlueprintItem, ResultSource
 from pytest_weval.plugin.options import WevalSettings
 from pytest_weval.plugin.warning_types import WevalWarning
 
@@ -142,7 +142,7 @@ def make_items(parent: BlueprintFile, blueprint: Blueprint) -> Iterator[pytest.I
         # keeps its own node id (the parser reports the repeat as a finding).
         base = prompt.id if count == 1 else f"{prompt.id}~{count}"
         for model, temperature, system_index, label in variants:
-            item = WevalItem.from_parent(
+            item = BlueprintItem.from_parent(
                 parent,
                 name=f"{base}[{label}]",
                 blueprint=blueprint,

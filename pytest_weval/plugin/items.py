@@ -1,8 +1,11 @@
-"""The pytest item of one prompt x model variant, and how its outcome is said.
+"""The pytest items of eval files, and how their outcomes are said.
 
-An item does not evaluate itself: it asks its ``ResultSource`` (the plugin object, which
-started every selected item's evaluation when collection was final) for its ``ItemResult`` and
-turns that record into pytest's terms: an error, a skip, a failure or a pass.
+``WevalItem`` is any item evaluated by the run: a blueprint's prompt x model variant
+(``BlueprintItem``), or an agent eval file's case x target (``AgentEvalItem``, in
+``agent_items.py``). An item does not evaluate itself: it asks its ``ResultSource`` (the plugin
+object, which started every selected item's evaluation when collection was final) for its
+``ItemResult`` and turns that record into pytest's terms: an error, a skip, a failure or a pass.
+Each kind says what it asks for as a ``work`` record the run's pipeline knows how to evaluate.
 """
 
 from __future__ import annotations
@@ -15,10 +18,11 @@ import pytest
 from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTracebackNative
 
 from pytest_weval.blueprint.model import Blueprint, ModelSpec, Prompt
-from pytest_weval.plugin.warning_types import WevalPointError
+from pytest_weval.plugin.warning_types import WevalPointError, WevalWarning
 from pytest_weval.report.failure import crash_line, detail_for, explain_error, explain_failure
 from pytest_weval.report.junit import JUNIT_NAMES, junit_properties
-from pytest_weval.results import ItemResult
+from pytest_weval.results import ItemResult, Outcome
+from pytest_weval.run.pipeline import ItemWork, Work
 
 
 class ResultSource(Protocol):
@@ -42,17 +46,13 @@ class WevalScoreFailure(AssertionError):
 
 
 class WevalItem(pytest.Item):
-    def __init__(
-        self,
-        *,
-        blueprint: Blueprint,
-        prompt: Prompt,
-        model: ModelSpec,
-        temperature: float | None,
-        system_index: int,
-        source: ResultSource,
-        **kwargs: Any,
-    ):
+    """An item the run evaluates; subclasses say what (``work``) and where it is written."""
+
+    source: ResultSource
+    weval_result: ItemResult | None
+    setups: int  # how many times pytest has run this item: a rerun is a new sample
+
+    def __init__(self, *, source: ResultSource, **kwargs: Any):
         if "nodeid" not in kwargs and "[" in kwargs.get("name", ""):
             # pytest 9 keeps node ids structured: from `name` alone it would make the bracket
             # part of the name, while the ids it reads back (--lf, --ff, --sw) are parsed into
@@ -60,17 +60,22 @@ class WevalItem(pytest.Item):
             # the id is parsed the same way both times (and pytest 8 takes the string as is).
             kwargs["nodeid"] = f"{kwargs['parent'].nodeid}::{kwargs['name']}"
         super().__init__(**kwargs)
-        self.blueprint = blueprint
-        self.prompt = prompt
-        self.model = model
-        self.temperature = temperature
-        self.system_index = system_index
         self.source = source
-        self.weval_result: ItemResult | None = None
-        self.setups = 0  # how many times pytest has run this item: a rerun is a new sample
+        self.weval_result = None
+        self.setups = 0
+
+    def work(
+        self, priority: int = 0, blocked: str | None = None, blocked_outcome: Outcome = "error", sample: int = 0
+    ) -> Work:
+        raise NotImplementedError
+
+    @property
+    def line(self) -> int | None:
+        """The line of the eval file this item comes from (1-based), for reports."""
+        return None
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, self.prompt.location.line - 1 if self.prompt.location.line else None, self.name
+        return self.path, self.line - 1 if self.line else None, self.name
 
     def setup(self) -> None:
         if self.source.dry_run:  # --setup-only / --setup-plan set items up and run nothing
@@ -102,7 +107,18 @@ class WevalItem(pytest.Item):
                 ),
                 category=WevalPointError,
                 filename=str(self.path),
-                lineno=self.prompt.location.line or 1,
+                lineno=self.line or 1,
+            )
+        if result.verdict == "borderline" and result.outcome == "passed":
+            # AgentV's middle verdict: passed here (--weval-borderline=fail fails it), said aloud.
+            warnings.warn_explicit(
+                WevalWarning(
+                    f"{result.blueprint_path}: case '{result.prompt_id}' [{result.effective_model_id}] is borderline: "
+                    f"score {result.score} is at least 0.6 but below the pass mark 0.8 (--weval-borderline=fail fails it)"
+                ),
+                category=WevalWarning,
+                filename=str(self.path),
+                lineno=self.line or 1,
             )
         if result.outcome == "failed":
             raise WevalScoreFailure(result)
@@ -149,3 +165,44 @@ class WevalItem(pytest.Item):
         if described is not None:
             return described
         return super()._repr_failure_py(excinfo, style=style)
+
+
+class BlueprintItem(WevalItem):
+    """One prompt of a blueprint under one model variant (temperature, system prompt)."""
+
+    def __init__(
+        self,
+        *,
+        blueprint: Blueprint,
+        prompt: Prompt,
+        model: ModelSpec,
+        temperature: float | None,
+        system_index: int,
+        **kwargs: Any,
+    ):
+        super().__init__(**kwargs)
+        self.blueprint = blueprint
+        self.prompt = prompt
+        self.model = model
+        self.temperature = temperature
+        self.system_index = system_index
+
+    @property
+    def line(self) -> int | None:
+        return self.prompt.location.line
+
+    def work(
+        self, priority: int = 0, blocked: str | None = None, blocked_outcome: Outcome = "error", sample: int = 0
+    ) -> ItemWork:
+        return ItemWork(
+            nodeid=self.nodeid,
+            blueprint=self.blueprint,
+            prompt=self.prompt,
+            model=self.model,
+            temperature=self.temperature,
+            system_index=self.system_index,
+            priority=priority,
+            blocked=blocked,
+            blocked_outcome=blocked_outcome,
+            sample=sample,
+        )

@@ -21,6 +21,7 @@ from pytest_weval.engine.request import CACHE_MODES, CACHE_STORES
 from pytest_weval.run.pipeline import PipelineSettings
 
 MISSING_KEYS = ("stop", "error", "skip")
+BORDERLINE = ("pass", "fail")
 
 N = TypeVar("N", int, float)
 D = TypeVar("D", int, float, None)
@@ -112,6 +113,22 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
         False,
     ),
     ("--weval-lint-strict", "weval_lint_strict", "run the blueprint linter with findings as failures", "flag", False),
+    (
+        "--weval-allow-exec",
+        "weval_allow_exec",
+        "let code judges and cli targets named by agent eval files run (off by default: a file from a pull "
+        "request must not start programs next to your API keys)",
+        "flag",
+        False,
+    ),
+    (
+        "--weval-borderline",
+        "weval_borderline",
+        "what an agent eval case scoring 0.6 to 0.8 (AgentV's 'borderline') does: pass (default, with a "
+        "warning) or fail",
+        "str",
+        "pass",
+    ),
 ]
 
 _INI_ONLY: list[tuple[str, str, str, object]] = [
@@ -179,6 +196,8 @@ class WevalSettings:
     globs: tuple[str, ...]
     model_defs: Path | None
     max_file_mb: float
+    allow_exec: bool = False
+    borderline_fails: bool = False
 
     def engine_settings(self, workerinput: Mapping[str, Any] | None) -> EngineSettings:
         """How this process's engine sends, limits and caches; ``workerinput`` is xdist's
@@ -207,6 +226,8 @@ class WevalSettings:
             threshold=self.threshold,
             allowed_env=self.allow_env,
             custom_models=dict(custom_models),
+            allow_exec=self.allow_exec,
+            borderline_fails=self.borderline_fails,
         )
 
 
@@ -340,4 +361,6 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
         globs=tuple(config.getini("weval_globs") or ()),
         model_defs=_path(config, config.getini("weval_model_defs")),
         max_file_mb=_number(config, "weval_max_file_mb", float, 20.0, positive=True),
+        allow_exec=bool(_raw(config, "weval_allow_exec")),
+        borderline_fails=_choice(config, "weval_borderline", BORDERLINE, "pass") == "fail",
     )

@@ -14,29 +14,7 @@ from collections.abc import Mapping, Sequence
 from pytest_weval.api import Weval
 from pytest_weval.plugin.items import WevalItem
 from pytest_weval.results import ItemResult, Outcome
-from pytest_weval.run.pipeline import ItemWork
 from pytest_weval.run.schedule import ItemScheduler
-
-
-def item_work(
-    item: WevalItem,
-    priority: int = 0,
-    blocked: str | None = None,
-    blocked_outcome: Outcome = "error",
-    sample: int = 0,
-) -> ItemWork:
-    return ItemWork(
-        nodeid=item.nodeid,
-        blueprint=item.blueprint,
-        prompt=item.prompt,
-        model=item.model,
-        temperature=item.temperature,
-        system_index=item.system_index,
-        priority=priority,
-        blocked=blocked,
-        blocked_outcome=blocked_outcome,
-        sample=sample,
-    )
 
 
 class Runner:
@@ -69,7 +47,7 @@ class Runner:
         self.scheduler = ItemScheduler(
             self.engine,
             self.pipeline,
-            [item_work(item, 0, self.blocked.get(item.nodeid), blocked_outcome) for item in items],
+            [item.work(0, self.blocked.get(item.nodeid), blocked_outcome) for item in items],
             window=window,
             exchange=exchange,
         )
@@ -83,7 +61,7 @@ class Runner:
         # A rerun (sample 1, 2, ...) is asked for when pytest reruns the item, not ahead; its
         # requests still go through the engine's cache and, under xdist, its claims.
         return self.engine.run_coroutine(
-            self.pipeline.evaluate(item_work(item, -1, self.blocked.get(item.nodeid), self.blocked_outcome, sample))
+            self.pipeline.evaluate(item.work(-1, self.blocked.get(item.nodeid), self.blocked_outcome, sample))
         ).result()
 
     def close(self, *, drain: bool) -> None:

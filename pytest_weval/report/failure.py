@@ -48,10 +48,13 @@ def _located(result: ItemResult, line: int | None) -> str:
 
 
 def _where(result: ItemResult) -> list[str]:
+    labels = ("blueprint:", "prompt:   ", "model:    ")
+    if result.source != "blueprint":
+        labels = ("eval file:", "case:     ", "target:   ")
     lines = [
-        f"  blueprint: {result.blueprint_path} (id {result.blueprint_id})",
-        f"  prompt:    {result.prompt_id}" + (f" (line {result.prompt_line})" if result.prompt_line else ""),
-        f"  model:     {result.effective_model_id}",
+        f"  {labels[0]} {result.blueprint_path} (id {result.blueprint_id})",
+        f"  {labels[1]} {result.prompt_id}" + (f" (line {result.prompt_line})" if result.prompt_line else ""),
+        f"  {labels[2]} {result.effective_model_id}",
     ]
     if result.sample:
         lines.append(
@@ -163,11 +166,18 @@ def _pulled_down(result: ItemResult, b: Breakdown) -> list[str]:
     return lines
 
 
+def _headline(result: ItemResult) -> str:
+    score, mark = fmt_score(result.score), fmt_score(result.threshold)
+    if result.score is not None and result.score >= result.threshold and result.error:
+        # An agent eval case can fail a required check whatever its score (docs/agent-formats.md, 'Verdicts').
+        return f"Score {score} reaches the pass mark {mark}, but it failed a {result.error}."
+    return f"Score {score} is below the pass mark {mark} (scores run from 0 to 1)."
+
+
 def explain_failure(result: ItemResult, detail: Detail = "normal") -> str:
     """The failure message of an item whose score is below its threshold."""
     lines = [
-        f"Score {fmt_score(result.score)} is below the pass mark {fmt_score(result.threshold)} "
-        f"(scores run from 0 to 1).",
+        _headline(result),
         *_where(result),
         "",
     ]
@@ -247,6 +257,8 @@ def _mistake_place(result: ItemResult) -> str:
     lines = sorted({p.line for p in result.points if p.authoring_error and p.line})
     if not lines:
         lines = [int(n) for n in re.findall(r"\(line (\d+)\)", result.error or "")]
+    if not lines:  # a located message: "<path>:<line>:<column> (field): ..."
+        lines = [int(n) for n in re.findall(re.escape(result.blueprint_path) + r":(\d+)", result.error or "")]
     if not lines and result.prompt_line:
         lines = [result.prompt_line]
     if not lines:
@@ -256,8 +268,14 @@ def _mistake_place(result: ItemResult) -> str:
 
 def _cause(result: ItemResult) -> tuple[str, str]:
     text = (result.error or "").lower()
-    if any(p.authoring_error for p in result.points) or text.startswith(("the blueprint", "blueprint")):
-        return _MISTAKE[0], _MISTAKE[1].format(where=_mistake_place(result))
+    mistake = (
+        any(p.authoring_error for p in result.points)
+        or text.startswith(("the blueprint", "blueprint", result.blueprint_path.lower() + ":"))
+        or (result.source != "blueprint" and re.search(r"cannot be used|does not exist|no such file", text))
+    )
+    if mistake:
+        words = _MISTAKE[0].replace("The blueprint", f"The {result.source}")
+        return words, _MISTAKE[1].format(where=_mistake_place(result)).replace("blueprint", result.source)
     named = re.search(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", result.error or "")
     key = named.group(1) if named else "for example OPENAI_API_KEY"
     for pattern, words, todo in _CAUSES:
@@ -290,6 +308,8 @@ def crash_line(result: ItemResult) -> tuple[int | None, str]:
         b = breakdown(result.points)
         worst = max((x for x in b.losses if x.loss > 0), key=lambda x: (x.loss, -x.index), default=None)
         text = f"score {fmt_score(result.score)} < pass mark {fmt_score(result.threshold)}"
+        if result.score is not None and result.score >= result.threshold and result.error:
+            return result.prompt_line, f"score {fmt_score(result.score)}, but failed a {result.error}"
         if worst is None:
             return result.prompt_line, text
         p = worst.point

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from typing import Any
+from typing import Any, TypeAlias
 
 from pytest_weval import judges as judging
 from pytest_weval import scoring
@@ -17,9 +17,11 @@ from pytest_weval.blueprint.ids import effective_model_id
 from pytest_weval.blueprint.model import Blueprint, EvalPoint, ModelSpec, Prompt
 from pytest_weval.engine.external import ExternalExecutor
 from pytest_weval.engine.generation import Conversation, generate_conversation
+from pytest_weval.engine.programs import ProgramRunner
 from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
 from pytest_weval.judges.config import JudgePanel
 from pytest_weval.results import ItemResult, Outcome, PointAssessment, Usage
+from pytest_weval.run.agent import AgentRunner, AgentWork
 from pytest_weval.run.outcome import decide, mistakes_message
 
 BUILTIN_MODELS = frozenset({"ideal", "echo"})
@@ -70,12 +72,17 @@ class ItemWork:
         return self.blueprint.threshold
 
 
+Work: TypeAlias = "ItemWork | AgentWork"  # what an item asks the pipeline to evaluate
+
+
 @dataclasses.dataclass
 class PipelineSettings:
     judges: tuple[str, ...] | None = None
     threshold: float = 0.5
     allowed_env: frozenset[str] = frozenset()
     custom_models: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    allow_exec: bool = False  # agent eval files: code judges and cli targets may run
+    borderline_fails: bool = False  # agent eval files: a borderline verdict fails
 
 
 class Pipeline:
@@ -85,12 +92,21 @@ class Pipeline:
         self.engine = engine
         self.settings = settings
         self.external = ExternalExecutor()
+        self.agents = AgentRunner(
+            engine,
+            ProgramRunner(settings.allow_exec, settings.allowed_env),
+            judges=settings.judges,
+            borderline_fails=settings.borderline_fails,
+            asker=lambda priority, usage, purpose: self.asker(priority, usage, purpose=purpose),
+        )
 
     def model_spec(self, model_id: str) -> ModelSpec:
         custom = self.settings.custom_models.get(model_id)
         return ModelSpec(id=model_id, custom=custom)
 
-    async def evaluate(self, work: ItemWork) -> ItemResult:
+    async def evaluate(self, work: Work) -> ItemResult:
+        if isinstance(work, AgentWork):
+            return await self.agents.evaluate(work)
         started = time.monotonic()
         usage: dict[str, Usage] = {}
         result = ItemResult(

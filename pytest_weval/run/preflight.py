@@ -18,7 +18,8 @@ from pytest_weval.engine.errors import ConfigError, MissingKeyError
 from pytest_weval.engine.prices import PriceBook
 from pytest_weval.engine.providers import adapter_for
 from pytest_weval.engine.secrets import Redactor
-from pytest_weval.run.pipeline import BUILTIN_MODELS, ItemWork
+from pytest_weval.run.agent import AgentWork, judge_models
+from pytest_weval.run.pipeline import BUILTIN_MODELS, ItemWork, Work
 
 
 @dataclasses.dataclass
@@ -117,7 +118,7 @@ class _Checker:
 
 
 def preflight(
-    works: Sequence[ItemWork],
+    works: Sequence[Work],
     *,
     judges: Sequence[str] | None,
     env: Mapping[str, str],
@@ -133,6 +134,10 @@ def preflight(
     panels: dict[str, judging.JudgePanel] = {}
     for work in works:
         reasons: dict[str, list[str]] = {}  # variable -> who needs it, for this item
+        if isinstance(work, AgentWork):
+            _agent_keys(result, checker, work, judges or (), reasons)
+            _block(result, work, reasons, keys_needed)
+            continue
         variable = checker.variable_missing(work.model)
         if variable is not None:
             _note(result, variable, work).models.add(work.model.id)
@@ -148,9 +153,7 @@ def preflight(
                     continue  # the item says so when it runs (a located blueprint mistake)
             for variable, who in _judge_keys(result, checker, panel, work):
                 reasons.setdefault(variable, []).append(who)
-        if reasons and keys_needed:
-            missing = "; ".join(f"{variable} (for {_who(who)})" for variable, who in sorted(reasons.items()))
-            result.blocked[work.nodeid] = f"not run, a key it needs is not set: {missing}; nothing was sent"
+        _block(result, work, reasons, keys_needed)
     result.bad_models = checker.bad
     if prices is not None and keys_needed:
         result.unpriced = {m for m in checker.asked if m not in checker.bad and prices.price(m) is None}
@@ -158,6 +161,29 @@ def preflight(
         result.missing.clear()
         result.blocked.clear()
     return result
+
+
+def _block(result: Preflight, work: Work, reasons: dict[str, list[str]], keys_needed: bool) -> None:
+    if reasons and keys_needed:
+        missing = "; ".join(f"{variable} (for {_who(who)})" for variable, who in sorted(reasons.items()))
+        result.blocked[work.nodeid] = f"not run, a key it needs is not set: {missing}; nothing was sent"
+
+
+def _agent_keys(
+    result: Preflight, checker: _Checker, work: AgentWork, judges: Sequence[str], reasons: dict[str, list[str]]
+) -> None:
+    """The keys of an agent case: its target's model (a cli target needs none) and its judges."""
+    model = work.target.model
+    if model is not None:
+        variable = checker.variable_missing(model)
+        if variable is not None:
+            _note(result, variable, work).models.add(model.id)
+            reasons.setdefault(variable, []).append(f"model {model.id}")
+    for judge in sorted(judge_models(work, judges)):
+        variable = checker.variable_missing(checker.spec(judge))
+        if variable is not None:
+            _note(result, variable, work).judges.add(judge)
+            reasons.setdefault(variable, []).append(f"judge {judge}")
 
 
 def _judge_keys(
@@ -207,7 +233,7 @@ def _who(needs: list[str]) -> str:
     )
 
 
-def _note(result: Preflight, variable: str, work: ItemWork) -> MissingKey:
+def _note(result: Preflight, variable: str, work: Work) -> MissingKey:
     missing = result.missing.setdefault(variable, MissingKey(variable))
     missing.item_ids.add(work.nodeid)
     return missing

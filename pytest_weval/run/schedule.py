@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pytest_weval.engine import Engine
 from pytest_weval.engine.claims import Coordinator, Landed
 from pytest_weval.results import ItemResult
-from pytest_weval.run.pipeline import ItemWork, Pipeline
+from pytest_weval.run.pipeline import Pipeline, Work
 
 log = logging.getLogger("pytest_weval.run")
 
@@ -55,7 +55,7 @@ class Phase(enum.Enum):
 class ScheduledItem:
     """One item of the run and everything the scheduler knows of it."""
 
-    work: ItemWork
+    work: Work
     position: int  # in the run's order; the request priority of an item started ahead
     # Resolved with the result, on the engine loop; waited on from pytest's thread.
     future: concurrent.futures.Future[ItemResult]
@@ -71,7 +71,7 @@ class ItemScheduler:
         self,
         engine: Engine,
         pipeline: Pipeline,
-        works: Sequence[ItemWork],
+        works: Sequence[Work],
         *,
         window: int,
         exchange: bool = False,

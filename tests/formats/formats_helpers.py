@@ -1,0 +1,28 @@
+"""Helpers for the agent-format loader tests (imported by name, as ``blueprint_helpers`` is)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from pytest_weval.formats.load import load_agent_suite
+from pytest_weval.formats.model import AgentCase, AgentSuite
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def load(path: Path, root: Path) -> AgentSuite:
+    suite = load_agent_suite(path, rootdir=root)
+    assert suite is not None
+    return suite
+
+
+def case(suite: AgentSuite, case_id: str) -> AgentCase:
+    found = [c for c in suite.cases if c.id == case_id]
+    assert found, f"no case {case_id!r} in {[c.id for c in suite.cases]}"
+    return found[0]
