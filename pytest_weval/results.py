@@ -59,6 +59,9 @@ class Usage(BaseModel):
             self.cost_usd = (self.cost_usd or 0.0) + other.cost_usd
 
 
+REQUIRED_CHECK = "failed a required check: "  # how a failed gate of an agent eval case starts its ``error``
+
+
 class ItemResult(BaseModel):
     nodeid: str = ""
     blueprint_id: str
@@ -78,6 +81,9 @@ class ItemResult(BaseModel):
     # Which sample of the item this is: 0 first; a rerun (pytest-rerunfailures, or any plugin
     # that runs the item again) asks the model again as sample 1, 2, ... (docs/engine.md, 'Reruns').
     sample: int = 0
+    # --weval-repeat=N: the scores of the item's N samples, when N > 1 (``score`` is their mean,
+    # the other fields are those of the lowest-scoring sample; docs/statistics.md, 'Repeats').
+    sample_scores: list[float] = Field(default_factory=list)
     # Agent eval files only: AgentV's verdict, pass (>= 0.8), borderline (>= 0.6) or fail; a
     # borderline case passes with a warning unless --weval-borderline=fail.
     verdict: Literal["pass", "borderline", "fail"] | None = None

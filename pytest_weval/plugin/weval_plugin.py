@@ -31,6 +31,7 @@ from pytest_weval.blueprint.model import Blueprint, BlueprintError, Location
 from pytest_weval.engine.claims import request_stop
 from pytest_weval.engine.engine import claims_path
 from pytest_weval.engine.prices import PriceBook
+from pytest_weval.engine.programs import provider_key_reason
 from pytest_weval.formats.discover import is_agent_eval_file
 from pytest_weval.plugin.agent_items import AgentEvalFile
 from pytest_weval.plugin.collect import BLUEPRINT_SUFFIXES, BlueprintFile, blueprint_rel_path, is_blueprint_path
@@ -179,6 +180,12 @@ class WevalPlugin:
         if checked.must_stop or (checked.missing and settings.missing_keys == "stop"):
             self._stop_before_any_item(session, checked)
             return
+        withheld = [name for name in sorted(settings.allow_env) if provider_key_reason(name)]
+        if settings.allow_exec and withheld:
+            self._pending_notices.append(
+                f"weval: {', '.join(withheld)} named by --weval-allow-env "
+                "reach custom model addresses only: programs from eval files never get a provider key"
+            )
         if checked.missing:
             self._pending_notices.append(
                 checked.report()

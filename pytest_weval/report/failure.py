@@ -18,7 +18,7 @@ from typing import Literal
 
 from pytest_weval.report._fmt import fmt_score, js_number, one_line, plural, shorten
 from pytest_weval.report.breakdown import Breakdown, breakdown
-from pytest_weval.results import ItemResult, PointAssessment
+from pytest_weval.results import REQUIRED_CHECK, ItemResult, PointAssessment
 from pytest_weval.scoring.aggregate import is_required
 
 RESPONSE_CHARS = 600
@@ -168,9 +168,10 @@ def _pulled_down(result: ItemResult, b: Breakdown) -> list[str]:
 
 def _headline(result: ItemResult) -> str:
     score, mark = fmt_score(result.score), fmt_score(result.threshold)
-    if result.score is not None and result.score >= result.threshold and result.error:
-        # An agent eval case can fail a required check whatever its score (docs/agent-formats.md, 'Verdicts').
-        return f"Score {score} reaches the pass mark {mark}, but it failed a {result.error}."
+    if (result.error or "").startswith(REQUIRED_CHECK):
+        # An agent eval case fails a required check whatever its mean, and its score is then 0
+        # as AgentV has it (docs/agent-formats.md, 'Scores and outcomes').
+        return f"The case {result.error} (its score is {score} because of it; the pass mark is {mark})."
     return f"Score {score} is below the pass mark {mark} (scores run from 0 to 1)."
 
 
@@ -227,6 +228,11 @@ _CAUSES: list[tuple[str, str, str]] = [
         "The provider refused the request because too many were sent (rate limit).",
         "Lower --weval-concurrency or wait a little, then run again.",
     ),
+    (
+        r"^code judge|\bcode judge '|cli target",
+        "A program named by the eval file (a code judge or a cli target) failed, so the case has no score.",
+        "Fix the program, or raise its limit (the evaluator's or the case's timeout_seconds) if it was too slow.",
+    ),
     (r"timed? ?out|timeout", "The model took too long to answer.", "Run again, or raise --weval-timeout."),
     (
         r"circuit breaker",
@@ -267,10 +273,12 @@ def _mistake_place(result: ItemResult) -> str:
 
 
 def _cause(result: ItemResult) -> tuple[str, str]:
-    text = (result.error or "").lower()
+    # Matched on the words, not on the paths a message quotes (a folder named "timeout").
+    text = re.sub(r"\S*[/\\]\S*", " ", result.error or "").lower()
     mistake = (
         any(p.authoring_error for p in result.points)
-        or text.startswith(("the blueprint", "blueprint", result.blueprint_path.lower() + ":"))
+        or text.startswith(("the blueprint", "blueprint"))
+        or (result.error or "").startswith(result.blueprint_path + ":")
         or (result.source != "blueprint" and re.search(r"cannot be used|does not exist|no such file", text))
     )
     if mistake:
@@ -308,8 +316,8 @@ def crash_line(result: ItemResult) -> tuple[int | None, str]:
         b = breakdown(result.points)
         worst = max((x for x in b.losses if x.loss > 0), key=lambda x: (x.loss, -x.index), default=None)
         text = f"score {fmt_score(result.score)} < pass mark {fmt_score(result.threshold)}"
-        if result.score is not None and result.score >= result.threshold and result.error:
-            return result.prompt_line, f"score {fmt_score(result.score)}, but failed a {result.error}"
+        if (result.error or "").startswith(REQUIRED_CHECK):
+            return result.prompt_line, result.error or ""
         if worst is None:
             return result.prompt_line, text
         p = worst.point

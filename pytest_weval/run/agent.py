@@ -28,7 +28,7 @@ from pytest_weval.formats.model import (
 )
 from pytest_weval.judges import agent as agent_judges
 from pytest_weval.judges.config import DEFAULT_JUDGES
-from pytest_weval.results import ItemResult, Outcome, Usage
+from pytest_weval.results import REQUIRED_CHECK, ItemResult, Outcome, Usage
 from pytest_weval.scoring import agent as agent_scoring
 
 # Providers of .agentv/targets.yaml that are chat models the engine already speaks to.
@@ -246,7 +246,7 @@ class AgentRunner:
         else:
             result.outcome = "failed"
             if scored.gate_failures:
-                result.error = "required check: " + "; ".join(scored.gate_failures)
+                result.error = REQUIRED_CHECK + "; ".join(scored.gate_failures)
 
     async def _answer(self, work: AgentWork, usage: dict[str, Usage]) -> AgentOutput:
         case, target = work.case, work.target

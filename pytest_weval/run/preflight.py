@@ -172,7 +172,11 @@ def _block(result: Preflight, work: Work, reasons: dict[str, list[str]], keys_ne
 def _agent_keys(
     result: Preflight, checker: _Checker, work: AgentWork, judges: Sequence[str], reasons: dict[str, list[str]]
 ) -> None:
-    """The keys of an agent case: its target's model (a cli target needs none) and its judges."""
+    """The keys of an agent case: its target's model (a cli target needs none) and its judges.
+    A case that cannot run as written (a mistake in the file, an unusable target) sends nothing,
+    so it needs no key: it says its own problem when it runs."""
+    if work.case.problem or work.target.problem:
+        return
     model = work.target.model
     if model is not None:
         variable = checker.variable_missing(model)
