@@ -38,6 +38,7 @@ from pytest_weval.plugin.collect import BLUEPRINT_SUFFIXES, BlueprintFile, bluep
 from pytest_weval.plugin.items import WevalItem
 from pytest_weval.plugin.options import WevalSettings, settings_from_config
 from pytest_weval.plugin.running import Runner, settle_collected_objects
+from pytest_weval.report.agent_results import write_agent_results
 from pytest_weval.report.gates import check_min_score
 from pytest_weval.report.rollup import Rollup, build_rollup
 from pytest_weval.report.terminal import render_summary
@@ -405,6 +406,7 @@ class WevalPlugin:
                 min_score=min_score,
                 gate_lines=self.gate_lines if min_score is not None else None,
             )
+            write_agent_results(self.settings.out_dir, self.results)
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:

@@ -188,10 +188,14 @@ def test_a_mixed_folder_of_blueprints_and_agent_files_runs_in_one_session(projec
     assert cases[f"spell[{MODEL_ID}]"]["properties"]["weval_score"] == "0"
     assert cases[f"spell[{MODEL_ID}]"]["properties"]["weval_blueprint_id"] == "numbers"
 
-    # --weval-out: agent items are in summary.json (items, per-file means); the per-blueprint
-    # comparison file (Weval's format) is written for the blueprint only
+    # --weval-out: every item is in summary.json; the blueprint gets Weval's comparison file,
+    # each agent suite a JSONL of AgentV-shaped records
     written = sorted(p.name for p in (project.path / "out").iterdir())
-    assert written == ["letters.json", "summary.json"]
+    assert written == ["evals__dataset.jsonl", "greet-suite.jsonl", "letters.json", "numbers.jsonl", "summary.json"]
+    records = [json.loads(line) for line in (project.path / "out/evals__dataset.jsonl").read_text().splitlines()]
+    judged = next(r for r in records if r["eval_id"] == "judged")
+    assert judged["score"] == 0.9 and judged["target"] == MODEL_ID and judged["dataset"] == "evals__dataset"
+    assert judged["evaluator_results"] and judged["candidate_answer"]
     summary = project.json("out/summary.json")
     assert summary["totals"]["items"] == 6 and summary["totals"]["passed"] == 4
     by_node = {entry["nodeid"]: entry for entry in summary["items"]}
