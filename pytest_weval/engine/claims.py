@@ -12,6 +12,11 @@ Outcomes are recorded per run id (``run_results``) and read only within the same
 cache mode ``off`` and ``no_cache`` requests are shared between the workers of one run and
 never across runs. A result that went into the response store is recorded as ``in_store``
 (the waiter reads the store) rather than copied.
+
+Under ``--weval-budget`` the run's spend is kept here too (``SpendLedger``, table ``run_spend``):
+one row per process with what it spent and what it holds reserved for its requests in flight. A
+reservation is one IMMEDIATE transaction that sums every live process's row, so the processes of
+a run together never reserve past the budget (docs/engine.md, 'Prices, spend and the budget').
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import math
 import os
 import socket
 import sqlite3
@@ -35,6 +41,21 @@ log = logging.getLogger("pytest_weval.engine")
 
 RESULT_RETENTION_S = 2 * 24 * 3600  # run results older than this are cleaned up at start
 _BATCH = 400  # keys per IN (...) query
+
+# The run's spend under --weval-budget, one row per process (owner) of the run (SpendLedger).
+SPEND_SCHEMA = """
+CREATE TABLE IF NOT EXISTS run_spend (
+    run_id TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    spent REAL NOT NULL DEFAULT 0,
+    reserved REAL NOT NULL DEFAULT 0,
+    in_flight INTEGER NOT NULL DEFAULT 0,
+    updated REAL NOT NULL,
+    PRIMARY KEY (run_id, owner)
+)
+"""
 
 
 @dataclasses.dataclass
@@ -128,9 +149,11 @@ class Coordinator:
         cutoff = time.time() - RESULT_RETENTION_S
 
         def cleanup(conn: sqlite3.Connection) -> None:
+            conn.execute(SPEND_SCHEMA)
             conn.execute("DELETE FROM run_results WHERE created < ?", (cutoff,))
             conn.execute("DELETE FROM claims WHERE expires < ?", (time.time() - 3600,))
             conn.execute("DELETE FROM run_signals WHERE created < ?", (cutoff,))
+            conn.execute("DELETE FROM run_spend WHERE updated < ?", (cutoff,))
 
         await self.db.run(cleanup)
         loop = asyncio.get_running_loop()
@@ -373,8 +396,122 @@ class Coordinator:
                 if not future.done():
                     future.cancel()
         self._waiting.clear()
+
+        def release_all(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
+            # What this process spent stays counted; what it still held reserved does not.
+            conn.execute("UPDATE run_spend SET reserved = 0, in_flight = 0 WHERE owner = ?", (self.owner,))
+
         try:
-            await self.db.run(lambda conn: conn.execute("DELETE FROM claims WHERE owner = ?", (self.owner,)))
+            await self.db.run(release_all)
         except sqlite3.Error:
             pass
         self.held.clear()
+
+
+# -- the run's spend under a budget ----------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Spend:
+    """The run's spend as one reservation found it. ``reserved`` and ``in_flight`` are what the
+    live processes held before it; ``admitted`` says whether it was added."""
+
+    admitted: bool
+    spent: float
+    reserved: float
+    in_flight: int
+
+
+class SpendLedger:
+    """``--weval-budget`` for a run of several processes: each process's spend and its
+    reservations for requests in flight, in table ``run_spend`` of the claims file (one row per
+    process). ``reserve`` is one IMMEDIATE transaction over every row of the run, so no two
+    processes can both take the last room; ``settle`` turns a reservation into what the reply
+    cost in one statement. A row whose process is dead (on this host) keeps its spend, and its
+    reservations stop counting."""
+
+    def __init__(self, coordinator: Coordinator):
+        self.db = coordinator.db
+        self.run_id = coordinator.run_id
+        self.owner = coordinator.owner
+        self.host = coordinator.host
+        self.pid = coordinator.pid
+        self._last = Spend(False, 0.0, 0.0, 0)  # the last look, should the file be busy
+        self._seen_alive: dict[int, float] = {}  # pid -> when it was last found alive
+
+    async def reserve(self, amount: float, limit: float) -> Spend:
+        """Add ``amount`` to this process's reservations if the run's spend is below ``limit``
+        and either the spend, every live reservation and ``amount`` stay within it, or nothing
+        is in flight anywhere in the run (a request that alone does not fit goes alone)."""
+
+        def attempt(conn: sqlite3.Connection) -> Spend:
+            spent, reserved, in_flight = self._tally(conn, release_dead=True)
+            admitted = spent < limit and (in_flight == 0 or spent + reserved + amount <= limit)
+            if admitted:
+                conn.execute(
+                    "INSERT INTO run_spend (run_id, owner, host, pid, reserved, in_flight, updated) "
+                    "VALUES (?, ?, ?, ?, ?, 1, ?) ON CONFLICT(run_id, owner) DO UPDATE SET "
+                    "reserved = reserved + excluded.reserved, in_flight = in_flight + 1, updated = excluded.updated",
+                    (self.run_id, self.owner, self.host, self.pid, amount, time.time()),
+                )
+            return Spend(admitted, spent, reserved, in_flight)
+
+        try:
+            self._last = await self.db.run(lambda conn: transaction(conn, attempt))
+        except sqlite3.Error as exc:  # busy beyond the timeout: not admitted, look again soon
+            log.warning("weval budget: reading the run's spend failed: %s", exc)
+            return dataclasses.replace(self._last, admitted=False)
+        return self._last
+
+    async def settle(self, reserved: float, cost: float) -> None:
+        """An attempt is over: its reservation ``reserved`` becomes ``cost`` (0 when nothing
+        was answered), in one statement (an UPDATE reads the row as it was)."""
+
+        def record(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "UPDATE run_spend SET spent = spent + ?, in_flight = max(0, in_flight - 1), "
+                "reserved = CASE WHEN in_flight <= 1 THEN 0 ELSE max(0, reserved - ?) END, updated = ? "
+                "WHERE run_id = ? AND owner = ?",
+                (cost, reserved, time.time(), self.run_id, self.owner),
+            )
+
+        try:
+            await self.db.run(record)
+        except sqlite3.Error as exc:  # the reservation stays held until this process closes
+            log.warning("weval budget: recording a reply's cost failed: %s", exc)
+
+    async def total(self) -> Spend:
+        """The run's spend and what its live processes hold reserved, without reserving."""
+        spent, reserved, in_flight = await self.db.run(lambda conn: self._tally(conn, release_dead=False))
+        return Spend(False, spent, reserved, in_flight)
+
+    def _tally(self, conn: sqlite3.Connection, *, release_dead: bool) -> tuple[float, float, int]:
+        """(spent, reserved, in flight) over the run's rows. The reservations of a process that
+        died (on this host: ``_pid_alive``) do not count; ``release_dead`` clears them."""
+        spent = reserved = 0.0
+        in_flight = 0
+        rows = conn.execute(
+            "SELECT owner, host, pid, spent, reserved, in_flight FROM run_spend WHERE run_id = ?", (self.run_id,)
+        ).fetchall()
+        for owner, host, pid, row_spent, row_reserved, row_in_flight in rows:
+            spent += row_spent
+            if row_in_flight and host == self.host and pid != self.pid and not self._alive(pid):
+                if release_dead:
+                    conn.execute(
+                        "UPDATE run_spend SET reserved = 0, in_flight = 0 WHERE run_id = ? AND owner = ?",
+                        (self.run_id, owner),
+                    )
+                continue
+            reserved += row_reserved
+            in_flight += row_in_flight
+        return spent, reserved, in_flight
+
+    def _alive(self, pid: int) -> bool:
+        """``_pid_alive``, asked at most once a second per process: it runs under the write lock."""
+        now = time.monotonic()
+        if now - self._seen_alive.get(pid, -math.inf) < 1.0:
+            return True
+        if not _pid_alive(pid):
+            self._seen_alive.pop(pid, None)
+            return False
+        self._seen_alive[pid] = now
+        return True

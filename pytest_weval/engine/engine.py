@@ -32,7 +32,7 @@ import sniffio
 
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine.cache import ResponseCache, cache_key, make_entry, reply_from_entry
-from pytest_weval.engine.claims import Coordinator, Landed
+from pytest_weval.engine.claims import Coordinator, Landed, SpendLedger
 from pytest_weval.engine.db import SqliteDB
 from pytest_weval.engine.errors import (
     BudgetReached,
@@ -113,7 +113,7 @@ class Engine:
         self._pacers: dict[str, Pacer] = {}
         self._counted: set[str] = set()  # keys of the distinct requests already in the run's usage
         self.prices = PriceBook(self.settings.prices)
-        self.budget = Budget(self.settings.budget_usd, self.prices, on_spend=self._share_spend)
+        self.budget = Budget(self.settings.budget_usd, self.prices)  # shared through the claims file under xdist
         self._stores: set[asyncio.Task[bool]] = set()  # cache writes: finished even on Ctrl-C
         self._interrupted = False
         # Lines for the person watching the run (a provider started throttling), taken by the
@@ -197,6 +197,8 @@ class Engine:
                 on_signal=self._on_signal,
             )
             await self.coordinator.start()
+            if settings.budget_usd is not None:
+                self.budget.use_ledger(SpendLedger(self.coordinator), poll_s=settings.poll_interval_s)
 
     def close(self) -> None:
         """Cancel what is still running on the loop, release claims, close connections and
@@ -306,18 +308,8 @@ class Engine:
         if self.coordinator is not None:
             self.coordinator.signal(f"pause:{group}", until)
 
-    def _share_spend(self, spent: float) -> None:
-        """Tell the other workers of this run what this one has spent so far (they add it to
-        their own before each request); one small write in the background per priced reply."""
-        if self.coordinator is not None:
-            self.coordinator.signal(f"spent:{self.settings.worker_id}", spent)
-
     def _on_signal(self, name: str, until: float) -> None:
-        if name.startswith("spent:"):
-            worker = name[len("spent:") :]
-            if worker != self.settings.worker_id:
-                self.budget.spent_elsewhere(worker, until)
-        elif name == "stop":
+        if name == "stop":
             self.interrupt()
         elif name.startswith("pause:"):
             self.pacer(name[len("pause:") :]).pause_until_wall(until)
@@ -380,7 +372,6 @@ class Engine:
             usage.unpriced += 1
         else:
             usage.cost_usd += cost
-            self.budget.spend(cost)
 
     def run_usage(self) -> dict[str, Usage]:
         """What this process's distinct requests used, per model: the run's usage table."""
@@ -590,13 +581,16 @@ class Engine:
                 usage.rate_wait_s += paced
                 self._check_running()
                 reserved = await self.budget.reserve(request, adapter.max_tokens(request))
+                cost = 0.0  # what the budget is charged for this attempt: its reply, if any
                 try:
                     async with self.limits.global_slot(priority):
                         if pacer.paused:  # told to wait while this one waited for a slot: wait too
                             continue
                         outcome, info = await self._attempt(adapter, call, timeout, model_id)
+                    if self.budget.limit_usd is not None and isinstance(outcome, ModelReply):
+                        cost = self.prices.cost(model_id, outcome.input_tokens, outcome.output_tokens) or 0.0
                 finally:
-                    self.budget.release(reserved)
+                    await self.budget.settle(reserved, cost)
             if isinstance(outcome, ModelReply):
                 pacer.served(info)
                 limiter.on_success()

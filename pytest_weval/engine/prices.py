@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Protocol
 
 from pytest_weval.engine.errors import BudgetReached
 from pytest_weval.engine.request import ModelRequest
@@ -93,31 +94,63 @@ def _genai_price(model_id: str) -> Price | None:
     return Price(float(per_in.total_price), float(per_out.total_price), source="genai-prices")
 
 
+class Verdict(Protocol):
+    """A ledger's answer to a reservation: added or not, and the run's spend it saw."""
+
+    @property
+    def admitted(self) -> bool: ...
+
+    @property
+    def spent(self) -> float: ...
+
+
+class Ledger(Protocol):
+    """Where the processes of one run keep its spend (``claims.SpendLedger``, under xdist)."""
+
+    async def reserve(self, amount: float, limit: float) -> Verdict: ...
+
+    async def settle(self, reserved: float, cost: float) -> None: ...
+
+
 class Budget:
     """``--weval-budget``: the run's spend, counted as replies arrive and reserved for requests
-    in flight; once it reaches the limit no further request is sent. Under xdist every worker
-    adds the others' spend, which they share through the claims store."""
+    in flight; once it reaches the limit no further request is sent. One process keeps the
+    count here; the processes of an xdist run keep it in a shared ledger (``use_ledger``), so
+    the rule is the same over all of them."""
 
-    def __init__(self, limit_usd: float | None, prices: PriceBook, on_spend: Callable[[float], None] | None = None):
+    def __init__(self, limit_usd: float | None, prices: PriceBook):
         self.limit_usd = limit_usd
         self.prices = prices
-        self.on_spend = on_spend  # (this process's spend so far): tell the other workers
-        self.spent_here = 0.0
-        self._elsewhere: dict[str, float] = {}
-        self._reserved = 0.0
+        self.spent_here = 0.0  # by this process's replies
+        self._run_spent = 0.0  # the whole run's, as the ledger last said
+        self._reserved = 0.0  # by this process's attempts in flight
         self._in_flight = 0
-        self._landed = asyncio.Event()  # a reservation was released
+        self._ledger: Ledger | None = None
+        self._poll_s = 0.05
+        self._releases = 0  # attempts settled here so far
+        self._waiters: list[asyncio.Future[None]] = []  # reservations refused, waiting to look again
+
+    def use_ledger(self, ledger: Ledger, poll_s: float) -> None:
+        """Share the budget with the run's other processes: every reservation and every reply's
+        cost goes through ``ledger``; a refused reservation looks again when an attempt of this
+        process settles, or after ``poll_s`` (another process's may have)."""
+        self._ledger = ledger
+        self._poll_s = poll_s
 
     @property
     def spent(self) -> float:
-        return self.spent_here + sum(self._elsewhere.values())
+        """The run's spend as far as this process knows it."""
+        if self._ledger is None:
+            return self.spent_here
+        return max(self._run_spent, self.spent_here)
 
     async def reserve(self, request: ModelRequest, max_output_tokens: int | None) -> float:
-        """Room for one attempt of ``request`` (what to ``release`` after), or ``BudgetReached``
+        """Room for one attempt of ``request`` (what to ``settle`` after), or ``BudgetReached``
         once the spend has reached the limit. A request that would take the spend past the
         limit with what is in flight waits for those replies (their real cost replaces what
-        was reserved for them) and looks again; alone in flight, it goes."""
-        if self.limit_usd is None:
+        was reserved for them) and looks again; alone in flight in the run, it goes."""
+        limit = self.limit_usd
+        if limit is None:
             return 0.0
         model_id = request.model.id
         price = self.prices.price(model_id)
@@ -129,33 +162,67 @@ class Budget:
             )
         amount = price.cost(estimate_input_tokens(request), max_output_tokens or 1000)
         while True:
-            if self.spent >= self.limit_usd:
-                raise BudgetReached(
-                    f"budget reached (${self.spent:.4f} of ${self.limit_usd:g}): {model_id} not asked; replies "
-                    "received so far are in the cache, so a larger --weval-budget continues from here",
-                    model_id=model_id,
-                )
-            if self._in_flight == 0 or self.spent + self._reserved + amount <= self.limit_usd:
+            releases = self._releases
+            if self._ledger is None:
+                spent = self.spent_here
+                admitted = spent < limit and (self._in_flight == 0 or spent + self._reserved + amount <= limit)
+            else:
+                verdict = await self._ledger.reserve(amount, limit)
+                admitted, spent = verdict.admitted, verdict.spent
+                self._run_spent = max(self._run_spent, spent)
+            if admitted:
                 self._reserved += amount
                 self._in_flight += 1
                 return amount
-            self._landed.clear()
-            await self._landed.wait()
+            if spent >= limit:
+                raise BudgetReached(
+                    f"budget reached (${spent:.4f} of ${limit:g}): {model_id} not asked; replies "
+                    "received so far are in the cache, so a larger --weval-budget continues from here",
+                    model_id=model_id,
+                )
+            if self._releases == releases:  # else one settled while we looked: look again now
+                await self._next_release(None if self._ledger is None else self._poll_s)
 
-    def release(self, amount: float) -> None:
+    async def settle(self, reserved: float, cost: float) -> None:
+        """One attempt is over: its reservation (what ``reserve`` returned) is replaced by what
+        its reply cost (0 when nothing was answered)."""
         if self.limit_usd is None:
             return
-        self._reserved = max(0.0, self._reserved - amount)
-        self._in_flight -= 1
-        self._landed.set()
+        if self._ledger is None:
+            self._settled(reserved, cost)
+            return
+        # Once sent, the write goes on even if the caller is cancelled (Ctrl-C): the spend counts.
+        write = asyncio.ensure_future(self._ledger.settle(reserved, cost))
+        write.add_done_callback(lambda _: self._settled(reserved, cost))
+        await asyncio.shield(write)
 
-    def spend(self, cost: float) -> None:
+    def _settled(self, reserved: float, cost: float) -> None:
         self.spent_here += cost
-        if self.on_spend is not None and self.limit_usd is not None:
-            self.on_spend(self.spent_here)
+        self._in_flight -= 1
+        self._reserved = 0.0 if self._in_flight == 0 else max(0.0, self._reserved - reserved)
+        self._releases += 1
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
-    def spent_elsewhere(self, worker: str, amount: float) -> None:
-        self._elsewhere[worker] = max(amount, self._elsewhere.get(worker, 0.0))
+    async def _next_release(self, timeout: float | None) -> None:
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._waiters.append(waiter)
+        timer = None if timeout is None else loop.call_later(timeout, _wake, waiter)
+        try:
+            await waiter
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def estimate_input_tokens(request: ModelRequest) -> float:

@@ -68,6 +68,51 @@ def test_a_budget_stops_sending_and_a_larger_one_continues_from_the_cache(projec
     assert len(again) == PROMPTS - len(sent) and not again & {r.last_user for r in sent}
 
 
+def test_xdist_workers_share_one_budget_exactly(project: Project):
+    """-n 3: the workers reserve from one ledger in the claims file, so together they keep what
+    is spent and reserved within the budget, as one process does. Each reply costs less than
+    the engine reserves for it (a word a token here, about 1.4 tokens a word estimated, 1,000
+    tokens of output reserved), so the spend passes the budget only by the one request that
+    went when nothing else was in flight anywhere: without that request, what the server
+    answered costs less than the budget."""
+    filler = " ".join(["word"] * 40)
+    prompts = 150  # a worker takes up to 40 items ahead: enough for all three to send at once
+    lines = [f"models: [{MODEL_ID}]", "---"]
+    for n in range(prompts):
+        lines += [
+            f"- id: p{n}",
+            f"  prompt: 'Question {n}: {filler}'",
+            "  should:",
+            f"    - $icontains: 'question {n}:'",
+        ]
+    project.write("blueprints/priced.yml", "\n".join(lines) + "\n")
+    project.ini("weval_prices =", f"    {MODEL_ID} 10000 100")
+    # Slow replies, so that every worker is sending before the first reply lands.
+    project.server.latency_ms = 800
+    budget = 8.0  # a request costs ~$0.42 and reserves ~$0.73: about 19 fit, 10 at once
+
+    def cost(r) -> float:
+        return (max(1, len(r.last_user.split())) * 10000 + len(f"echo: {r.last_user}".split()) * 100) / 1e6
+
+    first = project.run(f"--weval-budget={budget:g}", "-n", "3", "-rA", sub=True)
+    sent = project.requests()
+    costs = [cost(r) for r in sent]
+    total = sum(costs)
+    assert len({r.last_user for r in sent}) == len(sent)  # none sent twice
+    assert budget <= total and total - max(costs) < budget, (total, costs)
+    assert project.server.max_in_flight >= 3  # the budget let several go at once
+    first.assert_outcomes(passed=len(sent), errors=prompts - len(sent))
+    out = first.stdout.str()
+    assert out.count(f"budget reached (${total:.4f} of $8)") >= prompts - len(sent), out
+    # the answers received are in the cache: a larger budget asks only for the rest
+    project.server.reset()
+    project.server.latency_ms = 0
+    second = project.run("--weval-budget=100", "-n", "3", sub=True)
+    second.assert_outcomes(passed=prompts)
+    again = [r.last_user for r in project.requests()]
+    assert len(again) == prompts - len(sent) and not set(again) & {r.last_user for r in sent}
+
+
 def test_a_model_without_a_price_cannot_run_under_a_budget(project: Project):
     project.write(
         "blueprints/unpriced.yml",
