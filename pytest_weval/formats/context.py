@@ -1,5 +1,6 @@
 """What the agent-file loader needs everywhere: where each part was written, located problems,
-and files named by a file (fixtures, prompts, case lists) found and read safely.
+files named by a file (fixtures, prompts, case lists) found and read safely, and the values every
+part reads alike (text, numbers, spellings, weights).
 
 A ``Problem`` is one case's mistake: the loader catches it at the case and keeps it as the
 case's ``problem`` text (the other cases still load). A ``BlueprintError`` is the file's.
@@ -10,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import glob
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -102,10 +104,7 @@ class Context:
         return self.rootdir if is_within(self.file_dir, self.rootdir) else self.file_dir
 
     def display(self, path: Path) -> str:
-        try:
-            return path.relative_to(self.rootdir).as_posix()
-        except ValueError:
-            return path.as_posix()
+        return display_path(path, self.rootdir)
 
     def search_dirs(self, *, ancestors: bool) -> list[Path]:
         """The eval file's folder, then (``ancestors``) each folder above it up to the boundary."""
@@ -185,6 +184,14 @@ class Context:
         return text.replace("\r\n", "\n"), None
 
 
+def display_path(path: Path, rootdir: Path) -> str:
+    """``path`` as messages show it: relative to the rootdir when below it, else as it is."""
+    try:
+        return path.relative_to(rootdir).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
 def is_within(path: Path, folder: Path) -> bool:
     try:
         path.relative_to(folder)
@@ -237,3 +244,35 @@ def describe(value: Any) -> str:
     if isinstance(value, dict):
         return "a mapping"
     return type(value).__name__
+
+
+_SPELLING = re.compile(r"[-\s]+")
+
+
+def snake_spelling(written: str) -> str:
+    """A type or mode as written (``LLM-Judge``, ``any order``) in snake case (``llm_judge``,
+    ``any_order``): lower case, each run of ``-`` and spaces one ``_`` (v2.14 kebab-case)."""
+    return _SPELLING.sub("_", written.strip().lower())
+
+
+def parse_weight(ctx: Context, raw: dict[str, Any], field: str) -> float:
+    """``weight``: a finite number >= 0, 1 when absent (0 keeps an evaluator as information)."""
+    weight = raw.get("weight")
+    if weight is None:
+        return 1.0
+    if not finite_number(weight) or weight < 0:
+        why = (
+            "must be a number"
+            if not is_number(weight)
+            else "must be finite"
+            if not finite_number(weight)
+            else "must be >= 0"
+        )
+        raise ctx.problem_key(
+            raw,
+            "weight",
+            join_field(field, "weight"),
+            f"`weight` {why} (got {describe(weight)})",
+            hint="write a number >= 0, e.g. `weight: 2` (0 keeps it as information only)",
+        )
+    return float(weight)

@@ -14,15 +14,19 @@
 * Tool calls: AgentV's ``{tool, input, output, id, duration_ms}``, OpenAI's
   ``{id, type: function, function: {name, arguments: "<JSON>"}}`` and ``{name, args}`` all
   become ``ToolCall``.
+
+And back: :func:`message_dicts` gives messages in the shape AgentV shows them to judges and code
+judges.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, cast
 
 from pytest_weval.formats.context import Context, Problem, describe, finite_number, join_field, text_value
-from pytest_weval.formats.model import AgentMessage, ContentBlock, ToolCall
+from pytest_weval.formats.model import AgentCase, AgentMessage, ContentBlock, ToolCall
 
 ROLES = ("system", "user", "assistant", "tool")
 BLOCK_TYPES = ("text", "file", "image", "json")
@@ -275,3 +279,49 @@ def parse_tool_call(ctx: Context, seq: list[Any], index: int, field: str) -> Too
         id=text_value(raw.get("id")),
         duration_ms=float(duration) if duration is not None and finite_number(duration) else None,
     )
+
+
+# --- messages as AgentV shows them ---------------------------------------------------------------
+
+
+def _call_dict(call: ToolCall) -> dict[str, Any]:
+    # AgentV's trace shape {tool, input, output, id, duration_ms}; absent parts left out.
+    out: dict[str, Any] = {"tool": call.name}
+    if call.args is not None:
+        out["input"] = call.args
+    if call.output is not None:
+        out["output"] = call.output
+    if call.id is not None:
+        out["id"] = call.id
+    if call.duration_ms is not None:
+        out["duration_ms"] = call.duration_ms
+    return out
+
+
+def _message_dict(message: AgentMessage) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": message.role}
+    out["content"] = message.structured if message.structured is not None else message.text
+    if message.tool_calls:
+        out["tool_calls"] = [_call_dict(call) for call in message.tool_calls]
+    if message.name is not None:
+        out["name"] = message.name
+    if message.tool_call_id is not None:
+        out["tool_call_id"] = message.tool_call_id
+    return out
+
+
+def message_dicts(messages: Sequence[AgentMessage]) -> list[dict[str, Any]]:
+    """Messages as AgentV shows them to judges and code judges: ``{role, content, tool_calls?}``
+    with ``content`` the message text (or its structured object) and tool calls as
+    ``{tool, input, output, id, duration_ms}``."""
+    return [_message_dict(m) for m in messages]
+
+
+def expected_message_dicts(case: AgentCase) -> list[dict[str, Any]]:
+    """The case's reference as :func:`message_dicts`: its expected messages, else its structured
+    expected output as one assistant message, else none."""
+    if case.expected:
+        return message_dicts(case.expected)
+    if case.expected_structured is not None:
+        return [{"role": "assistant", "content": case.expected_structured}]
+    return []

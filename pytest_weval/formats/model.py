@@ -175,6 +175,17 @@ class AgentCase(_Frozen):
         return " ".join(parts)
 
     @property
+    def input_files(self) -> list[str]:
+        """The paths of the input's ``file`` blocks, each once, in order (a code judge's
+        ``input_files``, a ``cli`` target's ``{FILES}``)."""
+        files: list[str] = []
+        for message in self.input:
+            for block in message.blocks:
+                if block.type == "file" and block.path and block.path not in files:
+                    files.append(block.path)
+        return files
+
+    @property
     def reference_answer(self) -> str:
         """The last expected message's content: text as is, an object as pretty JSON, tool calls
         as JSON when there is no content (agent-formats.md §1.3)."""

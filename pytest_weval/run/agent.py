@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_weval.blueprint.model import ModelSpec
-from pytest_weval.engine.programs import ExecNotAllowed, ProgramRunner, case_needs_exec
+from pytest_weval.engine.cli_target import run_cli_target
+from pytest_weval.engine.code_judge import case_needs_exec, run_code_judge
+from pytest_weval.engine.programs import ExecNotAllowed, ProgramRunner
 from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
 from pytest_weval.formats.model import (
     PASS_AT,
@@ -251,7 +253,8 @@ class AgentRunner:
     async def _answer(self, work: AgentWork, usage: dict[str, Usage]) -> AgentOutput:
         case, target = work.case, work.target
         if target.program is not None:
-            return await self.programs.run_cli_target(
+            return await run_cli_target(
+                self.programs,
                 target.program,
                 case,
                 cwd=Path(target.program.cwd or work.suite.directory),
@@ -286,7 +289,8 @@ class AgentRunner:
             judge = judge_for(evaluator, work, self.judges)
             return await agent_judges.judge_agent_evaluator(work.case, evaluator, output, ask, judge)
         if evaluator.type == "code_judge":
-            judged = await self.programs.run_code_judge(
+            judged = await run_code_judge(
+                self.programs,
                 evaluator,
                 work.case,
                 output,

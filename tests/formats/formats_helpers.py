@@ -26,3 +26,15 @@ def case(suite: AgentSuite, case_id: str) -> AgentCase:
     found = [c for c in suite.cases if c.id == case_id]
     assert found, f"no case {case_id!r} in {[c.id for c in suite.cases]}"
     return found[0]
+
+
+def one_case(tmp_path: Path, body: str, rel: str = "evals/x.eval.yaml"):
+    suite = load(write(tmp_path, rel, body), tmp_path)
+    assert len(suite.cases) == 1
+    return suite.cases[0]
+
+
+def problem_of(tmp_path: Path, body: str, rel: str = "evals/x.eval.yaml") -> str:
+    found = one_case(tmp_path, body, rel)
+    assert found.problem is not None, "expected the case to have a problem"
+    return found.problem

@@ -1,4 +1,4 @@
-"""A stand-in ``cli`` target for tests/engine/test_programs.py (agent-formats.md §1.10).
+"""A stand-in ``cli`` target for tests/engine/test_cli_target.py (agent-formats.md §1.10).
 
 --prompt P [--file F ...] --output OUT [--mode json|text|plain|none|fail] [--eval-id ID] [--attempt N]
 """
