@@ -56,7 +56,10 @@ def _graph() -> dict[str, set[str]]:
 
 
 # Third-party libraries imported where they are used, each for a reason its comment gives.
-DEFERRED = {"genai_prices"}  # ~0.2 s to load, needed only once a reply is priced
+DEFERRED = {
+    "genai_prices",  # ~0.2 s to load, needed only once a reply is priced
+    "psycopg",  # an extra (pytest-weval[postgres]), needed only with a postgresql:// store
+}
 
 
 def test_every_import_is_at_the_top_of_its_module():

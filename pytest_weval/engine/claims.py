@@ -1,22 +1,26 @@
 """Cross-process request claims (docs/rulings.md, ruling 18; docs/engine.md, 'Cross-process claims' explains the design).
 
 Every worker schedules every request; before sending, a worker claims the request's key in the
-shared SQLite file. The claim and the check "has a result already landed?" happen in one
-IMMEDIATE transaction, and a holder records its outcome and drops its claim in one transaction,
-so no interleaving lets two workers send the same request. A worker whose claim fails waits:
-one poller per process looks up every awaited key in one query every ``poll_interval_s``.
-Claims carry a lease the holder renews every lease/3; a claim whose lease ran out, or whose
-holder (on this host) is no longer alive, is taken over.
+run's shared claims store. The claim and the check "has a result already landed?" cannot be
+interleaved with a holder recording its outcome and dropping its claim, so no interleaving lets
+two workers send the same request. A worker whose claim fails waits: one poller per process
+looks up every awaited key in one query every ``poll_interval_s``. Claims carry a lease the
+holder renews every lease/3; a claim whose lease ran out, or whose holder (on this host) is no
+longer alive, is taken over.
 
 Outcomes are recorded per run id (``run_results``) and read only within the same run, so
-cache mode ``off`` and ``no_cache`` requests are shared between the workers of one run and
+cache mode ``off`` and ``no_cache`` requests are shared between the processes of one run and
 never across runs. A result that went into the response store is recorded as ``in_store``
 (the waiter reads the store) rather than copied.
 
 Under ``--weval-budget`` the run's spend is kept here too (``SpendLedger``, table ``run_spend``):
 one row per process with what it spent and what it holds reserved for its requests in flight. A
-reservation is one IMMEDIATE transaction that sums every live process's row, so the processes of
-a run together never reserve past the budget (docs/engine.md, 'Prices, spend and the budget').
+reservation sums every live process's row under the store's write lock, so the processes of a
+run together never reserve past the budget (docs/engine.md, 'Prices, spend and the budget').
+
+Where the rows live is a ``ClaimsStore``: SQLite on one machine (``claims_sqlite.py``, the
+cache's own file or a claims file beside it) or PostgreSQL shared by several machines
+(``store_pg.py``). The policy (leases, waiting, renewal, who is dead) is here, once.
 """
 
 from __future__ import annotations
@@ -35,52 +39,35 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_weval.engine.db import SqliteDB, rows_as_dicts, transaction
+from pytest_weval.engine.claims_sqlite import SqliteClaims
+from pytest_weval.engine.claims_store import (
+    SPEND_SCHEMA,
+    ClaimsStore,
+    Dead,
+    Landed,
+    Owner,
+    Spend,
+    landed_from_row,
+)
+from pytest_weval.engine.db import SqliteDB
+
+__all__ = [
+    "RESULT_RETENTION_S",
+    "SPEND_SCHEMA",
+    "ClaimsStore",
+    "Coordinator",
+    "Dead",
+    "Landed",
+    "Owner",
+    "Spend",
+    "SpendLedger",
+    "landed_from_row",
+    "request_stop",
+]
 
 log = logging.getLogger("pytest_weval.engine")
 
 RESULT_RETENTION_S = 2 * 24 * 3600  # run results older than this are cleaned up at start
-_BATCH = 400  # keys per IN (...) query
-
-# The run's spend under --weval-budget, one row per process (owner) of the run (SpendLedger).
-SPEND_SCHEMA = """
-CREATE TABLE IF NOT EXISTS run_spend (
-    run_id TEXT NOT NULL,
-    owner TEXT NOT NULL,
-    host TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    spent REAL NOT NULL DEFAULT 0,
-    reserved REAL NOT NULL DEFAULT 0,
-    in_flight INTEGER NOT NULL DEFAULT 0,
-    updated REAL NOT NULL,
-    PRIMARY KEY (run_id, owner)
-)
-"""
-
-
-@dataclasses.dataclass
-class Landed:
-    """A request's outcome, recorded by whichever process sent it."""
-
-    in_store: bool
-    text: str | None
-    input_tokens: int
-    output_tokens: int
-    error_kind: str | None
-    error_status: int | None
-    error_message: str | None
-
-
-def _landed(row: dict[str, Any]) -> Landed:
-    return Landed(
-        in_store=bool(row["in_store"]),
-        text=row["text"],
-        input_tokens=int(row["input_tokens"] or 0),
-        output_tokens=int(row["output_tokens"] or 0),
-        error_kind=row["error_kind"],
-        error_status=row["error_status"],
-        error_message=row["error_message"],
-    )
 
 
 def _pid_alive(pid: int) -> bool:
@@ -101,7 +88,7 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
-def request_stop(path: Path, run_id: str) -> None:
+def request_stop(path: Path, run_id: str, name: str = "stop") -> None:
     """Tell every process of run ``run_id`` to stop sending (the xdist controller was
     interrupted; its workers may not have been). A no-op when the run has no claims file."""
     if not path.exists():
@@ -109,9 +96,9 @@ def request_stop(path: Path, run_id: str) -> None:
     try:
         with contextlib.closing(sqlite3.connect(str(path), timeout=2)) as conn:
             conn.execute(
-                "INSERT INTO run_signals (run_id, name, until, created) VALUES (?, 'stop', 0, ?) "
+                "INSERT INTO run_signals (run_id, name, until, created) VALUES (?, ?, 0, ?) "
                 "ON CONFLICT(run_id, name) DO UPDATE SET created = excluded.created",
-                (run_id, time.time()),
+                (run_id, name, time.time()),
             )
             conn.commit()
     except sqlite3.Error as exc:
@@ -121,7 +108,7 @@ def request_stop(path: Path, run_id: str) -> None:
 class Coordinator:
     def __init__(
         self,
-        db: SqliteDB,
+        store: ClaimsStore | SqliteDB,
         *,
         run_id: str,
         worker_id: str,
@@ -129,11 +116,14 @@ class Coordinator:
         poll_s: float,
         on_signal: Callable[[str, float], None] | None = None,
     ):
-        self.db = db
+        if isinstance(store, SqliteDB):
+            store = SqliteClaims(store)
+        self.store: ClaimsStore = store
         self.run_id = run_id
         self.host = socket.gethostname()
         self.pid = os.getpid()
         self.owner = f"{self.host}:{self.pid}:{worker_id}:{uuid.uuid4().hex[:8]}"
+        self.me = Owner(self.owner, self.host, self.pid)
         self.lease_s = lease_s
         self.poll_s = poll_s
         self.held: set[str] = set()
@@ -145,17 +135,13 @@ class Coordinator:
         self.on_signal = on_signal  # (name, until): "stop", or "pause:<group>" until a wall-clock time
         self.takeovers = 0
 
+    def dead(self, host: str, pid: int) -> bool:
+        """A holder known to be gone: another process on this host that is no longer alive
+        (a holder on another machine is judged by its lease alone)."""
+        return host == self.host and pid != self.pid and not _pid_alive(pid)
+
     async def start(self) -> None:
-        cutoff = time.time() - RESULT_RETENTION_S
-
-        def cleanup(conn: sqlite3.Connection) -> None:
-            conn.execute(SPEND_SCHEMA)
-            conn.execute("DELETE FROM run_results WHERE created < ?", (cutoff,))
-            conn.execute("DELETE FROM claims WHERE expires < ?", (time.time() - 3600,))
-            conn.execute("DELETE FROM run_signals WHERE created < ?", (cutoff,))
-            conn.execute("DELETE FROM run_spend WHERE updated < ?", (cutoff,))
-
-        await self.db.run(cleanup)
+        await self.store.prepare(RESULT_RETENTION_S)
         loop = asyncio.get_running_loop()
         self._heartbeat = loop.create_task(self._renew_forever())
         if self.on_signal is not None:
@@ -165,17 +151,7 @@ class Coordinator:
     def signal(self, name: str, until: float) -> None:
         """Record ``name`` (until a wall-clock time) for the run's other processes; returns at
         once, the write goes on in the background."""
-        now = time.time()
-
-        def record(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT INTO run_signals (run_id, name, until, created) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT(run_id, name) DO UPDATE SET until = max(until, excluded.until), "
-                "created = excluded.created",
-                (self.run_id, name, until, now),
-            )
-
-        write = asyncio.ensure_future(self.db.run(record))
+        write = asyncio.ensure_future(self.store.signal(self.run_id, name, until))
         self._writes.add(write)
         write.add_done_callback(self._written)
 
@@ -189,15 +165,8 @@ class Coordinator:
         seen = 0.0
         while True:
             await asyncio.sleep(self.poll_s * 2)
-
-            def look(conn: sqlite3.Connection, since: float = seen) -> list[tuple[str, float, float]]:
-                return conn.execute(
-                    "SELECT name, until, created FROM run_signals WHERE run_id = ? AND created > ?",
-                    (self.run_id, since),
-                ).fetchall()
-
             try:
-                rows = await self.db.run(look)
+                rows = await self.store.signals_since(self.run_id, seen)
             except Exception as exc:  # noqa: BLE001 - busy beyond the timeout: look again next round
                 log.warning("weval claims: reading signals failed: %s", exc)
                 continue
@@ -214,44 +183,19 @@ class Coordinator:
 
     async def claim_many(self, keys: list[str]) -> dict[str, Landed | bool]:
         """``claim`` for several keys in one transaction (the scheduler claims items in runs)."""
-
-        def attempt(conn: sqlite3.Connection) -> dict[str, Landed | bool]:
-            return {key: self._claim_one(conn, key) for key in keys}
-
-        claiming = asyncio.ensure_future(self.db.run(lambda conn: transaction(conn, attempt)))
+        claiming = asyncio.ensure_future(self.store.claim_many(self.run_id, keys, self.me, self.lease_s, self.dead))
 
         def note_held(done: asyncio.Future) -> None:
             # Also when the caller was cancelled meanwhile: what was claimed is renewed and
             # released like any other claim.
             if not done.cancelled() and done.exception() is None:
-                self.held.update(key for key, outcome in done.result().items() if outcome is True)
+                outcomes, takeovers = done.result()
+                self.takeovers += takeovers
+                self.held.update(key for key, outcome in outcomes.items() if outcome is True)
 
         claiming.add_done_callback(note_held)
-        return await asyncio.shield(claiming)
-
-    def _claim_one(self, conn: sqlite3.Connection, key: str) -> Landed | bool:
-        rows = rows_as_dicts(conn.execute("SELECT * FROM run_results WHERE run_id = ? AND key = ?", (self.run_id, key)))
-        if rows:
-            return _landed(rows[0])
-        now = time.time()
-        taken = conn.execute(
-            "INSERT INTO claims (key, owner, host, pid, expires) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET owner = excluded.owner, host = excluded.host, "
-            "pid = excluded.pid, expires = excluded.expires "
-            "WHERE claims.expires < ? OR claims.owner = excluded.owner RETURNING owner",
-            (key, self.owner, self.host, self.pid, now + self.lease_s, now),
-        ).fetchall()
-        if taken:
-            return True
-        holder = conn.execute("SELECT owner, host, pid FROM claims WHERE key = ?", (key,)).fetchone()
-        if holder and holder[1] == self.host and holder[2] != self.pid and not _pid_alive(holder[2]):
-            conn.execute(
-                "UPDATE claims SET owner = ?, host = ?, pid = ?, expires = ? WHERE key = ? AND owner = ?",
-                (self.owner, self.host, self.pid, now + self.lease_s, key, holder[0]),
-            )
-            self.takeovers += 1
-            return True
-        return False
+        outcomes, _ = await asyncio.shield(claiming)
+        return outcomes
 
     async def finish(
         self,
@@ -266,45 +210,29 @@ class Coordinator:
         error_message: str | None = None,
     ) -> None:
         """Record the outcome for this run and drop the claim, in one transaction."""
-
-        def record(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT OR REPLACE INTO run_results (run_id, key, in_store, text, input_tokens, "
-                "output_tokens, error_kind, error_status, error_message, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    self.run_id,
-                    key,
-                    int(in_store),
-                    None if in_store else text,
-                    input_tokens,
-                    output_tokens,
-                    error_kind,
-                    error_status,
-                    error_message,
-                    time.time(),
-                ),
-            )
-            conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, self.owner))
-
+        landed = Landed(
+            in_store=in_store,
+            text=None if in_store else text,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            error_kind=error_kind,
+            error_status=error_status,
+            error_message=error_message,
+        )
         try:
-            await self.db.run(lambda conn: transaction(conn, record))
+            await self.store.finish(self.run_id, key, self.owner, landed)
         finally:
             self.held.discard(key)
 
     async def forget(self, key: str) -> None:
         """Drop this run's recorded outcome for ``key`` (it pointed at a store entry that cannot
         be read), so the next claim can be taken."""
-        await self.db.run(
-            lambda conn: conn.execute("DELETE FROM run_results WHERE run_id = ? AND key = ?", (self.run_id, key))
-        )
+        await self.store.forget(self.run_id, key)
 
     async def abandon(self, key: str) -> None:
         """Drop a claim without an outcome (cancelled): another process may take it at once."""
         self.held.discard(key)
-        await self.db.run(
-            lambda conn: conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, self.owner))
-        )
+        await self.store.abandon(key, self.owner)
 
     # -- waiting -------------------------------------------------------------------------
     async def wait(self, key: str) -> Landed | None:
@@ -327,12 +255,8 @@ class Coordinator:
         while self._waiting:
             await asyncio.sleep(self.poll_s)
             keys = list(self._waiting)
-
-            def look(conn: sqlite3.Connection, keys: list[str] = keys) -> dict[str, Landed | None]:
-                return transaction(conn, lambda c: self._look(c, keys), immediate=False)
-
             try:
-                found = await self.db.run(look)
+                found = await self.store.look(self.run_id, keys, self.dead)
             except Exception as exc:  # noqa: BLE001 - busy beyond the timeout, or worse: try again next round
                 log.warning("weval claims: poll failed: %s", exc)
                 continue
@@ -341,27 +265,6 @@ class Coordinator:
                     if not future.done():
                         future.set_result(outcome)
 
-    def _look(self, conn: sqlite3.Connection, keys: list[str]) -> dict[str, Landed | None]:
-        """One snapshot: outcomes for awaited keys, and which claims have lapsed."""
-        found: dict[str, Landed | None] = {}
-        now = time.time()
-        for start in range(0, len(keys), _BATCH):
-            chunk = keys[start : start + _BATCH]
-            marks = ",".join("?" * len(chunk))
-            for row in rows_as_dicts(
-                conn.execute(f"SELECT * FROM run_results WHERE run_id = ? AND key IN ({marks})", (self.run_id, *chunk))
-            ):
-                found[row["key"]] = _landed(row)
-            live = {}
-            for key, host, pid, expires in conn.execute(
-                f"SELECT key, host, pid, expires FROM claims WHERE key IN ({marks})", chunk
-            ):
-                live[key] = expires >= now and not (host == self.host and pid != self.pid and not _pid_alive(pid))
-            for key in chunk:
-                if key not in found and not live.get(key, False):
-                    found[key] = None  # no outcome and no live claim: claim it ourselves
-        return found
-
     # -- lease renewal --------------------------------------------------------------------
     async def _renew_forever(self) -> None:
         interval = max(0.05, self.lease_s / 3)
@@ -369,14 +272,9 @@ class Coordinator:
             await asyncio.sleep(interval)
             if not self.held:
                 continue
-            expires = time.time() + self.lease_s
-
-            def renew(conn: sqlite3.Connection, expires: float = expires) -> sqlite3.Cursor:
-                return conn.execute("UPDATE claims SET expires = ? WHERE owner = ?", (expires, self.owner))
-
             try:
-                await self.db.run(renew)
-            except sqlite3.Error as exc:
+                await self.store.renew(self.owner, self.lease_s)
+            except Exception as exc:  # noqa: BLE001 - try again next round, well within the lease
                 log.warning("weval claims: lease renewal failed: %s", exc)
 
     async def close(self) -> None:
@@ -396,68 +294,40 @@ class Coordinator:
                 if not future.done():
                     future.cancel()
         self._waiting.clear()
-
-        def release_all(conn: sqlite3.Connection) -> None:
-            conn.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
-            # What this process spent stays counted; what it still held reserved does not.
-            conn.execute("UPDATE run_spend SET reserved = 0, in_flight = 0 WHERE owner = ?", (self.owner,))
-
         try:
-            await self.db.run(release_all)
-        except sqlite3.Error:
+            # What this process spent stays counted; what it still held reserved does not.
+            await self.store.release(self.owner)
+        except Exception:  # noqa: BLE001 - the leases run out instead
             pass
         self.held.clear()
 
 
 # -- the run's spend under a budget ----------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class Spend:
-    """The run's spend as one reservation found it. ``reserved`` and ``in_flight`` are what the
-    live processes held before it; ``admitted`` says whether it was added."""
-
-    admitted: bool
-    spent: float
-    reserved: float
-    in_flight: int
-
-
 class SpendLedger:
     """``--weval-budget`` for a run of several processes: each process's spend and its
-    reservations for requests in flight, in table ``run_spend`` of the claims file (one row per
-    process). ``reserve`` is one IMMEDIATE transaction over every row of the run, so no two
-    processes can both take the last room; ``settle`` turns a reservation into what the reply
-    cost in one statement. A row whose process is dead (on this host) keeps its spend, and its
-    reservations stop counting."""
+    reservations for requests in flight, in table ``run_spend`` of the claims store (one row per
+    process). ``reserve`` is one transaction over every row of the run under the store's write
+    lock, so no two processes can both take the last room; ``settle`` turns a reservation into
+    what the reply cost in one statement. A row whose process is dead (on this host) keeps its
+    spend, and its reservations stop counting."""
 
     def __init__(self, coordinator: Coordinator):
-        self.db = coordinator.db
+        self.store = coordinator.store
         self.run_id = coordinator.run_id
+        self.me = coordinator.me
         self.owner = coordinator.owner
         self.host = coordinator.host
         self.pid = coordinator.pid
-        self._last = Spend(False, 0.0, 0.0, 0)  # the last look, should the file be busy
+        self._last = Spend(False, 0.0, 0.0, 0)  # the last look, should the store be busy
         self._seen_alive: dict[int, float] = {}  # pid -> when it was last found alive
 
     async def reserve(self, amount: float, limit: float) -> Spend:
         """Add ``amount`` to this process's reservations if the run's spend is below ``limit``
         and either the spend, every live reservation and ``amount`` stay within it, or nothing
         is in flight anywhere in the run (a request that alone does not fit goes alone)."""
-
-        def attempt(conn: sqlite3.Connection) -> Spend:
-            spent, reserved, in_flight = self._tally(conn, release_dead=True)
-            admitted = spent < limit and (in_flight == 0 or spent + reserved + amount <= limit)
-            if admitted:
-                conn.execute(
-                    "INSERT INTO run_spend (run_id, owner, host, pid, reserved, in_flight, updated) "
-                    "VALUES (?, ?, ?, ?, ?, 1, ?) ON CONFLICT(run_id, owner) DO UPDATE SET "
-                    "reserved = reserved + excluded.reserved, in_flight = in_flight + 1, updated = excluded.updated",
-                    (self.run_id, self.owner, self.host, self.pid, amount, time.time()),
-                )
-            return Spend(admitted, spent, reserved, in_flight)
-
         try:
-            self._last = await self.db.run(lambda conn: transaction(conn, attempt))
-        except sqlite3.Error as exc:  # busy beyond the timeout: not admitted, look again soon
+            self._last = await self.store.reserve(self.run_id, self.me, amount, limit, self._dead)
+        except Exception as exc:  # noqa: BLE001 - busy beyond the timeout: not admitted, look again soon
             log.warning("weval budget: reading the run's spend failed: %s", exc)
             return dataclasses.replace(self._last, admitted=False)
         return self._last
@@ -465,45 +335,18 @@ class SpendLedger:
     async def settle(self, reserved: float, cost: float) -> None:
         """An attempt is over: its reservation ``reserved`` becomes ``cost`` (0 when nothing
         was answered), in one statement (an UPDATE reads the row as it was)."""
-
-        def record(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "UPDATE run_spend SET spent = spent + ?, in_flight = max(0, in_flight - 1), "
-                "reserved = CASE WHEN in_flight <= 1 THEN 0 ELSE max(0, reserved - ?) END, updated = ? "
-                "WHERE run_id = ? AND owner = ?",
-                (cost, reserved, time.time(), self.run_id, self.owner),
-            )
-
         try:
-            await self.db.run(record)
-        except sqlite3.Error as exc:  # the reservation stays held until this process closes
+            await self.store.settle(self.run_id, self.owner, reserved, cost)
+        except Exception as exc:  # noqa: BLE001 - the reservation stays held until this process closes
             log.warning("weval budget: recording a reply's cost failed: %s", exc)
 
     async def total(self) -> Spend:
         """The run's spend and what its live processes hold reserved, without reserving."""
-        spent, reserved, in_flight = await self.db.run(lambda conn: self._tally(conn, release_dead=False))
+        spent, reserved, in_flight = await self.store.tally(self.run_id, self._dead, release_dead=False)
         return Spend(False, spent, reserved, in_flight)
 
-    def _tally(self, conn: sqlite3.Connection, *, release_dead: bool) -> tuple[float, float, int]:
-        """(spent, reserved, in flight) over the run's rows. The reservations of a process that
-        died (on this host: ``_pid_alive``) do not count; ``release_dead`` clears them."""
-        spent = reserved = 0.0
-        in_flight = 0
-        rows = conn.execute(
-            "SELECT owner, host, pid, spent, reserved, in_flight FROM run_spend WHERE run_id = ?", (self.run_id,)
-        ).fetchall()
-        for owner, host, pid, row_spent, row_reserved, row_in_flight in rows:
-            spent += row_spent
-            if row_in_flight and host == self.host and pid != self.pid and not self._alive(pid):
-                if release_dead:
-                    conn.execute(
-                        "UPDATE run_spend SET reserved = 0, in_flight = 0 WHERE run_id = ? AND owner = ?",
-                        (self.run_id, owner),
-                    )
-                continue
-            reserved += row_reserved
-            in_flight += row_in_flight
-        return spent, reserved, in_flight
+    def _dead(self, host: str, pid: int) -> bool:
+        return host == self.host and pid != self.pid and not self._alive(pid)
 
     def _alive(self, pid: int) -> bool:
         """``_pid_alive``, asked at most once a second per process: it runs under the write lock."""

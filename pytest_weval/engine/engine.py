@@ -14,12 +14,10 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import datetime as _dt
-import hashlib
 import json
 import logging
 import random
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -31,8 +29,10 @@ import httpx
 import sniffio
 
 from pytest_weval.blueprint.model import ModelSpec
+from pytest_weval.engine import store_pg
 from pytest_weval.engine.cache import ResponseCache, cache_key, make_entry, reply_from_entry
-from pytest_weval.engine.claims import Coordinator, Landed, SpendLedger
+from pytest_weval.engine.claims import ClaimsStore, Coordinator, Landed, SpendLedger
+from pytest_weval.engine.claims_sqlite import SqliteClaims
 from pytest_weval.engine.db import SqliteDB
 from pytest_weval.engine.errors import (
     BudgetReached,
@@ -53,6 +53,7 @@ from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.store_files import FilesStore
 from pytest_weval.engine.store_sqlite import FILENAME as SQLITE_FILENAME
 from pytest_weval.engine.store_sqlite import SqliteStore
+from pytest_weval.engine.stores import claims_path, is_postgres, scrub, url_password
 from pytest_weval.files import write_atomic
 from pytest_weval.results import Usage
 
@@ -97,6 +98,7 @@ class Engine:
         self.breaker = Breaker(self.settings.breaker_threshold, self.settings.breaker_cooldown_s)
         self._db: SqliteDB | None = None
         self._coord_db: SqliteDB | None = None
+        self._pg: Any = None  # store_pg.PgDB, with a postgresql:// store
         self.cache = ResponseCache(None, self.settings.cache_mode)
         self.coordinator: Coordinator | None = None
         self.run_id = self.settings.run_id or f"local-{uuid.uuid4().hex}"
@@ -167,7 +169,19 @@ class Engine:
             follow_redirects=False,
         )
         cache_dir = Path(settings.cache_dir)
-        if settings.cache_store == "sqlite":
+        claims: ClaimsStore | None = None
+        if is_postgres(settings.cache_store):
+            # One database shared by machines: the cache and the claims (docs/engine.md,
+            # 'Claims across machines'). The URL's password, if any, is a secret like a key.
+            self.redactor.add(url_password(settings.cache_store))
+            if settings.cache_mode != "off" or settings.coordinating:
+                self._pg = pg = store_pg.PgDB(settings.cache_store)
+                await pg.open()  # StoreError: no psycopg, unreachable, refused, another schema version
+                if settings.cache_mode != "off":
+                    self.cache = ResponseCache(store_pg.PgStore(pg), settings.cache_mode)
+                if settings.coordinating:
+                    claims = store_pg.PgClaims(pg)
+        elif settings.cache_store == "sqlite":
             needs_db = settings.cache_mode != "off" or settings.coordinating
             if needs_db:
                 new_folder = not cache_dir.exists()
@@ -187,9 +201,11 @@ class Engine:
                 self._coord_db = SqliteDB(claims_path(settings))
                 await self._coord_db.run(lambda conn: None)
         if settings.coordinating:
-            assert self._coord_db is not None  # opened above: the cache's database or a claims file
+            if claims is None:
+                assert self._coord_db is not None  # opened above: the cache's database or a claims file
+                claims = SqliteClaims(self._coord_db)
             self.coordinator = Coordinator(
-                self._coord_db,
+                claims,
                 run_id=self.run_id,
                 worker_id=settings.worker_id,
                 lease_s=settings.claim_lease_s,
@@ -215,7 +231,10 @@ class Engine:
         try:
             asyncio.run_coroutine_threadsafe(self._aclose(), loop).result(timeout=60)
         except Exception as exc:  # noqa: BLE001 - closing must go on
-            log.warning("weval engine: error while closing: %s", self.redactor.redact(str(exc)))
+            log.warning(
+                "weval engine: error while closing: %s",
+                self.redactor.redact(scrub(str(exc), self.settings.cache_store)),
+            )
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=30)
 
@@ -236,6 +255,8 @@ class Engine:
             self.cache.store.close()
         for db in {id(d): d for d in (self._db, self._coord_db) if d is not None}.values():
             db.close()
+        if self._pg is not None:
+            await self._pg.aclose()
 
     def __enter__(self) -> Engine:
         return self.start()
@@ -309,7 +330,9 @@ class Engine:
             self.coordinator.signal(f"pause:{group}", until)
 
     def _on_signal(self, name: str, until: float) -> None:
-        if name == "stop":
+        # "stop": the whole run; "stop:<session>": the processes of one pytest session (an
+        # interrupted xdist controller's), not the other machines of a shared run.
+        if name == "stop" or (self.settings.session_id is not None and name == f"stop:{self.settings.session_id}"):
             self.interrupt()
         elif name.startswith("pause:"):
             self.pacer(name[len("pause:") :]).pause_until_wall(until)
@@ -710,19 +733,6 @@ class Engine:
             ), info
         reply.latency_s = time.monotonic() - started
         return reply, info
-
-
-def claims_path(settings: EngineSettings) -> Path:
-    """The SQLite file holding a run's claims and signals: the cache's own database, or, with
-    the files store, one outside the folder of committed recordings (claims are run-time state)."""
-    cache_dir = Path(settings.cache_dir)
-    if settings.cache_store == "sqlite":
-        return cache_dir / SQLITE_FILENAME
-    where = (
-        Path(settings.coordination_dir) if settings.coordination_dir else Path(tempfile.gettempdir()) / "pytest-weval"
-    )
-    digest = hashlib.sha256(str(cache_dir.resolve()).encode()).hexdigest()[:16]
-    return where / f"claims-{digest}.sqlite"
 
 
 def _created_at(entry: dict) -> float:

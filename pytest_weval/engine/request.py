@@ -16,7 +16,7 @@ from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.results import Usage
 
 CACHE_MODES = ("rw", "ro", "refresh", "off")
-CACHE_STORES = ("sqlite", "files")
+CACHE_STORES = ("sqlite", "files")  # or a postgresql:// URL (engine/stores.py)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -85,7 +85,8 @@ class EngineSettings:
 
     cache_mode: str = "rw"  # rw | ro (replay) | refresh | off
     cache_dir: Path | str = ".weval_cache"
-    cache_store: str = "sqlite"  # sqlite | files
+    # sqlite | files | postgresql://user@host:port/database; out of the repr (a URL may hold a password)
+    cache_store: str = dataclasses.field(default="sqlite", repr=False)
     concurrency: int | None = None  # global cap on requests in flight (whole run)
     provider_concurrency: Mapping[str, int] = dataclasses.field(default_factory=dict)
     adaptive: bool = True  # AIMD: shrink on 429, grow back on success
@@ -104,7 +105,8 @@ class EngineSettings:
     env: Mapping[str, str] | None = dataclasses.field(default=None, repr=False)  # None: os.environ
     worker_count: int = 1
     worker_id: str = "main"
-    run_id: str | None = None  # shared by all xdist workers of one run
+    run_id: str | None = None  # shared by all xdist workers of one run (and machines, --weval-run-id)
+    session_id: str | None = None  # this pytest session (xdist's testrunuid): its controller's stop signal
     # When the run began (all xdist workers share the controller's): a stored reply created
     # since then was fetched by this run, not replayed from an earlier one.
     run_started: float | None = None
@@ -116,8 +118,10 @@ class EngineSettings:
     def __post_init__(self) -> None:
         if self.cache_mode not in CACHE_MODES:
             raise ValueError(f"cache_mode {self.cache_mode!r}: choose one of {', '.join(CACHE_MODES)}")
-        if self.cache_store not in CACHE_STORES:
-            raise ValueError(f"cache_store {self.cache_store!r}: choose sqlite or files")
+        if self.cache_store not in CACHE_STORES and not self.cache_store.lower().startswith(
+            ("postgresql://", "postgres://")
+        ):
+            raise ValueError("cache_store: choose sqlite, files or a postgresql://user@host:port/database URL")
         if self.max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         if self.worker_count < 1:

@@ -9,6 +9,7 @@ and the pipeline's settings are made from it here, in one place (``engine_settin
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,6 +19,7 @@ import pytest
 from pytest_weval.engine import EngineSettings
 from pytest_weval.engine.prices import Price, parse_price_lines
 from pytest_weval.engine.request import CACHE_MODES, CACHE_STORES
+from pytest_weval.engine.stores import is_postgres, redact_url
 from pytest_weval.run.pipeline import PipelineSettings
 
 MISSING_KEYS = ("stop", "error", "skip")
@@ -60,9 +62,33 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
     ),
     ("--weval-cache-dir", "weval_cache_dir", "cache directory (default .weval_cache/ in the rootdir)", "str", None),
     (
+        "--weval-cache-store",
+        "weval_cache_store",
+        "where the cache (and the claims of xdist workers and machines) live: sqlite (default), files "
+        "(diff-friendly recordings) or postgresql://user@host:port/database, shared by several machines (the "
+        "password from PGPASSWORD or ~/.pgpass)",
+        "str",
+        "sqlite",
+    ),
+    (
+        "--weval-run-id",
+        "weval_run_id",
+        "join the run of this id (also env WEVAL_RUN_ID): every machine giving the same id and "
+        "--weval-cache-store shares the items out and reports them all",
+        "str",
+        None,
+    ),
+    (
         "--weval-out",
         "weval_out",
         "write Weval-shaped result JSON per blueprint plus summary.json into this directory",
+        "str",
+        None,
+    ),
+    (
+        "--weval-html",
+        "weval_html",
+        "write the run as one self-contained HTML page (heatmaps, conversations, points) to this file",
         "str",
         None,
     ),
@@ -129,13 +155,42 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
         "str",
         "pass",
     ),
+    # the baseline gate and repeats (docs/statistics.md)
+    (
+        "--weval-baseline",
+        "weval_baseline",
+        "the --weval-out folder of an earlier run: compare each model's scores with it, on paired items, and "
+        "fail the session when a model regressed",
+        "str",
+        None,
+    ),
+    (
+        "--weval-alpha",
+        "weval_alpha",
+        "significance level of the baseline regression test, Holm-corrected across models (default 0.05)",
+        "float",
+        0.05,
+    ),
+    (
+        "--weval-max-drop",
+        "weval_max_drop",
+        "a drop in a model's mean score no larger than this is not a regression (default 0)",
+        "float",
+        0.0,
+    ),
+    (
+        "--weval-repeat",
+        "weval_repeat",
+        "samples per item, each under its own cache key; the item's score is their mean (default 1)",
+        "int",
+        1,
+    ),
 ]
 
 _INI_ONLY: list[tuple[str, str, str, object]] = [
     ("weval_collections_dir", "where models/NAME.json collections live", "str", None),
     ("weval_globs", "extra file globs collected as blueprints", "linelist", None),
     ("weval_model_defs", "a YAML file of custom model objects usable anywhere a model id is", "str", None),
-    ("weval_cache_store", "cache store: sqlite (default) or files (diff-friendly recordings)", "str", "sqlite"),
     ("weval_max_file_mb", "largest blueprint file read, in MB (default 20)", "str", "20"),
     ("weval_provider_concurrency", "per-provider caps, e.g. openai:20,anthropic:10", "str", None),
     (
@@ -198,6 +253,12 @@ class WevalSettings:
     max_file_mb: float
     allow_exec: bool = False
     borderline_fails: bool = False
+    html_path: Path | None = None  # --weval-html
+    baseline: Path | None = None  # --weval-baseline
+    alpha: float = 0.05  # --weval-alpha
+    max_drop: float = 0.0  # --weval-max-drop
+    repeat: int = 1  # --weval-repeat
+    run_id: str | None = None  # --weval-run-id / WEVAL_RUN_ID: a run shared by several machines
 
     def engine_settings(self, workerinput: Mapping[str, Any] | None) -> EngineSettings:
         """How this process's engine sends, limits and caches; ``workerinput`` is xdist's
@@ -216,7 +277,10 @@ class WevalSettings:
             allowed_env=self.allow_env,
             worker_count=int(workerinput["workercount"]) if workerinput else 1,
             worker_id=str(workerinput["workerid"]) if workerinput else "main",
-            run_id=str(workerinput["testrunuid"]) if workerinput else None,
+            # A run id given joins the machines that give it; else xdist's, one session's workers.
+            run_id=self.run_id or (str(workerinput["testrunuid"]) if workerinput else None),
+            session_id=str(workerinput["testrunuid"]) if workerinput else None,
+            coordinate=True if self.run_id else None,
             run_started=workerinput.get("weval_run_started") if workerinput else None,
         )
 
@@ -228,6 +292,7 @@ class WevalSettings:
             custom_models=dict(custom_models),
             allow_exec=self.allow_exec,
             borderline_fails=self.borderline_fails,
+            repeat=self.repeat,
         )
 
 
@@ -328,7 +393,7 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
     """Every option and ini value, read and checked once: a bad value is a usage error naming
     the setting and what it accepts (docs/options.md)."""
     cache_mode = _choice(config, "weval_cache", CACHE_MODES, "rw")
-    cache_store = _choice(config, "weval_cache_store", CACHE_STORES, "sqlite")
+    cache_store = _cache_store(config)
     threshold = _number(config, "weval_threshold", float, 0.5, minimum=0)
     if threshold > 1:
         raise pytest.UsageError(
@@ -363,4 +428,62 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
         max_file_mb=_number(config, "weval_max_file_mb", float, 20.0, positive=True),
         allow_exec=bool(_raw(config, "weval_allow_exec")),
         borderline_fails=_choice(config, "weval_borderline", BORDERLINE, "pass") == "fail",
+        html_path=_path(config, _raw(config, "weval_html")),
+        baseline=_path(config, _raw(config, "weval_baseline")),
+        alpha=_alpha(config),
+        max_drop=_number(config, "weval_max_drop", float, 0.0, minimum=0),
+        repeat=_number(config, "weval_repeat", int, 1, minimum=1),
+        run_id=_run_id(config),
     )
+
+
+def _cache_store(config: pytest.Config) -> str:
+    """sqlite, files or a PostgreSQL URL (kept as written; shown only with its password masked)."""
+    value = str(_raw(config, "weval_cache_store") or "sqlite").strip()
+    if value.lower() in CACHE_STORES:
+        return value.lower()
+    if is_postgres(value):
+        return value
+    raise pytest.UsageError(
+        f"{option_name('weval_cache_store')} = {redact_url(value)!r}: choose one of {', '.join(CACHE_STORES)} "
+        "or a postgresql://user@host:port/database URL"
+    )
+
+
+def _run_id(config: pytest.Config) -> str | None:
+    """--weval-run-id, else the environment's WEVAL_RUN_ID, else ini weval_run_id."""
+    value = (
+        config.getoption("weval_run_id", default=None)
+        or os.environ.get("WEVAL_RUN_ID")
+        or config.getini("weval_run_id")
+    )
+    value = str(value or "").strip()
+    if not value:
+        return None
+    if len(value) > 200 or not value.isprintable():
+        raise pytest.UsageError(f"{option_name('weval_run_id')}: a run id is at most 200 printable characters")
+    return value
+
+
+def _alpha(config: pytest.Config) -> float:
+    alpha = _number(config, "weval_alpha", float, 0.05, positive=True)
+    if alpha >= 1:
+        raise pytest.UsageError(f"{option_name('weval_alpha')} = {alpha:g}: a significance level is between 0 and 1")
+    return alpha
+
+
+def options_in_effect(config: pytest.Config) -> list[tuple[str, str]]:
+    """The weval settings this run was given (command line or ini file), as (name, value) for
+    the HTML report's facts: options by their option name, ini-only settings by their ini name."""
+    shown: list[tuple[str, str]] = []
+    for opt, ini, _help, kind, _default in _OPTIONS:
+        value = _raw(config, ini)
+        if value is None or value == "" or value is False:
+            continue
+        shown.append((opt, "on" if kind == "flag" else redact_url(str(value))))
+    for ini, _help, _kind, default in _INI_ONLY:
+        value = config.getini(ini)
+        if value is None or value == "" or value == [] or value == default:
+            continue
+        shown.append((ini, "; ".join(value) if isinstance(value, list) else str(value)))
+    return shown

@@ -34,7 +34,8 @@ class Runner:
         self.blocked = dict(blocked or {})
         self.blocked_outcome = blocked_outcome
         workers = self.engine.settings.worker_count
-        exchange = workers > 1 and self.engine.coordinator is not None
+        # xdist workers, or machines joined by --weval-run-id: items are shared out through the claims
+        exchange = self.engine.coordinator is not None
         cap = concurrency or 64
         if exchange:
             # Small: a worker claims only what its share of the caps can start soon, so the

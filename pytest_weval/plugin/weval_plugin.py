@@ -15,6 +15,7 @@ in each worker's ``workeroutput``; reporters never read a blueprint file again.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import gc
 import itertools
 import os
@@ -28,19 +29,21 @@ import pytest
 from pytest_weval.api import Weval
 from pytest_weval.blueprint import load_blueprint, load_model_defs
 from pytest_weval.blueprint.model import Blueprint, BlueprintError, Location
-from pytest_weval.engine.claims import request_stop
-from pytest_weval.engine.engine import claims_path
 from pytest_weval.engine.prices import PriceBook
 from pytest_weval.engine.programs import provider_key_reason
+from pytest_weval.engine.stores import StoreError, check_store, is_postgres, request_stop
 from pytest_weval.formats.discover import is_agent_eval_file
 from pytest_weval.plugin.agent_items import AgentEvalFile
 from pytest_weval.plugin.collect import BLUEPRINT_SUFFIXES, BlueprintFile, blueprint_rel_path, is_blueprint_path
 from pytest_weval.plugin.items import WevalItem
-from pytest_weval.plugin.options import WevalSettings, settings_from_config
+from pytest_weval.plugin.options import WevalSettings, option_name, options_in_effect, settings_from_config
 from pytest_weval.plugin.running import Runner, settle_collected_objects
 from pytest_weval.report.agent_results import write_agent_results
+from pytest_weval.report.baseline import Baseline, BaselineError, Comparison, compare, read_baseline, regression_lines
 from pytest_weval.report.gates import check_min_score
+from pytest_weval.report.html import RunFacts, write_html
 from pytest_weval.report.rollup import Rollup, build_rollup
+from pytest_weval.report.run_record import write_run_record
 from pytest_weval.report.terminal import render_summary
 from pytest_weval.report.weval_json import write_json_atomic, write_outputs
 from pytest_weval.results import ItemResult, Usage
@@ -69,6 +72,12 @@ class WevalPlugin:
         self._results: dict[str, ItemResult] = {}  # by node id: a rerun's result replaces the earlier one
         self.rollup: Rollup | None = None
         self.gate_lines: list[str] = []
+        # --weval-baseline: read before anything runs (a folder that cannot be read stops the run
+        # first), compared once at the end, on the xdist controller (docs/statistics.md)
+        self.baseline: Baseline | None = None if hasattr(config, "workerinput") else _baseline(self.settings)
+        self.comparison: Comparison | None = None
+        self.regression_lines: list[str] = []
+        self._started = time.time()  # for the HTML report's date and duration
         self._markers: set[str] = set()
         self._runner: Runner | None = None
         self._weval: Weval | None = None  # one engine per process, shared by items and fixtures
@@ -96,11 +105,25 @@ class WevalPlugin:
         """The process's engine and pipeline, started on first use (never during collection)."""
         if self._weval is None:
             workerinput = getattr(self.config, "workerinput", None)
-            self._weval = Weval(
-                engine_settings=self.settings.engine_settings(workerinput),
-                pipeline_settings=self.settings.pipeline_settings(self.custom_models),
-            )
+            try:
+                self._weval = Weval(
+                    engine_settings=self.settings.engine_settings(workerinput),
+                    pipeline_settings=self.settings.pipeline_settings(self.custom_models),
+                )
+            except StoreError as exc:  # checked at session start; gone since (or an xdist worker)
+                raise pytest.UsageError(f"{option_name('weval_cache_store')}: {exc}") from None
         return self._weval
+
+    @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """A PostgreSQL store is reachable, and its tables of this version, before anything is
+        collected or sent: else the session ends on one line (docs/engine.md, 'Claims across machines')."""
+        if hasattr(self.config, "workerinput") or self.dry_run or not is_postgres(self.settings.cache_store):
+            return
+        try:
+            check_store(self.settings.engine_settings(None))
+        except StoreError as exc:
+            raise pytest.UsageError(f"{option_name('weval_cache_store')}: {exc}") from None
 
     def load(self, path: Path) -> Blueprint:
         if path not in self.blueprints:
@@ -159,6 +182,15 @@ class WevalPlugin:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Collection is final: the pre-flight, then start evaluating the selected items (not
         for --collect-only, and not on the xdist controller, which runs nothing)."""
+        try:
+            self._collection_finish(session)
+        except pytest.UsageError as exc:
+            if not hasattr(self.config, "workerinput"):
+                raise
+            session.items[:] = []  # an xdist worker: the controller says why (as the pre-flight's stop)
+            self.stop_message = str(exc)
+
+    def _collection_finish(self, session: pytest.Session) -> None:
         selected = [i for i in session.items if isinstance(i, WevalItem)]
         if not selected:
             return
@@ -208,13 +240,17 @@ class WevalPlugin:
         the terminal, and written to ``plan.json`` with --weval-out. It never stops a run."""
         if self.config.option.collectonly:
             # A dry run reads the cache, if there is one, and writes nothing (no cache folder).
-            has_cache = Path(self.settings.cache_dir).exists()
+            has_cache = Path(self.settings.cache_dir).exists() or is_postgres(self.settings.cache_store)
             engine_settings = dataclasses.replace(
                 self.settings.engine_settings(None), cache_mode="ro" if has_cache else "off"
             )
-            weval = Weval(
-                engine_settings=engine_settings, pipeline_settings=self.settings.pipeline_settings(self.custom_models)
-            )
+            try:
+                weval = Weval(
+                    engine_settings=engine_settings,
+                    pipeline_settings=self.settings.pipeline_settings(self.custom_models),
+                )
+            except StoreError as exc:
+                raise pytest.UsageError(f"{option_name('weval_cache_store')}: {exc}") from None
         else:
             weval = self.weval()
         try:
@@ -328,7 +364,8 @@ class WevalPlugin:
             settings = self.settings.engine_settings(
                 {"workercount": 2, "workerid": "controller", "testrunuid": self._xdist_run_id}
             )
-            request_stop(claims_path(settings), self._xdist_run_id)
+            # This session's workers only: the other machines of a shared run (--weval-run-id) go on.
+            request_stop(settings, settings.run_id or self._xdist_run_id, f"stop:{self._xdist_run_id}")
 
     # -- xdist ---------------------------------------------------------------------------------
     @pytest.hookimpl(optionalhook=True)
@@ -397,6 +434,13 @@ class WevalPlugin:
             self.gate_lines = check_min_score(self.rollup, min_score)
             if self.gate_lines and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.baseline is not None:
+            self.comparison = compare(
+                self.results, self.baseline, alpha=self.settings.alpha, max_drop=self.settings.max_drop
+            )
+            self.regression_lines = regression_lines(self.comparison)
+            if self.regression_lines and session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.settings.out_dir is not None:
             write_outputs(
                 self.settings.out_dir,
@@ -405,8 +449,38 @@ class WevalPlugin:
                 rollup=self.rollup,
                 min_score=min_score,
                 gate_lines=self.gate_lines if min_score is not None else None,
+                comparison=self.comparison,
             )
             write_agent_results(self.settings.out_dir, self.results)
+            # what `python -m pytest_weval merge` rebuilds every file from
+            write_run_record(self.settings.out_dir, self._blueprints_by_path(), self.results, self.run_usage)
+        if self.settings.html_path is not None:
+            write_html(
+                self.settings.html_path,
+                self._blueprints_by_path(),
+                self.results,
+                rollup=self.rollup,
+                facts=self._run_facts(),
+                comparison=self.comparison,
+            )
+
+    def _run_facts(self) -> RunFacts:
+        """When the run began, how long it took and what shaped it, for the HTML report."""
+        option = self.config.option
+        shown = options_in_effect(self.config)
+        for flag, value in (
+            ("-k", getattr(option, "keyword", "")),
+            ("-m", getattr(option, "markexpr", "")),
+            ("-n", getattr(option, "numprocesses", None)),
+        ):
+            if value:
+                shown.append((flag, str(value)))
+        return RunFacts(
+            started=dt.datetime.fromtimestamp(self._started, dt.timezone.utc),
+            duration_s=time.time() - self._started,
+            options=tuple(shown),
+            judges=self.settings.judges or (),
+        )
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
@@ -425,25 +499,30 @@ class WevalPlugin:
         if self.rollup is None:
             return
         terminalreporter.section("weval scores")
-        for line in render_summary(self.rollup, width=terminalreporter._tw.fullwidth):
+        for line in render_summary(self.rollup, width=terminalreporter._tw.fullwidth, comparison=self.comparison):
             terminalreporter.write_line(line)
         if self.settings.out_dir is not None:
             terminalreporter.write_line(f"weval results written to {self.settings.out_dir}")
+        if self.settings.html_path is not None:
+            terminalreporter.write_line(f"weval HTML report written to {self.settings.html_path}")
         if self.gate_lines:
-            terminalreporter.section("weval gate: --weval-min-score", red=True, bold=True)
-            for line in self.gate_lines:
-                terminalreporter.write_line(line, red=True)
             count = len(self.gate_lines)
-            terminalreporter.write_line(
-                f"The session failed: {count} mean{'s' if count != 1 else ''} below --weval-min-score "
-                f"{self.settings.min_score:g}, though each item was judged on its own threshold.",
-                red=True,
-                bold=True,
+            _gate_section(
+                terminalreporter,
+                "--weval-min-score",
+                self.gate_lines,
+                f"{count} mean{'s' if count != 1 else ''} below --weval-min-score {self.settings.min_score:g}",
+                "gates failed",
             )
-            # Counted in pytest's last line ("22 passed, 2 gates failed"), which would otherwise
-            # read as a success; pytest caches that line's colour, so it is worked out again.
-            terminalreporter.stats.setdefault("gates failed", []).extend(self.gate_lines)
-            terminalreporter._main_color = None
+        if self.regression_lines:
+            count = len(self.regression_lines)
+            _gate_section(
+                terminalreporter,
+                "--weval-baseline",
+                self.regression_lines,
+                f"{count} model{'s' if count != 1 else ''} regressed against the baseline {self.settings.baseline}",
+                "regressed",
+            )
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.close()
@@ -459,6 +538,20 @@ class WevalPlugin:
             for model, used in weval.engine.run_usage().items():  # the fixtures' requests too
                 self.run_usage.setdefault(model, Usage()).add(used)
             weval.close()
+
+
+def _gate_section(terminalreporter: Any, option: str, lines: list[str], why: str, counted_as: str) -> None:
+    """A session gate that failed: a titled section, its lines, a sentence saying the session
+    failed and why, and a count in pytest's last line ("22 passed, 2 gates failed"), which would
+    otherwise read as a success (pytest caches that line's colour, so it is worked out again)."""
+    terminalreporter.section(f"weval gate: {option}", red=True, bold=True)
+    for line in lines:
+        terminalreporter.write_line(line, red=True)
+    terminalreporter.write_line(
+        f"The session failed: {why}, though each item was judged on its own threshold.", red=True, bold=True
+    )
+    terminalreporter.stats.setdefault(counted_as, []).extend(lines)
+    terminalreporter._main_color = None
 
 
 def uncollected_hints(args: list[str], cwd: Path, limit: int = 10_000) -> list[str]:
@@ -480,6 +573,15 @@ def uncollected_hints(args: list[str], cwd: Path, limit: int = 10_000) -> list[s
                 "ini weval_globs (e.g. weval_globs = evals/*.yml)"
             )
     return hints
+
+
+def _baseline(settings: WevalSettings) -> Baseline | None:
+    if settings.baseline is None:
+        return None
+    try:
+        return read_baseline(settings.baseline)
+    except BaselineError as exc:
+        raise pytest.UsageError(f"--weval-baseline: {exc}") from None
 
 
 def _custom_models(settings: WevalSettings) -> dict[str, dict[str, Any]]:

@@ -16,6 +16,30 @@ def fmt_score(value: float | None) -> str:
     return str(Decimal(value).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
 
 
+def fmt_mean(value: float | None, ci95: tuple[float, float] | None) -> str:
+    """A mean with its 95% interval: ``0.83 (0.73-0.92)``; the mean alone when it has none."""
+    if value is None or ci95 is None:
+        return fmt_score(value)
+    return f"{fmt_score(value)} ({fmt_score(ci95[0])}-{fmt_score(ci95[1])})"
+
+
+def fmt_signed(value: float, places: int = 2) -> str:
+    """A difference, always signed: ``+0.03``, ``-0.12``, ``+0.00``."""
+    shown = Decimal(value).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    if shown == 0:
+        shown = abs(shown)
+    return f"+{shown}" if shown >= 0 else str(shown)
+
+
+def fmt_p(p: float | None) -> str:
+    """A p-value for people: three decimals, ``<0.001`` below that, a dash when there is none."""
+    if p is None:
+        return "—"
+    if p < 0.001:
+        return "<0.001"
+    return f"{Decimal(p).quantize(Decimal('0.001'), rounding=ROUND_HALF_UP)}"
+
+
 def fmt_compare(value: float, bound: float) -> tuple[str, str]:
     """``(value, bound)`` as text for a line saying ``value < bound``.
 

@@ -7,6 +7,9 @@ lists are sorted, and the judge agreement pools points in a fixed item order.
 Means follow Weval's per-model run average (docs/scoring.md, 'Prompt weights and roll-ups'): each item's score counts
 with its prompt's ``weight`` when that is a number > 0, else with 1 (so an unweighted blueprint
 is a plain mean). Errored and skipped items are counted but have no score to average.
+
+Each mean carries its 95% confidence interval (``report.stats``), clustered by blueprint when
+its items come from two or more blueprints, else by prompt (docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -14,12 +17,13 @@ from __future__ import annotations
 import itertools
 import math
 import posixpath
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_weval.judges.agreement import judge_agreement
 from pytest_weval.judges.consensus import failed_judges
+from pytest_weval.report.stats import MeanInterval, clustered_mean
 from pytest_weval.results import ItemResult, PointAssessment, Usage
 from pytest_weval.scoring.aggregate import prompt_weight
 
@@ -41,10 +45,16 @@ class Tally:
     skipped: int
     scored: int  # items whose score entered the mean
     total_weight: float
+    # The mean's 95% interval, cut to [0, 1]; None with fewer than two clusters (docs/statistics.md)
+    ci95: tuple[float, float] | None = None
+    interval: MeanInterval | None = field(default=None, compare=False, repr=False)
+    # --weval-repeat: the mean over scored items of the variance of their samples' scores
+    within_item_variance: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "mean": self.mean,
+            "ci95": list(self.ci95) if self.ci95 is not None else None,
             "weighted": self.weighted,
             "items": self.items,
             "passed": self.passed,
@@ -54,6 +64,39 @@ class Tally:
             "scored": self.scored,
             "totalWeight": self.total_weight,
         }
+        if self.within_item_variance is not None:
+            data["withinItemVariance"] = self.within_item_variance
+        return data
+
+
+def cluster_of(results: Sequence[ItemResult]) -> Callable[[ItemResult], Hashable]:
+    """How a set of items is clustered for its interval: by blueprint when they come from two or
+    more blueprints, else by prompt (the variants of one prompt, temperatures and system prompts,
+    stay together)."""
+    if len({r.blueprint_path for r in results}) >= 2:
+        return lambda r: r.blueprint_path
+    return lambda r: (r.blueprint_path, r.prompt_id)
+
+
+def mean_interval(results: Sequence[ItemResult]) -> MeanInterval | None:
+    """The prompt-weighted mean of the scored items, with its clustered interval."""
+    scored = [r for r in results if r.outcome in ("passed", "failed") and r.score is not None]
+    if not scored:
+        return None
+    cluster = cluster_of(scored)
+    return clustered_mean(
+        [r.score for r in scored],  # type: ignore[misc]
+        [cluster(r) for r in scored],
+        [prompt_weight(r.prompt_weight) or 1.0 for r in scored],
+    )
+
+
+def sample_variance(scores: Sequence[float]) -> float | None:
+    """The variance of one item's sample scores (n - 1 in the denominator); None below 2."""
+    if len(scores) < 2:
+        return None
+    mean = math.fsum(scores) / len(scores)
+    return math.fsum((s - mean) ** 2 for s in scores) / (len(scores) - 1)
 
 
 def tally(results: Iterable[ItemResult]) -> Tally:
@@ -67,6 +110,14 @@ def tally(results: Iterable[ItemResult]) -> Tally:
     ]
     total_weight = math.fsum(w for _, w in scored)
     mean = math.fsum(s * w for s, w in scored) / total_weight if total_weight else None
+    interval = mean_interval(results)
+    variances = [
+        v
+        for r in results
+        if r.outcome in ("passed", "failed") and r.score is not None
+        for v in [sample_variance(r.sample_scores)]
+        if v is not None
+    ]
     return Tally(
         mean=mean,
         weighted=any(r.prompt_weight is not None for r in results),
@@ -77,6 +128,9 @@ def tally(results: Iterable[ItemResult]) -> Tally:
         skipped=outcomes.count("skipped"),
         scored=len(scored),
         total_weight=total_weight,
+        ci95=interval.bounded(0.0, 1.0) if interval is not None else None,
+        interval=interval,
+        within_item_variance=math.fsum(variances) / len(variances) if variances else None,
     )
 
 

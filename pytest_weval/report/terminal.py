@@ -12,7 +12,8 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_weval.report._fmt import fit, fit_left, fmt_score, js_number, one_line, plural, shorten
+from pytest_weval.report._fmt import fit, fit_left, fmt_mean, fmt_p, fmt_score, js_number, one_line, plural, shorten
+from pytest_weval.report.baseline import Comparison, fmt_difference
 from pytest_weval.report.rollup import ROOT, Rollup, Tally
 
 GAP = "  "
@@ -30,6 +31,11 @@ def _counts(t: Tally) -> str:
     if t.skipped:
         parts.append(f"{t.skipped} skipped")
     return ", ".join(parts)
+
+
+def _mean(t: Tally | None) -> str:
+    """``0.83 (0.73-0.92)``: the mean and its 95% interval (docs/statistics.md)."""
+    return "" if t is None else fmt_mean(t.mean, t.ci95)
 
 
 def _table(rows: Sequence[Sequence[str]], aligns: str, width: int) -> list[str]:
@@ -59,15 +65,18 @@ def short_model_name(model_id: str) -> str:
 
 def render_overview(rollup: Rollup, width: int = 80) -> list[str]:
     t = rollup.overall
-    weighted = " (weighted by prompt weight)" if t.weighted else ""
+    weighted = ", weighted by prompt weight" if t.weighted and t.ci95 is not None else ""
+    weighted = weighted or (" (weighted by prompt weight)" if t.weighted else "")
     line = (
         f"{plural(t.items, 'item')} in {plural(len(rollup.blueprints), 'blueprint')}: "
-        f"{_counts(t)}; mean score {fmt_score(t.mean)}{weighted}"
+        f"{_counts(t)}; mean score {_mean(t)}{weighted}"
     )
     return textwrap.wrap(line, width) or [""]
 
 
-def _column_labels(models: Sequence[str], name_width: int, width: int) -> tuple[list[str], bool] | None:
+def _column_labels(
+    models: Sequence[str], name_width: int, width: int, cell_width: int = 4
+) -> tuple[list[str], bool] | None:
     """Headers for a models-as-columns table, or None when it cannot fit ``width``."""
     if not models or len(models) > MAX_MODEL_COLUMNS:
         return None
@@ -76,7 +85,7 @@ def _column_labels(models: Sequence[str], name_width: int, width: int) -> tuple[
     if len(set(short)) == len(short):
         candidates.append((short, True))
     for labels, legend in candidates:
-        needed = name_width + sum(len(GAP) + max(len(label), 4) for label in labels) + len(GAP) + 4
+        needed = name_width + sum(len(GAP) + max(len(label), cell_width) for label in labels) + len(GAP) + cell_width
         if needed <= width:
             return labels, legend
     return None
@@ -89,17 +98,19 @@ def render_score_table(rollup: Rollup, width: int = 80) -> list[str]:
     models = list(rollup.models)
     paths = list(rollup.blueprints)
     name_width = min(max(len(p) for p in paths + ["blueprint"]), max(width // 2, MIN_NAME_WIDTH))
-    chosen = _column_labels(models, name_width, width)
+    cells = {
+        path: ([_mean(bp.by_model.get(m)) for m in models], _mean(bp.overall)) for path, bp in rollup.blueprints.items()
+    }
+    bottom = ([_mean(rollup.by_model[m]) for m in models], _mean(rollup.overall))
+    cell_width = max(len(cell) for row, total in [*cells.values(), bottom] for cell in [*row, total])
+    chosen = _column_labels(models, name_width, width, cell_width)
     lines = textwrap.wrap("Mean score per blueprint and model (0 to 1, higher is better)", width)
     if chosen is not None:
         labels, legend = chosen
         rows = [["blueprint", *labels, "all"]]
-        for path, bp in rollup.blueprints.items():
-            cells = [fmt_score(bp.by_model[m].mean) if m in bp.by_model else "" for m in models]
-            rows.append([path, *cells, fmt_score(bp.overall.mean)])
-        rows.append(
-            ["all blueprints", *[fmt_score(rollup.by_model[m].mean) for m in models], fmt_score(rollup.overall.mean)]
-        )
+        for path, (row, total) in cells.items():
+            rows.append([path, *row, total])
+        rows.append(["all blueprints", *bottom[0], bottom[1]])
         lines += _table(rows, "l" + "r" * (len(models) + 1), width)
         if legend:
             lines.append("Columns:")
@@ -107,13 +118,38 @@ def render_score_table(rollup: Rollup, width: int = 80) -> list[str]:
     else:
         rows = [["blueprint / model", "mean", "passed"]]
         for path, bp in rollup.blueprints.items():
-            rows.append([path, fmt_score(bp.overall.mean), _counts(bp.overall)])
+            rows.append([path, _mean(bp.overall), _counts(bp.overall)])
             for model, t in bp.by_model.items():
-                rows.append(["  " + model, fmt_score(t.mean), _counts(t)])
+                rows.append(["  " + model, _mean(t), _counts(t)])
+        if len(rollup.blueprints) > 1:
+            rows.append(["all blueprints", _mean(rollup.overall), _counts(rollup.overall)])
+            for model, t in rollup.by_model.items():
+                rows.append(["  " + model, _mean(t), _counts(t)])
         lines += _table(rows, "lrl", width)
     if any(bp.overall.weighted for bp in rollup.blueprints.values()):
         lines += textwrap.wrap("Means are weighted by each prompt's weight where a blueprint sets one.", width)
+    lines += textwrap.wrap(
+        "In brackets: the mean's 95% confidence interval, clustered by blueprint over several blueprints, "
+        "else by prompt; none for a single prompt (docs/statistics.md).",
+        width,
+    )
     return lines
+
+
+def render_repeats(rollup: Rollup, width: int = 80) -> list[str]:
+    """With --weval-repeat: how much an item's samples disagree, per model."""
+    per_model = {m: t.within_item_variance for m, t in rollup.by_model.items() if t.within_item_variance is not None}
+    if not per_model:
+        return []
+    lines = textwrap.wrap(
+        "Repeats: each item's score is the mean of its samples (--weval-repeat); the variance of an item's "
+        "sample scores, averaged over the items:",
+        width,
+    )
+    rows = [["model", "variance", "sd"]]
+    for model, variance in per_model.items():
+        rows.append([model, f"{variance:.4f}", f"{variance**0.5:.3f}"])
+    return lines + _table(rows, "lrr", width)
 
 
 def render_folder_tree(rollup: Rollup, width: int = 80) -> list[str]:
@@ -126,12 +162,12 @@ def render_folder_tree(rollup: Rollup, width: int = 80) -> list[str]:
         folder = rollup.folders[folder_path]
         indent = "  " * depth
         label = "(all)" if folder_path == ROOT else posixpath.basename(folder_path) + "/"
-        rows.append([indent + label, fmt_score(folder.overall.mean), _counts(folder.overall)])
+        rows.append([indent + label, _mean(folder.overall), _counts(folder.overall)])
         for sub in folder.folders:
             walk(sub, depth + 1)
         for path in folder.blueprints:
             t = rollup.blueprints[path].overall
-            rows.append(["  " * (depth + 1) + posixpath.basename(path), fmt_score(t.mean), _counts(t)])
+            rows.append(["  " * (depth + 1) + posixpath.basename(path), _mean(t), _counts(t)])
 
     walk(ROOT, 0)
     return [fit("Scores by folder", width)] + _table(rows, "lrl", width)
@@ -162,6 +198,76 @@ def render_usage(rollup: Rollup, width: int = 80) -> list[str]:
     )
     title += " waiting on rate limits)" if throttled else ")"
     return textwrap.wrap(title, width) + _table(rows, align, width)
+
+
+def render_baseline(comparison: Comparison | None, width: int = 80, limit: int = 20) -> list[str]:
+    """The "Compared with baseline" table: per model the baseline and current means over the paired items,
+    the difference with its interval, the p-value and the verdict; then what did not pair and
+    the prompts that moved most."""
+    if comparison is None:
+        return []
+    lines = textwrap.wrap(
+        f"Compared with baseline {comparison.directory} (this run minus the baseline, on items paired by "
+        "blueprint, prompt, model, temperature and system prompt; p: one-sided for a drop, Holm-adjusted "
+        f"across models; a regression is a drop with p <= {comparison.alpha:g} larger than "
+        f"{comparison.max_drop:g})",
+        width,
+    )
+    if comparison.models:
+        rows = [["model", "items", "baseline", "current", "difference (95% CI)", "p", "verdict"]]
+        for model, m in comparison.models.items():
+            rows.append(
+                [
+                    model,
+                    str(m.items),
+                    fmt_score(m.baseline_mean),
+                    fmt_score(m.current_mean),
+                    fmt_difference(m.delta, m.ci95),
+                    fmt_p(m.p_holm),
+                    m.verdict,
+                ]
+            )
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        needed = max(widths[0], MIN_NAME_WIDTH) + sum(widths[1:]) + len(GAP) * (len(widths) - 1)
+        if needed <= width:
+            lines += _table(rows, "lrrrrrl", width)
+        else:  # too wide to be a table: a few lines per model
+            for model, m in comparison.models.items():
+                lines.append(fit(f"{model}: {m.verdict}", width))
+                lines += textwrap.wrap(
+                    f"{m.items} paired items, baseline {fmt_score(m.baseline_mean)}, current "
+                    f"{fmt_score(m.current_mean)}, difference {fmt_difference(m.delta, m.ci95)}, p {fmt_p(m.p_holm)}",
+                    width,
+                    initial_indent="  ",
+                    subsequent_indent="  ",
+                )
+    else:
+        lines.append(fit("No item of this run pairs with one of the baseline.", width))
+    counts = comparison.unpaired_counts()
+    if comparison.unpaired:
+        said = [
+            f"{counts['onlyCurrent']} only in this run",
+            f"{counts['onlyBaseline']} only in the baseline",
+            f"{counts['unscored']} without a score in one of the runs",
+        ]
+        lines += textwrap.wrap(f"Items not paired ({len(comparison.unpaired)}): " + ", ".join(said) + ":", width)
+        for u in comparison.unpaired[:limit]:
+            text = f"- {u.blueprint_id} > prompt '{u.prompt_id}' > {u.effective_model_id}: {u.why}"
+            lines += textwrap.wrap(text, width, subsequent_indent="    ")
+        if len(comparison.unpaired) > limit:
+            lines += textwrap.wrap(
+                f"... and {len(comparison.unpaired) - limit} more (all are in summary.json with --weval-out)", width
+            )
+    if comparison.moved:
+        lines.append(fit("Prompts that moved most (baseline -> this run):", width))
+        for pair in comparison.moved[: min(limit, 10)]:
+            r = pair.current
+            text = (
+                f"- {fmt_score(pair.baseline.score)} -> {fmt_score(r.score)} ({pair.delta:+.2f}) "
+                f"{r.blueprint_path} > prompt '{r.prompt_id}' > {r.effective_model_id}"
+            )
+            lines += textwrap.wrap(text, width, subsequent_indent="    ")
+    return lines
 
 
 _AGREEMENT_WORDS = {
@@ -225,13 +331,17 @@ def render_item_errors(rollup: Rollup, width: int = 80, limit: int = 20) -> list
     return lines
 
 
-def render_summary(rollup: Rollup, *, width: int = 80, limit: int = 20) -> list[str]:
+def render_summary(
+    rollup: Rollup, *, width: int = 80, limit: int = 20, comparison: Comparison | None = None
+) -> list[str]:
     """Every section, separated by blank lines, each line at most ``width`` characters."""
     width = max(int(width or 80), 40)
     sections = [
         render_overview(rollup, width),
         render_score_table(rollup, width),
+        render_repeats(rollup, width),
         render_folder_tree(rollup, width),
+        render_baseline(comparison, width, limit),
         render_usage(rollup, width),
         render_agreement(rollup.agreement, width),
         render_item_errors(rollup, width, limit),

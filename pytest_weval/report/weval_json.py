@@ -23,6 +23,7 @@ from typing import Any
 from pytest_weval.blueprint.model import Blueprint, Prompt
 from pytest_weval.files import write_atomic
 from pytest_weval.report._fmt import utf16_key
+from pytest_weval.report.baseline import Comparison
 from pytest_weval.report.rollup import Rollup, build_rollup, item_key
 from pytest_weval.results import ItemResult, PointAssessment
 from pytest_weval.scoring.aggregate import aggregate, prompt_weight, round2
@@ -322,6 +323,7 @@ def build_run_summary(
     min_score: float | None = None,
     gate_lines: Sequence[str] | None = None,
     files: Mapping[str, str] | None = None,
+    comparison: Comparison | None = None,
 ) -> dict[str, Any]:
     """``summary.json``: run totals, per blueprint x model and per folder means, usage, judge
     agreement, pass counts, the items and every error. Our format (not Weval's), camelCase."""
@@ -340,9 +342,12 @@ def build_run_summary(
                 "score": r.score,
                 "threshold": r.threshold,
                 "promptWeight": r.prompt_weight,
+                "samples": list(r.sample_scores) or None,
                 "error": r.error,
             }
         )
+        # the system prompt it was sent, null for none: --weval-baseline pairs items by it
+        | {"systemPrompt": r.system_prompt or None}
         for r in sorted(results, key=item_key)
     ]
     summary = {
@@ -367,6 +372,8 @@ def build_run_summary(
     }
     if min_score is not None:
         summary["minScore"] = {"threshold": min_score, "failures": list(gate_lines or [])}
+    if comparison is not None:
+        summary["baseline"] = comparison.to_dict()
     return js_json(_drop_absent(summary))
 
 
@@ -399,6 +406,7 @@ def write_outputs(
     min_score: float | None = None,
     gate_lines: Sequence[str] | None = None,
     include_prompt_weights: bool = False,
+    comparison: Comparison | None = None,
 ) -> list[Path]:
     """Write ``<blueprint-id>.json`` per blueprint that has results, then ``summary.json``.
 
@@ -434,7 +442,14 @@ def write_outputs(
         files[path] = name
 
     summary = build_run_summary(
-        results, rollup, run_label=run_label, timestamp=stamp, min_score=min_score, gate_lines=gate_lines, files=files
+        results,
+        rollup,
+        run_label=run_label,
+        timestamp=stamp,
+        min_score=min_score,
+        gate_lines=gate_lines,
+        files=files,
+        comparison=comparison,
     )
     write_json_atomic(out / "summary.json", summary)
     written.append(out / "summary.json")

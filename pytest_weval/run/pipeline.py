@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 import time
 from typing import Any, TypeAlias
 
@@ -83,6 +84,7 @@ class PipelineSettings:
     custom_models: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     allow_exec: bool = False  # agent eval files: code judges and cli targets may run
     borderline_fails: bool = False  # agent eval files: a borderline verdict fails
+    repeat: int = 1  # --weval-repeat: samples per blueprint item, their mean its score
 
 
 class Pipeline:
@@ -107,6 +109,45 @@ class Pipeline:
     async def evaluate(self, work: Work) -> ItemResult:
         if isinstance(work, AgentWork):
             return await self.agents.evaluate(work)
+        if self.settings.repeat > 1 and work.blocked is None:
+            return await self._evaluate_repeated(work, self.settings.repeat)
+        return await self._evaluate_once(work)
+
+    async def _evaluate_repeated(self, work: ItemWork, repeat: int) -> ItemResult:
+        """--weval-repeat=N: the item's N samples (docs/statistics.md, 'Repeats'). Attempt k of
+        the item (k = 0 first, a rerun after) asks for samples kN .. kN+N-1, each a generation
+        under its own cache key (sample 0 keeps the key it always had), so a cached run replays
+        all N. The score is the mean of the samples' scores, the outcome that mean against the
+        threshold; the response and points shown are the lowest-scoring sample's. A sample that
+        could not be scored makes the item that sample's error (or skip): a mean over the
+        samples that happened to work would hide it."""
+        started = time.monotonic()
+        first = work.sample * repeat
+        samples = await asyncio.gather(
+            *(self._evaluate_once(dataclasses.replace(work, sample=first + k)) for k in range(repeat))
+        )
+        usage: dict[str, Usage] = {}
+        for sample in samples:
+            for model, used in sample.usage.items():
+                _add_usage(usage, model, used)
+        unscored = next((s for s in samples if s.outcome not in ("passed", "failed") or s.score is None), None)
+        if unscored is not None:
+            number = samples.index(unscored)
+            result = unscored.model_copy(
+                update={"error": f"sample {number + 1} of {repeat}: {unscored.error or 'no score'}"}
+            )
+        else:
+            scores = [s.score for s in samples if s.score is not None]
+            result = min(samples, key=lambda s: s.score or 0.0).model_copy()  # the first lowest
+            result.score = scoring.round2(math.fsum(scores) / len(scores))
+            result.sample_scores = scores
+            result.outcome = "passed" if result.score >= result.threshold else "failed"
+        result.sample = work.sample
+        result.usage = usage
+        result.duration_s = time.monotonic() - started
+        return result
+
+    async def _evaluate_once(self, work: ItemWork) -> ItemResult:
         started = time.monotonic()
         usage: dict[str, Usage] = {}
         result = ItemResult(

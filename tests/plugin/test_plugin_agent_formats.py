@@ -191,7 +191,14 @@ def test_a_mixed_folder_of_blueprints_and_agent_files_runs_in_one_session(projec
     # --weval-out: every item is in summary.json; the blueprint gets Weval's comparison file,
     # each agent suite a JSONL of AgentV-shaped records
     written = sorted(p.name for p in (project.path / "out").iterdir())
-    assert written == ["evals__dataset.jsonl", "greet-suite.jsonl", "letters.json", "numbers.jsonl", "summary.json"]
+    assert written == [
+        ".weval",  # the run's records, for `python -m pytest_weval merge`
+        "evals__dataset.jsonl",
+        "greet-suite.jsonl",
+        "letters.json",
+        "numbers.jsonl",
+        "summary.json",
+    ]
     records = [json.loads(line) for line in (project.path / "out/evals__dataset.jsonl").read_text().splitlines()]
     judged = next(r for r in records if r["eval_id"] == "judged")
     assert judged["score"] == 0.9 and judged["target"] == MODEL_ID and judged["dataset"] == "evals__dataset"

@@ -66,7 +66,22 @@ def test_replay_needs_no_key(project: Project):
 @pytest.mark.parametrize(
     ("args", "ini", "says"),
     [
-        ((), "weval_cache_store = bogus", "ini weval_cache_store = 'bogus': choose one of sqlite, files"),
+        (
+            (),
+            "weval_cache_store = bogus",
+            "--weval-cache-store (ini weval_cache_store) = 'bogus': choose one of sqlite, files or a postgresql://",
+        ),
+        (
+            ("--weval-cache-store=postgresql://weval:hunter22@127.0.0.1:1/weval",),
+            None,
+            "ERROR: --weval-cache-store (ini weval_cache_store): cache store "
+            "postgresql://weval:***@127.0.0.1:1/weval: cannot connect: ",
+        ),
+        (
+            ("--weval-cache-store=mysql://u:hunter22@db/x",),
+            None,
+            "--weval-cache-store (ini weval_cache_store) = 'mysql://u:***@db/x': choose one of sqlite, files",
+        ),
         (("--weval-threshold=high",), None, "--weval-threshold (ini weval_threshold) = 'high': expected a number"),
         (("--weval-threshold=2",), None, "a threshold is a score between 0 and 1"),
         (

@@ -144,7 +144,7 @@ def test_terminal_summary_and_out_files_are_the_same_serial_and_with_xdist(proje
     # --weval-out: one comparison file per blueprint plus summary.json, each written once
     for out in ("out-serial", "out-xdist"):
         names = sorted(p.name for p in (project.path / out).iterdir())
-        assert names == ["geo.json", "safety__triage.json", "summary.json"], names
+        assert names == [".weval", "geo.json", "safety__triage.json", "summary.json"], names
         for name in ("geo.json", "safety__triage.json"):
             data = project.json(f"{out}/{name}")
             validate_comparison(data)  # raises when the file does not fit Weval's shape

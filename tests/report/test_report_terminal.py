@@ -34,28 +34,31 @@ def rollup(results):
 
 
 EXPECTED_100 = """\
-12 items in 4 blueprints: 8/12 passed, 1 error; mean score 0.67 (weighted by prompt weight)
+12 items in 4 blueprints: 8/12 passed, 1 error; mean score 0.67 (0.40-0.94), weighted by prompt
+weight
 
 Mean score per blueprint and model (0 to 1, higher is better)
-blueprint                        anthropic:claude-3-haiku  openai:gpt-4o-mini   all
-evals/safety/medical/triage.yml                      0.90                0.56  0.70
-evals/safety/privacy.yml                             0.55                0.60  0.57
-evals/style/tone.yml                                                     0.50  0.50
-top.yml                                              1.00                0.90  0.95
-all blueprints                                       0.78                0.60  0.67
+blueprint                        anthropic:claude-3-haiku  openai:gpt-4o-mini               all
+evals/safety/medical/triage.yml                      0.90    0.56 (0.00-1.00)  0.70 (0.00-1.00)
+evals/safety/privacy.yml                 0.55 (0.00-1.00)    0.60 (0.00-1.00)  0.57 (0.00-1.00)
+evals/style/tone.yml                                                     0.50              0.50
+top.yml                                              1.00                0.90              0.95
+all blueprints                           0.78 (0.19-1.00)    0.60 (0.25-0.94)  0.67 (0.40-0.94)
 Means are weighted by each prompt's weight where a blueprint sets one.
+In brackets: the mean's 95% confidence interval, clustered by blueprint over several blueprints,
+else by prompt; none for a single prompt (docs/statistics.md).
 
 Scores by folder
-folder / file       mean  passed
-(all)               0.67  8/12 passed, 1 error
-  evals/            0.62  6/10 passed, 1 error
-    safety/         0.64  5/8 passed, 1 error
-      medical/      0.70  2/4 passed, 1 error
-        triage.yml  0.70  2/4 passed, 1 error
-      privacy.yml   0.57  3/4 passed
-    style/          0.50  1/2 passed
-      tone.yml      0.50  1/2 passed
-  top.yml           0.95  2/2 passed
+folder / file                   mean  passed
+(all)               0.67 (0.40-0.94)  8/12 passed, 1 error
+  evals/            0.62 (0.22-1.00)  6/10 passed, 1 error
+    safety/         0.64 (0.00-1.00)  5/8 passed, 1 error
+      medical/      0.70 (0.00-1.00)  2/4 passed, 1 error
+        triage.yml  0.70 (0.00-1.00)  2/4 passed, 1 error
+      privacy.yml   0.57 (0.00-1.00)  3/4 passed
+    style/                      0.50  1/2 passed
+      tone.yml                  0.50  1/2 passed
+  top.yml                       0.95  2/2 passed
 
 Usage per model (answers and judging)
 model                               requests  cached  tokens in  tokens out
@@ -94,12 +97,18 @@ def test_narrow_terminal_switches_to_one_line_per_model(rollup):
     lines = render_score_table(rollup, width=60)
     at = next(i for i, line in enumerate(lines) if line.startswith("blueprint / model"))
     assert lines[at].split() == ["blueprint", "/", "model", "mean", "passed"]
-    assert lines[at + 1].startswith("evals/safety/medical/triage.yml  0.70  2/4 passed, 1 error")
-    assert lines[at + 2].startswith("  anthropic:claude-3-haiku       0.90  1/2 passed, 1 error")
+    assert lines[at + 1] == "…/medical/triage.yml  0.70 (0.00-1.00)  2/4 passed, 1 error"
+    assert lines[at + 2] == "  anthropic:claude-…              0.90  1/2 passed, 1 error"
+    # the run-wide mean of each model, with its interval (clustered by blueprint)
+    assert lines[at + 12 : at + 15] == [
+        "all blueprints        0.67 (0.40-0.94)  8/12 passed, 1 error",
+        "  anthropic:claude-…  0.78 (0.19-1.00)  4/5 passed, 1 error",
+        "  openai:gpt-4o-mini  0.60 (0.25-0.94)  4/7 passed",
+    ]
 
 
 def test_short_model_names_with_a_legend_when_full_ids_do_not_fit(rollup):
-    lines = render_score_table(rollup, width=80)
+    lines = render_score_table(rollup, width=90)
     assert lines[1].split() == ["blueprint", "claude-3-haiku", "gpt-4o-mini", "all"]
     start = lines.index("Columns:")
     assert lines[start + 1 : start + 3] == [
@@ -134,7 +143,8 @@ def test_short_model_name():
 def test_folder_tree_shows_nesting_and_counts(rollup):
     lines = render_folder_tree(rollup, width=80)
     assert lines[2].startswith("(all)")
-    assert any(line.startswith("      medical/      0.70  2/4 passed, 1 error") for line in lines)
+    assert "      medical/      0.70 (0.00-1.00)  2/4 passed, 1 error" in lines
+    assert "    style/                      0.50  1/2 passed" in lines  # one prompt: no interval
 
 
 def test_usage_table_totals(rollup):

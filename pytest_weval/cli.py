@@ -1,0 +1,108 @@
+"""``python -m pytest_weval``: operations outside a pytest run (no pytest imported here).
+
+    python -m pytest_weval merge OUT_DIR... --out DIR
+        combine several --weval-out folders (static shards: pytest-split, -k per CI job) into
+        one, the files a single run over all of them writes; conflicting results for one item
+        are an error naming it.
+    python -m pytest_weval cache stats [--cache-store STORE] [--cache-dir DIR] [--json]
+    python -m pytest_weval cache prune --older-than 30d [--cache-store STORE] [--cache-dir DIR] [--dry-run]
+        the response cache's size and entries; delete entries older than an age. STORE is
+        sqlite (default), files or a postgresql:// URL (password from PGPASSWORD or ~/.pgpass),
+        as --weval-cache-store; the folder defaults to .weval_cache.
+
+Exit status: 0 done, 1 the operation failed (one line on stderr), 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Sequence
+
+from pytest_weval.engine.stores import StoreError, prune_store, redact_url, store_stats
+from pytest_weval.report.run_record import MergeError, merge_outputs
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_AGE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*\Z", re.IGNORECASE)
+
+
+def parse_age(text: str) -> float:
+    """``30d`` -> seconds (units s, m, h, d, w)."""
+    match = _AGE.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"{text!r}: an age is a number and a unit: 90s, 15m, 12h, 30d, 2w")
+    return float(match.group(1)) * _UNITS[match.group(2).lower()]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pytest_weval", description="pytest-weval's operations outside a pytest run."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    merge = commands.add_parser("merge", help="combine several --weval-out folders into one")
+    merge.add_argument("dirs", nargs="+", metavar="OUT_DIR", help="--weval-out folders of the shards")
+    merge.add_argument("--out", required=True, metavar="DIR", help="where the merged files go")
+
+    cache = commands.add_parser("cache", help="the response cache: stats, prune")
+    actions = cache.add_subparsers(dest="action", required=True)
+    for name, text in (("stats", "entries, size and age"), ("prune", "delete entries older than an age")):
+        action = actions.add_parser(name, help=text)
+        action.add_argument(
+            "--cache-store",
+            default="sqlite",
+            metavar="STORE",
+            help="sqlite (default), files or postgresql://user@host:port/database",
+        )
+        action.add_argument("--cache-dir", default=".weval_cache", metavar="DIR", help="default .weval_cache")
+        if name == "stats":
+            action.add_argument("--json", action="store_true", help="print the figures as JSON")
+        else:
+            action.add_argument("--older-than", required=True, type=parse_age, metavar="AGE", help="e.g. 30d, 12h")
+            action.add_argument("--dry-run", action="store_true", help="count what would go, delete nothing")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "merge":
+        try:
+            written = merge_outputs(args.dirs, args.out)
+        except MergeError as exc:
+            print(f"merge: {exc}", file=sys.stderr)
+            return 1
+        print(f"merged {len(args.dirs)} folders into {args.out} ({len(written)} files)")
+        return 0
+
+    store = args.cache_store.strip()
+    if store.lower() in ("sqlite", "files"):
+        store = store.lower()
+    try:
+        if args.action == "stats":
+            stats = store_stats(store, args.cache_dir)
+            if args.json:
+                print(json.dumps(stats.to_dict(), indent=2))
+            else:
+                print("\n".join(stats.lines()))
+            return 0
+        removed = prune_store(store, args.cache_dir, args.older_than, dry_run=args.dry_run)
+    except StoreError as exc:
+        print(f"cache: {exc}", file=sys.stderr)
+        return 1
+    where = redact_url(store) if store not in ("sqlite", "files") else f"{store} store in {args.cache_dir}"
+    verb = "would remove" if args.dry_run else "removed"
+    print(f"{verb} {removed} entr{'y' if removed == 1 else 'ies'} older than {_age(args.older_than)} from {where}")
+    return 0
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("w", 7 * 86400), ("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

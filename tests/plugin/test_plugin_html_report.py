@@ -1,0 +1,338 @@
+"""--weval-html in a real browser: a run against the loopback fake server writes the page, and
+headless Chromium (Debian's ``chromium`` and ``chromium-driver``, driven by Selenium) opens it
+from a file: every overview cell is there with its score, a click on a cell and then on an item
+shows the detail with the answer and every point, nothing is logged to the console and nothing
+is requested but the file itself. Serial, under ``-n 2``, and through the ini twin.
+
+Without a browser these tests skip, saying what to install; on CI (``CI`` set) they fail
+instead (docs/rulings.md, ruling 24). Screenshots of the overview and of a drill-down go to
+``$WEVAL_SCREENSHOTS`` when set, else to the test's temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from plugin_helpers import JUDGE_ID, MODEL_ID, Project, answer_rule, judge_rule
+
+from tests.fakeserver import Rule
+
+OTHER = "other-model"
+OTHER_ID = f"openai:{OTHER}"
+EVIL = '</script><script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> & more'
+
+GREEK = "blueprints/letters/greek.yml"
+NUMBERS = "blueprints/numbers.yml"
+SUITE = {
+    GREEK: f"""\
+        title: Greek <letters>
+        models: [{MODEL_ID}, {OTHER_ID}]
+        ---
+        - id: greek
+          prompt: Say the first Greek letters.
+          should:
+            - $contains: alpha
+            - $contains: beta
+            - Mentions the Greek alphabet
+        - id: evil
+          prompt: Show me a script tag.
+          should:
+            - $contains: script
+        - id: chat
+          messages:
+            - user: Name a Greek letter.
+            - assistant: null
+            - user: And the next one?
+          should:
+            - $contains: beta
+        """,
+    NUMBERS: f"""\
+        title: Numbers
+        models: [{MODEL_ID}, {OTHER_ID}]
+        threshold: 0.8
+        ---
+        - id: count
+          prompt: Count to three.
+          should:
+            - $contains: "1 2 3"
+        - id: refused
+          prompt: This one is refused.
+          should:
+            - $contains: anything
+        """,
+}
+RULES = (
+    answer_rule("Greek letters", "alpha, beta, gamma"),
+    answer_rule("Greek letters", "alpha only", model=OTHER),
+    answer_rule("script tag", EVIL),
+    answer_rule("Name a Greek letter", "alpha"),
+    answer_rule("And the next one", "beta"),
+    Rule(contains="Count to three", reply="1 2 3"),
+    Rule(model=OTHER, contains="This one is refused", status=401),  # errors: no score
+    judge_rule("Mentions the Greek alphabet", "CLASS_EXACT", "It lists alpha and beta, so yes."),
+)
+
+
+# ---------------------------------------------------------------- the browser
+
+
+def _no_browser(reason: str) -> None:
+    message = f"{reason}: the HTML report's browser tests need Chromium and its driver (apt-get install chromium chromium-driver) and selenium (pip install -e '.[test]')"
+    if os.environ.get("CI"):
+        pytest.fail(message + "; CI is set, so this fails instead of skipping", pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        _no_browser("selenium is not installed")
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = shutil.which("chromedriver")
+    if binary is None or driver_path is None:
+        _no_browser("no chromium" if binary is None else "no chromedriver")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(binary)
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(driver_path)), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _wait(what: Callable[[], Any], timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = what()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def _screens(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("WEVAL_SCREENSHOTS") or tmp_path / "screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+# ---------------------------------------------------------------- the check
+
+
+def _expected(project: Project) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What --weval-out says about the same run: summary.json, and the comparison files by path."""
+    summary = project.json("out/summary.json")
+    comparisons = {path: project.json(f"out/{name}") for path, name in summary["files"].items()}
+    return summary, comparisons
+
+
+def _check_page(project: Project, page: Path, driver: Any, shots: Path, label: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    summary, comparisons = _expected(project)
+    url = page.resolve().as_uri()
+    driver.get(url)
+    _wait(lambda: driver.execute_script("return document.documentElement.dataset.wevalReady === 'true'"))
+
+    # Every blueprint x model cell, with the mean summary.json gives it.
+    cells = {c.get_attribute("data-weval-cell"): c for c in driver.find_elements(By.CSS_SELECTOR, "[data-weval-cell]")}
+    expected = {f"{bp['path']}|{model}": tally for bp in summary["blueprints"] for model, tally in bp["models"].items()}
+    assert set(cells) == set(expected) == {f"{p}|{m}" for p in (GREEK, NUMBERS) for m in (MODEL_ID, OTHER_ID)}
+    for key, tally in expected.items():
+        cell = cells[key]
+        assert cell.is_displayed()
+        assert math.isclose(float(cell.get_attribute("data-score")), tally["mean"]), key
+        assert cell.text.splitlines()[0] == f"{tally['mean']:.2f}"
+        assert cell.text.splitlines()[1] == f"{tally['passed']}/{tally['items'] - tally['skipped']}"
+    title = driver.find_element(By.CSS_SELECTOR, f'tr[data-name="{GREEK}"] th a').text
+    assert title == "Greek <letters>"  # escaped, shown as written
+    driver.save_screenshot(str(shots / f"{label}-overview.png"))
+
+    # Sorting by a model's column puts its best blueprint first.
+    header = driver.find_element(By.CSS_SELECTOR, f'#weval-overview th[data-sort="{OTHER_ID}"] button')
+    header.click()
+    group = driver.find_element(By.CSS_SELECTOR, "#weval-group")
+    group.click()  # one flat list, sorted
+    rows = [r.get_attribute("data-name") for r in driver.find_elements(By.CSS_SELECTOR, "#weval-flat tr.bp-row")]
+    by_other = sorted((bp["path"] for bp in summary["blueprints"]), key=lambda p: -expected[f"{p}|{OTHER_ID}"]["mean"])
+    assert rows == by_other
+    group.click()
+
+    # A cell opens the blueprint's prompts x models grid ...
+    cells[f"{GREEK}|{MODEL_ID}"].click()
+    _wait(lambda: driver.find_element(By.ID, "weval-blueprint-view").is_displayed())
+    items = {c.get_attribute("data-weval-item"): c for c in driver.find_elements(By.CSS_SELECTOR, "[data-weval-item]")}
+    greek_items = {i["nodeid"]: i for i in summary["items"] if i["file"] == GREEK}
+    assert set(items) == set(greek_items) and len(items) == 6
+    for nodeid, item in greek_items.items():
+        assert math.isclose(float(items[nodeid].get_attribute("data-score")), item["score"]), nodeid
+
+    # ... and an item its detail: the conversation with the answer, and every point.
+    comparison = comparisons[GREEK]
+    for prompt_id in ("evil", "greek", "chat"):
+        nodeid = f"{GREEK}::{prompt_id}[{MODEL_ID}]"
+        driver.find_element(By.CSS_SELECTOR, f'[data-weval-item="{nodeid}"]').click()
+        detail = _wait(
+            lambda nodeid=nodeid: [
+                d
+                for d in driver.find_elements(By.CSS_SELECTOR, "[data-weval-detail]")
+                if d.get_attribute("data-weval-for") == nodeid and d.is_displayed()
+            ]
+        )[0]
+        text = driver.execute_script("return arguments[0].textContent", detail)
+        effective = f"{MODEL_ID}[temp:0]" if f"{MODEL_ID}[temp:0]" in comparison["effectiveModels"] else MODEL_ID
+        answer = comparison["allFinalAssistantResponses"][prompt_id][effective]
+        assert answer in text
+        points = comparison["evaluationResults"]["llmCoverageScores"][prompt_id][effective]["pointAssessments"]
+        assert points and all(p["keyPointText"] in text for p in points)
+        if prompt_id == "evil":
+            assert EVIL in text  # shown as text ...
+            assert driver.execute_script("return window.__pwned") is None  # ... never run
+        if prompt_id == "greek":
+            assert "It lists alpha and beta, so yes." in text  # the judge's reflection
+            driver.save_screenshot(str(shots / f"{label}-drilldown.png"))
+        if prompt_id == "chat":
+            generated = detail.find_elements(By.CSS_SELECTOR, "li.generated")
+            assert [g.find_element(By.TAG_NAME, "pre").text for g in generated] == ["alpha", "beta"]
+
+    # An errored item shows its error.
+    driver.get(url + "#bp=" + NUMBERS.replace("/", "%2F"))
+    refused = f"{NUMBERS}::refused[{OTHER_ID}]"
+    _wait(lambda: driver.find_elements(By.CSS_SELECTOR, f'[data-weval-item="{refused}"]'))[0].click()
+    detail = _wait(lambda: driver.find_elements(By.CSS_SELECTOR, f'[data-weval-detail][data-weval-for="{refused}"]'))
+    assert "Error:" in detail[0].text and "error" in detail[0].text
+
+    # Back to the overview.
+    driver.find_element(By.LINK_TEXT, "\u2190 Overview").click()
+    _wait(lambda: driver.find_element(By.ID, "weval-overview-view").is_displayed())
+
+    # Nothing on the console, nothing fetched but the file.
+    logs = driver.get_log("browser")
+    assert [e for e in logs if e["level"] in ("SEVERE", "WARNING")] == [], logs
+    assert driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)") == []
+    requested = {
+        message["params"]["request"]["url"].split("#")[0]
+        for entry in driver.get_log("performance")
+        for message in [json.loads(entry["message"])["message"]]
+        if message["method"] == "Network.requestWillBeSent"
+    }
+    assert requested == {url}, requested
+
+
+def _suite(project: Project) -> None:
+    for path, text in SUITE.items():
+        project.write(path, text)
+    project.rules(*RULES)
+
+
+@pytest.mark.parametrize(
+    ("label", "args", "ini", "sub"),
+    [
+        ("serial", ("--weval-html=report.html",), (), False),
+        ("xdist", ("-n", "2", "--weval-html=report.html"), (), True),
+        ("ini", (), ("weval_html = reports/report.html",), False),
+    ],
+    ids=["serial", "xdist", "ini"],
+)
+def test_the_html_report_in_a_browser(
+    project: Project,
+    browser: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+    label: str,
+    args: tuple[str, ...],
+    ini: tuple[str, ...],
+    sub: bool,
+):
+    _suite(project)
+    project.ini(*ini)
+    result = project.run(f"--weval-judges={JUDGE_ID}", "--weval-out=out", "-rA", *args, sub=sub)
+    result.assert_outcomes(passed=7, failed=2, errors=1)
+    page = project.path / ("reports/report.html" if ini else "report.html")
+    assert page.is_file()
+    assert any(line.startswith("weval HTML report written to ") for line in result.outlines)
+    shots = _screens(tmp_path_factory.mktemp("shots"))
+    _check_page(project, page, browser, shots, label)
+    assert (shots / f"{label}-overview.png").stat().st_size > 0
+    assert (shots / f"{label}-drilldown.png").stat().st_size > 0
+
+
+def test_without_the_option_no_page_is_written(project: Project):
+    _suite(project)
+    project.run(f"--weval-judges={JUDGE_ID}")
+    assert list(project.path.rglob("*.html")) == []
+
+
+def test_the_page_shows_the_baseline_comparison(
+    project: Project, browser: Any, tmp_path_factory: pytest.TempPathFactory
+):
+    """A second run with --weval-baseline=<the first run's --weval-out>: the other model now
+    answers the Greek prompt fully, so its mean rises; the page shows each model's baseline
+    mean, difference, p and verdict as summary.json gives them, and links the prompt that moved."""
+    from selenium.webdriver.common.by import By
+
+    from pytest_weval.report._fmt import fmt_p, fmt_score
+    from pytest_weval.report.baseline import fmt_difference
+
+    _suite(project)
+    base = project.run(f"--weval-judges={JUDGE_ID}", "--weval-out=base", "--weval-cache=off")
+    base.assert_outcomes(passed=7, failed=2, errors=1)
+    better = answer_rule("Greek letters", "alpha, beta, gamma", model=OTHER)
+    project.rules(*(better if r == answer_rule("Greek letters", "alpha only", model=OTHER) else r for r in RULES))
+    result = project.run(
+        f"--weval-judges={JUDGE_ID}",
+        "--weval-baseline=base",
+        "--weval-out=out",
+        "--weval-cache=off",
+        "--weval-html=report.html",
+    )
+    result.assert_outcomes(passed=7, failed=2, errors=1)  # the Greek prompt passed before, at 0.67
+    compared = project.json("out/summary.json")["baseline"]
+    assert compared["models"][OTHER_ID]["delta"] > 0 and compared["models"][MODEL_ID]["verdict"] == "unchanged"
+
+    url = (project.path / "report.html").resolve().as_uri()
+    browser.get(url)
+    _wait(lambda: browser.execute_script("return document.documentElement.dataset.wevalReady === 'true'"))
+    for model, m in compared["models"].items():
+        [shown] = browser.find_elements(By.CSS_SELECTOR, f'#weval-overview th [data-weval-baseline="{model}"]')
+        difference = fmt_difference(m["delta"], tuple(m["ci95"]) if m["ci95"] else None)
+        assert shown.text == (
+            f"baseline {fmt_score(m['baselineMean'])}, difference {difference}, p {fmt_p(m['pHolm'])}, {m['verdict']}"
+        )
+        row = browser.find_element(By.CSS_SELECTOR, f'#weval-baseline-models tr[data-model="{model}"]')
+        assert difference in row.text and m["verdict"] in row.text
+    assert "+" in browser.find_element(By.CSS_SELECTOR, f'[data-weval-baseline="{OTHER_ID}"]').text
+    facts = browser.find_element(By.ID, "weval-facts").text
+    assert "not paired: 0 only in this run, 0 only in the baseline, 1 without a score in one of the runs" in facts
+    _shoot = _screens(tmp_path_factory.mktemp("shots")) / "baseline-overview.png"
+    browser.save_screenshot(str(_shoot))
+
+    # The prompt that moved is a link to its item.
+    [moved] = compared["moved"]
+    browser.find_element(By.XPATH, "//summary[starts-with(., 'Prompts that moved most')]").click()
+    browser.find_element(By.CSS_SELECTOR, f'#weval-baseline a[href*="{moved["promptId"]}"]').click()
+    _wait(
+        lambda: [
+            d
+            for d in browser.find_elements(By.CSS_SELECTOR, "[data-weval-detail]")
+            if d.get_attribute("data-weval-for") == moved["nodeid"] and d.is_displayed()
+        ]
+    )
+
+    logs = browser.get_log("browser")
+    assert [e for e in logs if e["level"] in ("SEVERE", "WARNING")] == [], logs
+    assert browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)") == []
