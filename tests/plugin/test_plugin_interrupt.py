@@ -93,7 +93,11 @@ def test_ctrl_c_stops_within_2_s_and_the_next_run_sends_only_what_was_missing(
     first = list(project.requests())
     assert stopped_in < 2.0, (stopped_in, output[-2000:])
     assert "KeyboardInterrupt" in output or "Interrupted" in output, output[-2000:]
-    late = [r for r in first if r.at > interrupted_at + 0.1]
+    # A Ctrl-C that reached the main process alone reaches the workers through the claims
+    # store, which they read every 2 x poll interval (0.1 s); on a loaded machine that read can
+    # itself wait a few hundred ms, so they get longer before a request counts as late.
+    grace = 0.1 if target == "group" else 0.6
+    late = [r for r in first if r.at > interrupted_at + grace]
     assert late == [], f"{len(late)} requests started after the interrupt"
     # Replies the run certainly had before the interrupt are in the cache: the next run does
     # not ask for them again, and asks for everything else exactly once.
