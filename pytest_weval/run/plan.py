@@ -180,6 +180,8 @@ def make_plan(
     """The plan of ``works``: runs on ``engine``'s loop, reading its cache, sending nothing."""
     client = PlanClient(engine)
     pipeline = Pipeline(client, settings)
+    if settings.repeat > 1:  # --weval-repeat: each item is asked N times, each sample its own request
+        works = [dataclasses.replace(work, sample=k) for work in works for k in range(settings.repeat)]
 
     async def plan_all() -> None:
         for start in range(0, len(works), _BATCH):

@@ -3,7 +3,7 @@ counted as the run then sends them, before and after a cached run; plan.json; no
 
 from __future__ import annotations
 
-from plugin_helpers import JUDGE, JUDGE_ID, MODEL_ID, Project, Rule, section, verdict
+from plugin_helpers import JUDGE, JUDGE_ID, MODEL, MODEL_ID, Project, Rule, section, verdict
 
 # Two blueprints ask the same questions (the answers and their judging are shared), a third
 # adds its own; one prompt has only an ideal answer (its key points are extracted first).
@@ -102,3 +102,13 @@ def test_under_xdist_a_verbose_run_shows_the_plan_once(project: Project):
     lines = [line for line in result.outlines if line.strip().startswith("total")]
     assert lines and lines[0].split()[1:4] == ["8", "0", "8"], lines
     assert project.json("out/plan.json")["requests"]["total"] == 8
+
+
+def test_a_plan_counts_every_sample_of_a_repeated_item(project: Project):
+    _suite(project)
+    project.run("--collect-only", f"--weval-judges={JUDGE_ID}", "--weval-out=plan", "--weval-repeat=2")
+    assert project.requests() == [], "a plan sends nothing"
+    planned = project.json("plan/plan.json")["requests"]["by_model"][MODEL_ID]["total"]
+    assert planned == 6  # the 3 distinct answers, each asked as 2 samples
+    project.run(f"--weval-judges={JUDGE_ID}", "--weval-repeat=2")
+    assert len(project.requests(MODEL)) == planned
