@@ -56,6 +56,11 @@ def _where(result: ItemResult) -> list[str]:
         f"  {labels[1]} {result.prompt_id}" + (f" (line {result.prompt_line})" if result.prompt_line else ""),
         f"  {labels[2]} {result.effective_model_id}",
     ]
+    if len(result.sample_scores) > 1:  # --weval-repeat (docs/statistics.md, 'Repeats')
+        lines.append(
+            f"  samples:   {', '.join(fmt_score(x) for x in result.sample_scores)} (the score is their mean; "
+            "the answer and points below are the lowest-scoring sample's)"
+        )
     if result.sample:
         lines.append(
             f"  attempt:   {result.sample + 1} (a rerun asked the model again; this answer is the one that counts)"

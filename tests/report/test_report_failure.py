@@ -252,3 +252,11 @@ def test_the_attempt_that_counted_is_named(chest_a):
     assert "attempt:" not in explain_failure(chest_a)
     text = explain_failure(chest_a.model_copy(update={"sample": 1}))
     assert "  attempt:   2 (a rerun asked the model again; this answer is the one that counts)" in text
+
+
+def test_a_repeated_item_says_its_score_is_a_mean_of_samples(chest_a):
+    text = explain_failure(chest_a.model_copy(update={"sample_scores": [0.25, 0.63]}))
+    assert (
+        "  samples:   0.25, 0.63 (the score is their mean; the answer and points below are the lowest-scoring" in text
+    )
+    assert "samples:" not in explain_failure(chest_a)
