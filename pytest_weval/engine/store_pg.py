@@ -83,7 +83,6 @@ SCHEMA = [
         updated double precision NOT NULL,
         PRIMARY KEY (run_id, owner))""",
 ]
-TABLES = ("weval_responses", "weval_claims", "weval_run_results", "weval_run_signals", "weval_run_spend")
 
 
 def _psycopg(url: str) -> Any:
