@@ -88,9 +88,12 @@ def _criterion(p: PointAssessment) -> str:
     return text.removeprefix("Function: ") if p.kind == "function" else text
 
 
-def _point_label(p: PointAssessment) -> str:
+def _point_label(p: PointAssessment, source: str = "blueprint") -> str:
     """``should: X``, or for a should_not point what it checks and whether the answer did it:
-    ``must not: icontains("I don't know"): it does`` (its score is 1 minus how far it was met)."""
+    ``must not: icontains("I don't know"): it does`` (its score is 1 minus how far it was met).
+    An agent eval case's points are its evaluators: ``evaluator: rubric (rubric)``."""
+    if source != "blueprint":
+        return f"evaluator: {_criterion(p)}"
     if not p.is_inverted:
         return f"should: {_criterion(p)}"
     if p.coverage_extent is None:
@@ -100,10 +103,10 @@ def _point_label(p: PointAssessment) -> str:
     return f"must not: {_criterion(p)}: {found}"
 
 
-def _point_lines(index: int, p: PointAssessment, detail: Detail) -> list[str]:
+def _point_lines(index: int, p: PointAssessment, detail: Detail, source: str = "blueprint") -> list[str]:
     limit = 0 if detail == "full" else REFLECTION_CHARS
     score = "ERROR" if p.coverage_extent is None else fmt_score(p.coverage_extent)
-    head = f"  {index}. [{score}] {_point_label(p)}"
+    head = f"  {index}. [{score}] {_point_label(p, source)}"
     if detail == "short":
         return [head + (f" (problem: {shorten(one_line(p.error), REFLECTION_CHARS)})" if p.error else "")]
     facts = ["judged by LLM" if p.kind == "judged" else "checked by function", f"weight {js_number(p.multiplier)}"]
@@ -203,7 +206,7 @@ def explain_failure(result: ItemResult, detail: Detail = "normal") -> str:
     if result.points:
         lines.append(f"Points ({len(result.points)}; each scored 0 to 1, 1 = fully met):")
         for i, p in enumerate(result.points, 1):
-            lines += _point_lines(i, p, detail)
+            lines += _point_lines(i, p, detail, result.source)
         if detail != "short":
             lines += ["", "What pulled the score down:", *_pulled_down(result, breakdown(result.points))]
     else:
@@ -310,7 +313,7 @@ def explain_error(result: ItemResult, detail: Detail = "normal") -> str:
         lines += ["", f"Points with problems ({len(errored)} of {len(result.points)}):"]
         for p, error in errored:
             at = f" (line {p.line})" if p.line else ""
-            lines.append(f"  - {_point_label(p)}{at}: {shorten(one_line(error), limit)}")
+            lines.append(f"  - {_point_label(p, result.source)}{at}: {shorten(one_line(error), limit)}")
     return "\n".join(lines) + "\n"
 
 
@@ -326,7 +329,9 @@ def crash_line(result: ItemResult) -> tuple[int | None, str]:
         if worst is None:
             return result.prompt_line, text
         p = worst.point
-        text += f"; lost most on point {worst.index + 1}, {_point_label(p)} ({fmt_score(p.coverage_extent)})"
+        text += (
+            f"; lost most on point {worst.index + 1}, {_point_label(p, result.source)} ({fmt_score(p.coverage_extent)})"
+        )
         return p.line or result.prompt_line, text
     if result.not_run:
         return result.prompt_line, f"not run: {shorten(one_line(result.error or ''), CRASH_DETAIL_CHARS)}"

@@ -617,7 +617,7 @@ def test_code_judges_read_the_case_and_a_crash_or_a_hang_is_an_error(project: Pr
     assert seen["input_messages"] == [{"role": "user", "content": "C1: the capital of France?"}]
     assert json.loads((evals / "seen-C2.json").read_text())["candidate_answer"] == "Lyon."
     assert Path((evals / "cwd.txt").read_text()).resolve() == evals.resolve()
-    assert "[0.25] should: script (code_judge)" in failure_text(result, "checked-miss")
+    assert "[0.25] evaluator: script (code_judge)" in failure_text(result, "checked-miss")
     assert "miss: no Paris" in failure_text(result, "checked-miss")
 
     crash = failure_text(result, "crash")
