@@ -13,7 +13,7 @@ A type's own keys are read beside it: ``llm_judge`` and ``rubric`` in ``rubrics.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any, cast, get_args
 
 from pytest_weval.formats.code_judge import CODE_JUDGE_KEYS, code_judge_fields
 from pytest_weval.formats.context import (
@@ -26,22 +26,12 @@ from pytest_weval.formats.context import (
     snake_spelling,
     text_value,
 )
-from pytest_weval.formats.model import Aggregator, Evaluator
+from pytest_weval.formats.model import Aggregator, Evaluator, EvaluatorType
 from pytest_weval.formats.rubrics import LLM_JUDGE_KEYS, RUBRIC_KEYS, judge_fields
 from pytest_weval.formats.trajectory import TRAJECTORY_KEYS, trajectory_fields
 from pytest_weval.scoring.regex_js import check_pattern_syntax
 
-SUPPORTED_TYPES = (
-    "llm_judge",
-    "rubric",
-    "code_judge",
-    "tool_trajectory",
-    "composite",
-    "contains",
-    "regex",
-    "equals",
-    "is_json",
-)
+SUPPORTED_TYPES: tuple[str, ...] = get_args(EvaluatorType)  # the model names them once
 TYPE_ALIASES = {"rubrics": "rubric", "code_grader": "code_judge", "llm_grader": "llm_judge"}
 # AgentV / AgentEvals types this plugin does not run (a case using one is an error that says so).
 NOT_RUN_TYPES = (

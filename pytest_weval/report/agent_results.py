@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_weval.files import write_atomic
-from pytest_weval.report.weval_json import _file_stem
+from pytest_weval.report.weval_json import file_stem
 from pytest_weval.results import ItemResult
 
 
@@ -52,7 +52,7 @@ def write_agent_results(out_dir: str | os.PathLike[str], results: Sequence[ItemR
     used: dict[str, int] = {}
     for path in sorted(suites):
         items = suites[path]
-        stem = _file_stem(items[0].blueprint_id)
+        stem = file_stem(items[0].blueprint_id)
         used[stem] = used.get(stem, 0) + 1
         name = f"{stem}.jsonl" if used[stem] == 1 else f"{stem}.{used[stem]}.jsonl"
         text = "".join(json.dumps(agent_record(r), ensure_ascii=False) + "\n" for r in items)

@@ -390,7 +390,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_atomic(path, payload)
 
 
-def _file_stem(blueprint_id: str) -> str:
+def file_stem(blueprint_id: str) -> str:
     stem = blueprint_id.replace("/", "__").replace("\\", "__").replace(os.sep, "__")
     return stem if stem.strip(".") else "blueprint"
 
@@ -434,7 +434,7 @@ def write_outputs(
         data = build_comparison(
             bp, items, run_label=label, timestamp=stamp, include_prompt_weights=include_prompt_weights
         )
-        stem = _file_stem(bp.id)
+        stem = file_stem(bp.id)
         used[stem] = used.get(stem, 0) + 1
         name = f"{stem}.json" if used[stem] == 1 else f"{stem}.{used[stem]}.json"
         write_json_atomic(out / name, data)
