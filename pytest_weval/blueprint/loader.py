@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from .model import BlueprintError, Location
-from .yaml_build import MAX_DEPTH, build_yaml_documents
+from .yaml_build import MAX_DEPTH, build_yaml_documents, depth_error
 from .yaml_dialect import BlueprintLoader, DuplicateKeyError, Marks, node_marks
 
 DEFAULT_MAX_FILE_MB = 20.0
@@ -243,6 +243,10 @@ _YAML_PROBLEMS = (
 _KEY_ON_LINE = re.compile(r"^\s*(?:-\s+)?([^\s:#'\"][^:#]*?|'[^']*'|\"[^\"]*\")\s*:(?:\s|$)")
 
 
+# PyYAML 6.0.4's scanner has its own nesting limit, which may trip before our event-stream check.
+_PYYAML_DEPTH_PROBLEM = "exceeded maximum nesting depth"
+
+
 def yaml_error(exc: yaml.YAMLError, text: str, path: str) -> BlueprintError:
     """A PyYAML error as a located BlueprintError in plain words."""
     mark = getattr(exc, "problem_mark", None)
@@ -255,6 +259,8 @@ def yaml_error(exc: yaml.YAMLError, text: str, path: str) -> BlueprintError:
         line, column = mark.line + 1, mark.column + 1
     else:
         line = column = 0
+    if problem == _PYYAML_DEPTH_PROBLEM:
+        return depth_error(path, line, column)
     words, hint = next(((w, h) for needle, w, h in _YAML_PROBLEMS if needle in problem), (None, None))
     message = "YAML syntax error: " + (f"{words} ({problem})" if words else problem)
     context = getattr(exc, "context", None)
@@ -301,11 +307,7 @@ def _json_constant(name: str) -> Any:
 
 def _load_json(text: str, path: str) -> RawSource:
     if _json_depth(text) > MAX_DEPTH:
-        raise BlueprintError(
-            f"nesting is deeper than {MAX_DEPTH} levels",
-            Location(path=path, line=1, column=1),
-            hint="a blueprint needs a few levels; this looks like a generated or broken file",
-        )
+        raise depth_error(path, 1, 1)
     try:
         document = json.loads(text, parse_constant=_json_constant)
     except json.JSONDecodeError as exc:

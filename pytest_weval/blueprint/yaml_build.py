@@ -88,12 +88,18 @@ def _plain_value(value: str, mark: yaml.Mark, loader: BlueprintLoader) -> Any:
     return _UNBUILT  # `<<`: merge keys are left to the full loader
 
 
-def _depth_error(path: str, mark: yaml.Mark) -> BlueprintError:
+def depth_error(path: str, line: int, column: int) -> BlueprintError:
+    """The one wording of a too-deep document, whichever check found it: ours (the event
+    stream, JSON brackets) or PyYAML's own limit (6.0.4's scanner stops near 1,000 levels)."""
     return BlueprintError(
         f"nesting is deeper than {MAX_DEPTH} levels",
-        Location(path=path, line=mark.line + 1, column=mark.column + 1),
+        Location(path=path, line=line, column=column),
         hint="a blueprint needs a few levels; this looks like a generated or broken file",
     )
+
+
+def _depth_error(path: str, mark: yaml.Mark) -> BlueprintError:
+    return depth_error(path, mark.line + 1, mark.column + 1)
 
 
 def _alias_error(path: str, mark: yaml.Mark, anchor: str, expanded: int | None, events: int) -> BlueprintError:
