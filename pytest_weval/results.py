@@ -92,6 +92,8 @@ class ItemResult(BaseModel):
     error: str | None = None  # why the item errored (provider, key, replay miss, judges)
     not_run: bool = False  # the pre-flight kept it from running (a key it needs is missing): ``error`` says why
     response: str | None = None  # final assistant text
+    # The answer (final) or some turns (turns) came from --weval-fixtures, not the model (docs/fixtures.md).
+    fixture: Literal["final", "turns"] | None = None
     generated_texts: list[str] = Field(default_factory=list)
     history: list[dict[str, Any]] = Field(default_factory=list)  # full conversation
     points: list[PointAssessment] = Field(default_factory=list)

@@ -319,7 +319,8 @@ def report_duplicate_ids(prompts: list[ParsedPrompt], findings: list[Finding]) -
             findings.append(
                 Finding(
                     message=f"prompt id '{pid}' is used again (first at line {first.location.line}); "
-                    "Weval keys results by prompt id, so the two collide there",
+                    "Weval keys results by prompt id: both run here, but the Weval JSON and the run "
+                    f"averages keep only the later one (line {prompt.location.line})",
                     location=prompt.location,
                     code="duplicate-prompt-id",
                 )

@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
+from pytest_weval.blueprint.fixtures import FixturePick, FixtureSource
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine.errors import ModelCallError
 from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
@@ -20,6 +21,7 @@ class Conversation:
     final_text: str | None  # the last generated turn; None when generation failed
     error: str | None = None
     usage: Usage = dataclasses.field(default_factory=Usage)
+    fixture: FixtureSource | None = None  # some answer came from the fixture file (docs/fixtures.md)
 
 
 def _role_content(message: Any) -> tuple[str, str | None]:
@@ -38,9 +40,14 @@ async def generate_conversation(
     priority: int = 0,
     max_tokens: int | None = None,
     sample: int = 0,
+    fixture: FixturePick | None = None,
 ) -> Conversation:
     """Walk the authored messages, generating at each ``assistant: null`` and once more at the
     end when the last authored message is a user turn. An empty or blank reply is an error.
+
+    A ``fixture`` answers instead of the model where it can, as the reference's fixtures do:
+    its ``turns`` fill the ``assistant: null`` turns in order (the trailing answer is still
+    generated), its ``final`` answers the trailing turn when no turn was generated before.
 
     On a ``ModelCallError`` the conversation carries ``error`` (the message), and its history
     is the reference's: the authored messages with the null turns removed, then the error as
@@ -55,6 +62,18 @@ async def generate_conversation(
     generated_texts: list[str] = []
     usage = Usage()
     assistant_index = 0
+    used: list[FixtureSource] = []
+
+    def canned(source: FixtureSource) -> str | None:
+        if fixture is None:
+            return None
+        if source == "turns" and fixture.turns is not None and len(fixture.turns) > len(generated_texts):
+            used.append(source)
+            return fixture.turns[len(generated_texts)]
+        if source == "final" and fixture.final is not None and not generated_texts:
+            used.append(source)
+            return fixture.final
+        return None
 
     async def generate() -> str:
         request = ModelRequest(
@@ -77,13 +96,13 @@ async def generate_conversation(
         for role, content in authored:
             if role == "assistant":
                 if content is None:
-                    content = await generate()
+                    content = canned("turns") or await generate()
                     generated_indices.append(assistant_index)
                     generated_texts.append(content)
                 assistant_index += 1
             history.append({"role": role, "content": content})
         if authored and authored[-1][0] == "user":
-            text = await generate()
+            text = canned("final") or await generate()
             history.append({"role": "assistant", "content": text})
             generated_indices.append(assistant_index)
             generated_texts.append(text)
@@ -95,7 +114,7 @@ async def generate_conversation(
                 return Conversation(
                     history=history, generated_indices=[], generated_texts=[], final_text=fixed[-1], usage=usage
                 )
-            text = await generate()
+            text = canned("final") or await generate()
             history.append({"role": "assistant", "content": text})
             generated_indices.append(assistant_index)
             generated_texts.append(text)
@@ -113,6 +132,7 @@ async def generate_conversation(
             final_text=None,
             error=exc.message,
             usage=usage,
+            fixture=used[-1] if used else None,
         )
     final = generated_texts[-1] if generated_texts else None
     return Conversation(
@@ -122,4 +142,5 @@ async def generate_conversation(
         final_text=final,
         error=None if final is not None else "nothing was generated",
         usage=usage,
+        fixture=used[-1] if used else None,
     )

@@ -15,7 +15,6 @@ Weval's `$matches` family compiles each pattern with `new RegExp(pattern, flags)
 from __future__ import annotations
 
 import re
-from typing import Any
 
 # Escapes PCRE/Python give a meaning that JavaScript (without the u flag) does not: there,
 # each matches its letter.
@@ -46,18 +45,6 @@ _SLASH_LITERAL = re.compile(r"^/.+/[dgimsuvy]*$", re.DOTALL)
 _POSIX_CLASS = re.compile(r"\[:\^?(alpha|digit|alnum|upper|lower|space|punct|word|xdigit|cntrl|print|graph|blank):\]")
 # `\b` next to a non-ASCII letter: JavaScript's \b sees only [A-Za-z0-9_] as word characters.
 _ASCII_BOUNDARY_AT_LETTER = re.compile(r"(?<!\\)\\b(?=[^\x00-\x7f])|[^\x00-\x7f]\\b")
-
-
-def patterns_of(args: Any) -> list[str]:
-    """The patterns a `$matches`-family point runs: a string, a list, or `[n, [...]]`."""
-    if isinstance(args, str):
-        return [args]
-    if isinstance(args, list):
-        if all(isinstance(p, str) for p in args):
-            return list(args)
-        if len(args) == 2 and isinstance(args[1], list):
-            return [p for p in args[1] if isinstance(p, str)]
-    return []
 
 
 def dialect_problems(pattern: str, flags: str = "") -> list[str]:

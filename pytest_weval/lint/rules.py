@@ -13,7 +13,7 @@ from typing import Any
 from pytest_weval.blueprint.js import js_json
 from pytest_weval.blueprint.loader import RawSource
 from pytest_weval.blueprint.model import Blueprint, EvalPoint, Finding, Location, Prompt
-from pytest_weval.lint.regex import dialect_problems, patterns_of
+from pytest_weval.lint.regex import dialect_problems
 from pytest_weval.lint.static import base_name, score_range
 from pytest_weval.scoring import (
     PATTERN_FUNCTIONS,
@@ -23,7 +23,7 @@ from pytest_weval.scoring import (
     score_function_point_sync,
     subject_text,
 )
-from pytest_weval.scoring.functions import FnError
+from pytest_weval.scoring.functions import FnError, patterns_of
 
 # Functions with a `$not_` twin (the registry's negations, by positive base name).
 _NEGATABLE = frozenset(

@@ -31,8 +31,18 @@ LINT_MARKER = "weval_lint"
 # ruling 5), and the authoring mistakes whose items will error (rulings 3 and 9: an unknown
 # function, a missing $ref, an invalid point or prompt, a regex JavaScript rejects).
 ALWAYS_WARN = frozenset(
-    {"empty-collection", "unknown-function", "undefined-ref", "invalid-point", "invalid-prompt", "invalid-regex"}
+    {
+        "empty-collection",
+        "duplicate-prompt-id",
+        "unknown-function",
+        "undefined-ref",
+        "invalid-point",
+        "invalid-prompt",
+        "invalid-regex",
+    }
 )
+# Said on their own in an ordinary run: the items still run (the others are mistakes whose items error).
+_NOT_MISTAKES = frozenset({"empty-collection", "duplicate-prompt-id"})
 
 
 def invalid_regexes(blueprint: Blueprint) -> list[Finding]:
@@ -99,11 +109,11 @@ def warn_mistakes(findings: list[Finding], path: Path, shown_path: str, category
     authoring mistakes as one warning at the first, with how many there are (a benchmark
     blueprint can hold twenty quoted `"$contains: ..."` points: a warning each buried the rest
     of the output, and a configs repository with no keys must fit on one screen)."""
-    mistakes = [f for f in findings if f.code != "empty-collection"]
+    mistakes = [f for f in findings if f.code not in _NOT_MISTAKES]
     if len(mistakes) < 2:
         warn_findings(findings, path, category, with_code=False)
         return
-    warn_findings([f for f in findings if f.code == "empty-collection"], path, category, with_code=False)
+    warn_findings([f for f in findings if f.code in _NOT_MISTAKES], path, category, with_code=False)
     first = mistakes[0]
     message = (
         f"{len(mistakes)} points or prompts in this file have mistakes, so the items holding them error "

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from pytest_weval.blueprint.fixtures import ResponseFixtures
 from pytest_weval.engine import EngineSettings
 from pytest_weval.engine.prices import Price, parse_price_lines
 from pytest_weval.engine.request import CACHE_MODES, CACHE_STORES
@@ -155,6 +156,14 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
         "str",
         "pass",
     ),
+    (
+        "--weval-fixtures",
+        "weval_fixtures",
+        "a YAML or JSON file of canned answers per prompt (and model), used instead of calling the model "
+        "under test; judges still judge them (docs/fixtures.md)",
+        "str",
+        None,
+    ),
     # the baseline gate and repeats (docs/statistics.md)
     (
         "--weval-baseline",
@@ -259,6 +268,7 @@ class WevalSettings:
     max_drop: float = 0.0  # --weval-max-drop
     repeat: int = 1  # --weval-repeat
     run_id: str | None = None  # --weval-run-id / WEVAL_RUN_ID: a run shared by several machines
+    fixtures: Path | None = None  # --weval-fixtures
 
     def engine_settings(self, workerinput: Mapping[str, Any] | None) -> EngineSettings:
         """How this process's engine sends, limits and caches; ``workerinput`` is xdist's
@@ -284,7 +294,9 @@ class WevalSettings:
             run_started=workerinput.get("weval_run_started") if workerinput else None,
         )
 
-    def pipeline_settings(self, custom_models: Mapping[str, dict[str, Any]]) -> PipelineSettings:
+    def pipeline_settings(
+        self, custom_models: Mapping[str, dict[str, Any]], fixtures: ResponseFixtures | None = None
+    ) -> PipelineSettings:
         return PipelineSettings(
             judges=self.judges,
             threshold=self.threshold,
@@ -293,6 +305,7 @@ class WevalSettings:
             allow_exec=self.allow_exec,
             borderline_fails=self.borderline_fails,
             repeat=self.repeat,
+            fixtures=fixtures,
         )
 
 
@@ -434,6 +447,7 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
         max_drop=_number(config, "weval_max_drop", float, 0.0, minimum=0),
         repeat=_number(config, "weval_repeat", int, 1, minimum=1),
         run_id=_run_id(config),
+        fixtures=_path(config, _raw(config, "weval_fixtures")),
     )
 
 

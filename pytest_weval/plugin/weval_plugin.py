@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import difflib
 import gc
 import itertools
 import os
 import time
-from collections.abc import Generator
+import warnings
+from collections.abc import Generator, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ import pytest
 
 from pytest_weval.api import Weval
 from pytest_weval.blueprint import load_blueprint, load_model_defs
+from pytest_weval.blueprint.fixtures import ResponseFixtures, load_fixtures
 from pytest_weval.blueprint.model import Blueprint, BlueprintError, Location
 from pytest_weval.engine.prices import PriceBook
 from pytest_weval.engine.programs import provider_key_reason
@@ -38,6 +41,7 @@ from pytest_weval.plugin.collect import BLUEPRINT_SUFFIXES, BlueprintFile, bluep
 from pytest_weval.plugin.items import WevalItem
 from pytest_weval.plugin.options import WevalSettings, option_name, options_in_effect, settings_from_config
 from pytest_weval.plugin.running import Runner, settle_collected_objects
+from pytest_weval.plugin.warning_types import WevalWarning
 from pytest_weval.report.agent_results import write_agent_results
 from pytest_weval.report.baseline import Baseline, BaselineError, Comparison, compare, read_baseline, regression_lines
 from pytest_weval.report.gates import check_min_score
@@ -61,6 +65,7 @@ class WevalPlugin:
         self.config = config
         self.settings: WevalSettings = settings_from_config(config)
         self.custom_models = _custom_models(self.settings)
+        self.fixtures = _fixtures(self.settings)
         self.named_files = frozenset(
             Path(arg.split("::")[0]).resolve()
             for arg in config.args
@@ -108,7 +113,7 @@ class WevalPlugin:
             try:
                 self._weval = Weval(
                     engine_settings=self.settings.engine_settings(workerinput),
-                    pipeline_settings=self.settings.pipeline_settings(self.custom_models),
+                    pipeline_settings=self.settings.pipeline_settings(self.custom_models, self.fixtures),
                 )
             except StoreError as exc:  # checked at session start; gone since (or an xdist worker)
                 raise pytest.UsageError(f"{option_name('weval_cache_store')}: {exc}") from None
@@ -206,6 +211,8 @@ class WevalPlugin:
         )
         # Under xdist every worker holds the whole selection, so one (gw0) makes the plan for all.
         planner = getattr(self.config, "workerinput", {}).get("workerid", "gw0") == "gw0"
+        if planner and self.fixtures is not None:
+            warn_unused_fixtures(self.fixtures, self.blueprints.values())
         if (self.config.option.collectonly or (self.config.option.verbose > 0 and not self.dry_run)) and planner:
             self._make_plan(selected, checked)
         if self.dry_run:
@@ -247,7 +254,7 @@ class WevalPlugin:
             try:
                 weval = Weval(
                     engine_settings=engine_settings,
-                    pipeline_settings=self.settings.pipeline_settings(self.custom_models),
+                    pipeline_settings=self.settings.pipeline_settings(self.custom_models, self.fixtures),
                 )
             except StoreError as exc:
                 raise pytest.UsageError(f"{option_name('weval_cache_store')}: {exc}") from None
@@ -582,6 +589,32 @@ def _baseline(settings: WevalSettings) -> Baseline | None:
         return read_baseline(settings.baseline)
     except BaselineError as exc:
         raise pytest.UsageError(f"--weval-baseline: {exc}") from None
+
+
+def _fixtures(settings: WevalSettings) -> ResponseFixtures | None:
+    """--weval-fixtures, read before anything is collected or sent: a bad file stops the run."""
+    if settings.fixtures is None:
+        return None
+    try:
+        return load_fixtures(settings.fixtures)
+    except BlueprintError as exc:
+        raise pytest.UsageError(f"{option_name('weval_fixtures')}: {exc}") from None
+
+
+def warn_unused_fixtures(fixtures: ResponseFixtures, blueprints: Iterable[Blueprint]) -> None:
+    """A fixture for a prompt id no collected blueprint has (a typo, or a renamed prompt) would
+    silently leave that prompt to the live model: say so, at the fixture's line."""
+    prompt_ids = {prompt.id for blueprint in blueprints for prompt in blueprint.prompts}
+    for prompt_id, line in fixtures.lines.items():
+        if prompt_id not in prompt_ids:
+            close = difflib.get_close_matches(prompt_id, prompt_ids, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            warnings.warn_explicit(
+                WevalWarning(f"the fixture for prompt '{prompt_id}' matches no collected prompt{hint}"),
+                category=WevalWarning,
+                filename=fixtures.path,
+                lineno=line or 1,
+            )
 
 
 def _custom_models(settings: WevalSettings) -> dict[str, dict[str, Any]]:

@@ -61,6 +61,9 @@ def _where(result: ItemResult) -> list[str]:
             f"  samples:   {', '.join(fmt_score(x) for x in result.sample_scores)} (the score is their mean; "
             "the answer and points below are the lowest-scoring sample's)"
         )
+    if result.fixture is not None:  # docs/fixtures.md
+        what = "the answer" if result.fixture == "final" else "the assistant turns"
+        lines.append(f"  fixture:   {what} came from the --weval-fixtures file, not from the model")
     if result.sample:
         lines.append(
             f"  attempt:   {result.sample + 1} (a rerun asked the model again; this answer is the one that counts)"

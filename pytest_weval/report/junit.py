@@ -6,14 +6,23 @@ from pytest_weval.report._fmt import js_number
 from pytest_weval.results import ItemResult
 
 JUNIT_NAMES = frozenset(
-    {"weval_score", "weval_threshold", "weval_model", "weval_prompt_id", "weval_blueprint_id", "weval_attempt"}
+    {
+        "weval_score",
+        "weval_threshold",
+        "weval_model",
+        "weval_prompt_id",
+        "weval_blueprint_id",
+        "weval_attempt",
+        "weval_fixture",
+    }
 )
 
 
 def junit_properties(result: ItemResult) -> list[tuple[str, str]]:
     """``weval_score`` (omitted when the item has no score, e.g. it errored), ``weval_threshold``,
     ``weval_model`` (the effective id), ``weval_prompt_id``, ``weval_blueprint_id``, and
-    ``weval_attempt`` (2, 3, ...) when a rerun asked the model again.
+    ``weval_attempt`` (2, 3, ...) when a rerun asked the model again, and ``weval_fixture``
+    (``final`` or ``turns``) when the answer came from --weval-fixtures.
 
     Numbers are printed as JavaScript prints them (``0.42``, ``1``), like the Weval JSON.
     """
@@ -28,4 +37,6 @@ def junit_properties(result: ItemResult) -> list[tuple[str, str]]:
     ]
     if result.sample:
         props.append(("weval_attempt", str(result.sample + 1)))
+    if result.fixture is not None:
+        props.append(("weval_fixture", result.fixture))
     return props

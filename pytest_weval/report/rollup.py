@@ -99,21 +99,38 @@ def sample_variance(scores: Sequence[float]) -> float | None:
     return math.fsum((s - mean) ** 2 for s in scores) / (len(scores) - 1)
 
 
+def weval_kept(results: Iterable[ItemResult]) -> list[ItemResult]:
+    """The results Weval would keep: it keys a blueprint's results by prompt id, so of two
+    prompts sharing an id only the later one's answer counts (docs/compatibility.md, 'Duplicate
+    prompt ids'). pytest still runs and reports both; the means and the comparison file hold one."""
+    kept: dict[tuple[str, str, str, str], ItemResult] = {}
+    for r in results:
+        if r.source != "blueprint":
+            kept[(r.blueprint_path, r.prompt_id, r.effective_model_id, r.nodeid)] = r
+            continue
+        key = (r.blueprint_path, r.prompt_id, r.effective_model_id, "")
+        held = kept.get(key)
+        if held is None or (r.prompt_line or 0, r.nodeid) > (held.prompt_line or 0, held.nodeid):
+            kept[key] = r
+    return list(kept.values())
+
+
 def tally(results: Iterable[ItemResult]) -> Tally:
     results = list(results)
     outcomes = [r.outcome for r in results]
+    counted = weval_kept(results)
     # (score, weight); a prompt without a weight weighs 1 (docs/scoring.md, 'Prompt weights and roll-ups')
     scored = [
         (r.score, prompt_weight(r.prompt_weight) or 1.0)
-        for r in results
+        for r in counted
         if r.outcome in ("passed", "failed") and r.score is not None
     ]
     total_weight = math.fsum(w for _, w in scored)
     mean = math.fsum(s * w for s, w in scored) / total_weight if total_weight else None
-    interval = mean_interval(results)
+    interval = mean_interval(counted)
     variances = [
         v
-        for r in results
+        for r in counted
         if r.outcome in ("passed", "failed") and r.score is not None
         for v in [sample_variance(r.sample_scores)]
         if v is not None
@@ -334,7 +351,7 @@ def _problems(results: Sequence[ItemResult]) -> tuple[tuple[PointProblem, ...], 
                 ItemProblem(r.blueprint_path, r.prompt_id, r.effective_model_id, r.error or "unknown error", r.nodeid)
             )
         for p in r.points:
-            if p.error:
+            if p.error and not p.authoring_error:  # an authoring mistake is the item's error
                 score_kept = p.coverage_extent is not None
                 error = p.error
                 if score_kept:  # partial consensus: say which judges failed, and why

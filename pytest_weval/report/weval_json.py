@@ -24,7 +24,7 @@ from pytest_weval.blueprint.model import Blueprint, Prompt
 from pytest_weval.files import write_atomic
 from pytest_weval.report._fmt import utf16_key
 from pytest_weval.report.baseline import Comparison
-from pytest_weval.report.rollup import Rollup, build_rollup, item_key
+from pytest_weval.report.rollup import Rollup, build_rollup, item_key, weval_kept
 from pytest_weval.results import ItemResult, PointAssessment
 from pytest_weval.scoring.aggregate import aggregate, prompt_weight, round2
 
@@ -119,8 +119,9 @@ def point_assessment_json(p: PointAssessment) -> dict[str, Any]:
 
 
 def coverage_json(result: ItemResult) -> dict[str, Any]:
-    """``llmCoverageScores[promptId][effectiveModelId]``."""
-    if generation_failed(result):
+    """``llmCoverageScores[promptId][effectiveModelId]``. An item held back by an authoring
+    mistake has no answer, but records its points' errors, as the reference does (ruling 9)."""
+    if generation_failed(result) and not result.points:
         return {"error": f"Generation failed: {result.error or 'no response'}"}
     # The reference lists function points first, then judged ones (docs/scoring.md, 'Assessment order').
     points = sorted(result.points, key=lambda p: p.kind != "function")
@@ -189,7 +190,10 @@ def _run_models(blueprint: Blueprint, results: Sequence[ItemResult]) -> list[str
 
 
 def effective_config(blueprint: Blueprint, results: Sequence[ItemResult]) -> dict[str, Any]:
-    config = copy.deepcopy(dict(blueprint.config))
+    """The comparison file's ``config``: the config as the reference's run uses and writes it
+    (tags normalized, ``system: [...]`` as ``systems``, defaults filled: the blueprint's
+    ``effective_config``), with the models that ran."""
+    config = copy.deepcopy(dict(blueprint.effective_config or blueprint.config))
     config["id"] = blueprint.id  # always path-derived (docs/format.md, 'Blueprint ids')
     if not config.get("title"):
         config["title"] = blueprint.title
@@ -232,10 +236,10 @@ def build_comparison(
     ``include_prompt_weights`` to add the ``__promptWeights`` map that Weval's storage and API
     inject into ``llmCoverageScores`` when the file is read (the saved file has none).
     """
-    ordered = sorted(results, key=item_key)
-    prompts: dict[str, Prompt] = {}
-    for p in blueprint.prompts:
-        prompts.setdefault(p.id, p)  # duplicate ids: the first wins, like ``prompts.find``
+    ordered = sorted(weval_kept(results), key=item_key)
+    # Duplicate ids: the later prompt wins, as the reference's results map keeps the last
+    # (docs/compatibility.md, 'Duplicate prompt ids').
+    prompts = {p.id: p for p in blueprint.prompts}
     by_prompt: dict[str, list[ItemResult]] = {}
     for r in ordered:
         by_prompt.setdefault(r.prompt_id, []).append(r)
@@ -253,6 +257,7 @@ def build_comparison(
     histories: dict[str, dict[str, Any]] = {}
     coverage: dict[str, dict[str, Any]] = {}
     errors: dict[str, dict[str, str]] = {}
+    fixture_sources: dict[str, dict[str, str]] = {}
 
     for pid in prompt_ids:
         prompt = prompts.get(pid)
@@ -277,6 +282,8 @@ def build_comparison(
             histories[pid][eff] = conversation_history(r, prompt)
             if generation_failed(r):
                 errors.setdefault(pid, {})[eff] = r.error or "no response"
+            if r.fixture is not None:
+                fixture_sources.setdefault(pid, {})[eff] = r.fixture
             if not _skips_coverage(r, prompt):
                 coverage[pid][eff] = coverage_json(r)
 
@@ -305,6 +312,8 @@ def build_comparison(
             "fullConversationHistories": histories if store_full_history else None,
             "evaluationResults": {"llmCoverageScores": coverage},
             "errors": errors or None,
+            # Ours, only when --weval-fixtures answered (docs/fixtures.md): which answers are canned.
+            "fixtureSources": fixture_sources or None,
         }
     )
     # modelSystemPrompts keeps its nulls: the reference writes ``systemPromptUsed ?? null``.

@@ -10,10 +10,12 @@ import asyncio
 import dataclasses
 import math
 import time
+import traceback
 from typing import Any, TypeAlias
 
 from pytest_weval import judges as judging
 from pytest_weval import scoring
+from pytest_weval.blueprint.fixtures import ResponseFixtures
 from pytest_weval.blueprint.ids import effective_model_id
 from pytest_weval.blueprint.model import Blueprint, EvalPoint, ModelSpec, Prompt
 from pytest_weval.engine.external import ExternalExecutor
@@ -85,6 +87,7 @@ class PipelineSettings:
     allow_exec: bool = False  # agent eval files: code judges and cli targets may run
     borderline_fails: bool = False  # agent eval files: a borderline verdict fails
     repeat: int = 1  # --weval-repeat: samples per blueprint item, their mean its score
+    fixtures: ResponseFixtures | None = None  # --weval-fixtures: canned answers (docs/fixtures.md)
 
 
 class Pipeline:
@@ -171,10 +174,21 @@ class Pipeline:
             await self._evaluate_into(work, result, usage)
         except Exception as exc:  # noqa: BLE001 - one item's failure must never stop the run
             result.outcome = "error"
-            result.error = result.error or f"{type(exc).__name__}: {exc}"
+            # Our own fault, not the model's: keep where it happened, for the bug report.
+            result.error = result.error or "internal error: " + "".join(traceback.format_exception(exc)).rstrip()
         result.usage = usage
         result.duration_s = time.monotonic() - started
         return result
+
+    def _context(self, work: ItemWork, history: list[dict[str, Any]]) -> scoring.PointContext:
+        return scoring.PointContext(
+            messages=history,
+            model_id=work.effective_model_id,
+            prompt_id=work.prompt.id,
+            config=work.blueprint.config,
+            generated_assistant_indices=[],
+            allowed_env=self.settings.allowed_env,
+        )
 
     def _threshold(self, work: ItemWork) -> float:
         override = work.threshold_override
@@ -188,16 +202,20 @@ class Pipeline:
         if prompt.validation_error:
             result.error = f"the blueprint's prompt '{prompt.id}' cannot run as written: {prompt.validation_error}"
             return
-        mistakes = [p for p in prompt.points if p.authoring_error]
-        if mistakes:  # known at collection: the item errors without spending a generation
+        mistakes = mistaken_points(prompt)
+        if mistakes:  # known before any answer: the item errors without spending a generation
             result.error = mistakes_message(
-                [(p.display_text, p.authoring_error, p.location.line if p.location else None) for p in mistakes]
+                [(p.display_text, error, p.location.line if p.location else None) for p, error in mistakes]
             )
+            # The Weval JSON records these points' errors as the reference does (ruling 9); the
+            # other points are not scored, since no answer was paid for.
+            result.points = scoring.mistake_assessments([p for p, _ in mistakes], self._context(work, []))
             return
         conversation = await self.generate(work, usage)
         text, result.history = judged_subject(conversation)
         result.generated_texts = list(conversation.generated_texts)
         result.response = conversation.final_text
+        result.fixture = conversation.fixture
         if conversation.error:
             result.error = f"generation failed for {work.model.id}: {conversation.error}"
             return
@@ -297,6 +315,7 @@ class Pipeline:
         prompt = work.prompt
         if work.model.id in BUILTIN_MODELS and work.model.custom is None:
             return _builtin_conversation(work)
+        fixtures = self.settings.fixtures
         conversation = await generate_conversation(
             self.engine,
             work.model,
@@ -306,6 +325,10 @@ class Pipeline:
             no_cache=prompt.no_cache,
             priority=work.priority,
             sample=work.sample,
+            # The run label the reference seeds its pick with: the blueprint's content hash.
+            fixture=fixtures.pick(prompt.id, work.model.id, work.effective_model_id, work.blueprint.content_hash)
+            if fixtures is not None
+            else None,
         )
         _add_usage(usage, work.model.id, conversation.usage)
         return conversation
@@ -326,6 +349,17 @@ class Pipeline:
             return reply.text
 
         return ask
+
+
+def mistaken_points(prompt: Prompt) -> list[tuple[EvalPoint, str]]:
+    """The prompt's points with an authoring mistake, and what it is (docs/rulings.md, ruling 9):
+    such a point errors on every answer, so its item errors before anything is sent."""
+    found = []
+    for point in prompt.points:
+        error = point.authoring_error or scoring.pattern_error(point)
+        if error:
+            found.append((point, error))
+    return found
 
 
 def judged_subject(conversation: Conversation) -> tuple[str, list[dict[str, Any]]]:

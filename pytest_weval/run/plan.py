@@ -21,7 +21,7 @@ from pytest_weval import judges as judging
 from pytest_weval.blueprint.model import EvalPoint
 from pytest_weval.engine import Engine, ModelCallError, ModelReply, ModelRequest
 from pytest_weval.engine.prices import PriceBook, estimate_input_tokens
-from pytest_weval.run.pipeline import ItemWork, Pipeline, PipelineSettings, judged_subject
+from pytest_weval.run.pipeline import ItemWork, Pipeline, PipelineSettings, judged_subject, mistaken_points
 from pytest_weval.run.preflight import Preflight, needs_judges
 
 # Output tokens assumed for a request whose reply is not known: low and high ends of the range.
@@ -212,8 +212,8 @@ def make_plan(
 
 async def _plan_item(pipeline: Pipeline, client: PlanClient, work: ItemWork) -> None:
     prompt = work.prompt
-    if work.blocked is not None or prompt.validation_error:
-        return
+    if work.blocked is not None or prompt.validation_error or mistaken_points(prompt):
+        return  # the run sends nothing for these items
     conversation = await pipeline.generate(work, {})
     if not needs_judges(prompt):
         return

@@ -13,7 +13,10 @@ from pytest_weval.scoring.aggregate import aggregate, round2, weighted_mean
 from pytest_weval.scoring.context import PointContext
 from pytest_weval.scoring.evaluate import (
     acall_point_function,
+    authoring_assessment,
     call_point_function,
+    mistake_assessments,
+    pattern_error,
     score_function_point_sync,
     score_function_points,
     subject_text,
@@ -43,9 +46,12 @@ __all__ = [
     "RawResult",
     "acall_point_function",
     "aggregate",
+    "authoring_assessment",
     "build_external_request",
     "call_point_function",
     "check_pattern_syntax",
+    "mistake_assessments",
+    "pattern_error",
     "read_external_response",
     "round2",
     "score_function_point_sync",

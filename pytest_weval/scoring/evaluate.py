@@ -18,9 +18,9 @@ from pytest_weval.scoring.external import (
     build_external_request,
     read_external_response,
 )
-from pytest_weval.scoring.functions import EXTERNAL_FUNCTIONS, REGISTRY, CallEnv
+from pytest_weval.scoring.functions import EXTERNAL_FUNCTIONS, PATTERN_FUNCTIONS, REGISTRY, CallEnv, patterns_of
 from pytest_weval.scoring.jsvalues import clamp01, to_fixed
-from pytest_weval.scoring.regex_js import TextMatcher
+from pytest_weval.scoring.regex_js import TextMatcher, check_pattern_syntax
 from pytest_weval.scoring.types import FnError, FnScore, RawResult
 
 # (status, body) or (status, body, served from the executor's cache)
@@ -115,9 +115,38 @@ def to_assessment(point: EvalPoint, raw: RawResult) -> PointAssessment:
     return PointAssessment(**base, coverage_extent=score, reflection=reflection)
 
 
-def _authoring_assessment(point: EvalPoint) -> PointAssessment:
+def authoring_assessment(point: EvalPoint) -> PointAssessment:
+    """The point error the reference records for a point with an authoring mistake (an unknown
+    function, a bad regex, a missing ``$ref``): it errors whatever the answer (docs/rulings.md, ruling 9)."""
     message = point.authoring_error or ""
     return to_assessment(point, FnError(message, reflect=True, authoring=True))
+
+
+def pattern_error(point: EvalPoint) -> str | None:
+    """JavaScript's syntax error for a pattern the point runs (``$matches: "(unclosed"``), which
+    errors the point on every response: an authoring mistake known before any answer."""
+    flags = PATTERN_FUNCTIONS.get(point.fn or "")
+    if flags is None or point.authoring_error:
+        return None
+    for pattern in patterns_of(point.fn_args):
+        error = check_pattern_syntax(pattern, flags)
+        if error:
+            return f"the pattern {pattern!r} is not a valid JavaScript regex ({error})"
+    return None
+
+
+def mistake_assessments(points: Sequence[EvalPoint], ctx: PointContext) -> list[PointAssessment]:
+    """The points with authoring mistakes (an unknown function, a missing ``$ref``, a pattern
+    JavaScript rejects), each as the point error the reference records for it whatever the
+    answer (docs/rulings.md, ruling 9), marked as the blueprint's fault."""
+    out = []
+    for point in points:
+        if point.authoring_error:
+            out.append(authoring_assessment(point))
+        elif pattern_error(point):
+            scored = score_function_point_sync(point, "", ctx)  # the error does not depend on the text
+            out.append(scored.model_copy(update={"authoring_error": True}))
+    return out
 
 
 def _jobs_for(points: Sequence[EvalPoint], matcher: TextMatcher) -> list[tuple[str, str]]:
@@ -138,11 +167,14 @@ def _score_sync(
 ) -> list[PointAssessment | None]:
     """Every point except those whose function is in ``skip`` (left as None)."""
     env = CallEnv(text, ctx, matcher or TextMatcher(text))
-    env.matcher.prefetch(_jobs_for([p for p in points if p.fn not in skip], env.matcher))
+    try:
+        env.matcher.prefetch(_jobs_for([p for p in points if p.fn not in skip], env.matcher))
+    except Exception:  # noqa: BLE001 - each point asks again on its own and errors alone if it must
+        pass
     out: list[PointAssessment | None] = []
     for point in points:
         if point.authoring_error:
-            out.append(_authoring_assessment(point))
+            out.append(authoring_assessment(point))
         elif point.fn in skip:
             out.append(None)
         else:

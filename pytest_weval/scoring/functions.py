@@ -356,3 +356,15 @@ PATTERN_FUNCTIONS: dict[str, str] = {
     for name in REGISTERED_FUNCTIONS
     if "match" in name
 }
+
+
+def patterns_of(args: Any) -> list[str]:
+    """The patterns a `$matches`-family point runs: a string, a list, or `[n, [...]]`."""
+    if isinstance(args, str):
+        return [args]
+    if isinstance(args, list):
+        if all(isinstance(p, str) for p in args):
+            return list(args)
+        if len(args) == 2 and isinstance(args[1], list):
+            return [p for p in args[1] if isinstance(p, str)]
+    return []

@@ -1,0 +1,173 @@
+"""--weval-fixtures: canned answers instead of the model under test (docs/fixtures.md), end to
+end against the loopback fake: what is sent, what is scored, what the reports say."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from plugin_helpers import JUDGE_ID, MODEL, MODEL_ID, Project, answer_rule, judge_rule, outcomes_by_id
+
+from pytest_weval.blueprint import load_blueprint
+from pytest_weval.blueprint.fixtures import fnv1a_32
+
+OTHER = "other-model"
+OTHER_ID = f"openai:{OTHER}"
+
+BLUEPRINT = f"""\
+title: Fixtures
+models: [{MODEL_ID}, {OTHER_ID}]
+---
+- id: capital
+  prompt: What is the capital of France?
+  should:
+    - names Paris
+    - $icontains: paris
+- id: colour
+  prompt: Name a colour.
+  should:
+    - $icontains: red
+- id: chat
+  messages:
+    - user: Hello there.
+    - assistant: null
+    - user: Tell me a fruit.
+  should:
+    - $icontains: apple
+- id: live
+  prompt: Say live.
+  should:
+    - $icontains: live
+"""
+
+FIXTURES = {
+    "responses": {
+        "capital": {"default": "Paris is the capital of France."},
+        "colour": {
+            "default": ["red", "blue", "green", "yellow", "purple"],
+            "byModel": {"openai:other*": "It is red."},
+        },
+        "chat": {"default": {"turns": ["Hi! Canned greeting."]}},
+        "missing-prompt": {"default": "nobody asks"},
+    }
+}
+
+
+def _project(project: Project, fixtures: object = FIXTURES) -> None:
+    project.write("blueprints/f.yml", BLUEPRINT)
+    project.write("fixtures.json", json.dumps(fixtures, indent=2))
+    project.rules(
+        answer_rule("Tell me a fruit.", "An apple."),
+        answer_rule("Tell me a fruit.", "An apple.", model=OTHER),
+        answer_rule("Say live.", "live!"),
+        answer_rule("Say live.", "live!", model=OTHER),
+        judge_rule("names Paris", "CLASS_EXACT"),
+    )
+
+
+def _generations(project: Project) -> list:
+    return [r for r in project.requests() if r.model in (MODEL, OTHER)]
+
+
+def test_fixtures_answer_instead_of_the_model_and_judges_still_judge(project: Project) -> None:
+    _project(project)
+    result = project.run(
+        f"--weval-judges={JUDGE_ID}", "--weval-fixtures=fixtures.json", "--weval-out=out", "-rA", "--junitxml=j.xml"
+    )
+    outcomes = outcomes_by_id(result)
+    # Only the chat's trailing turn and the prompt without a fixture reach the model.
+    sent = sorted((r.model, r.last_user) for r in _generations(project))
+    assert sent == sorted([(m, text) for m in (MODEL, OTHER) for text in ("Tell me a fruit.", "Say live.")]), sent
+    # The live trailing turn is asked with the canned assistant turn in its history.
+    chat = next(r for r in _generations(project) if r.last_user == "Tell me a fruit." and r.model == MODEL)
+    assert {"role": "assistant", "content": "Hi! Canned greeting."} in chat.body["messages"]
+    # The judge judged the canned answer.
+    judged = [r for r in project.requests() if r.model == "judge-model"]
+    assert len(judged) == 1 and "Paris is the capital of France." in judged[0].raw_body
+
+    # The colour: openai:other* matches the other model; the first model gets the seeded pick.
+    # Our run label is the blueprint's content hash, as the reference's default one.
+    run_label = load_blueprint(project.path / "blueprints/f.yml", rel_path="f.yml", collections_dir=None).content_hash
+    pick = ["red", "blue", "green", "yellow", "purple"][fnv1a_32(f"0|{run_label}|colour|{MODEL_ID}[temp:0]") % 5]
+    expected_colour = "PASSED" if pick == "red" else "FAILED"
+    assert outcomes[f"blueprints/f.yml::colour[{MODEL_ID}]"] == expected_colour
+    assert outcomes[f"blueprints/f.yml::colour[{OTHER_ID}]"] == "PASSED"
+    for model in (MODEL_ID, OTHER_ID):
+        for prompt in ("capital", "chat", "live"):
+            assert outcomes[f"blueprints/f.yml::{prompt}[{model}]"] == "PASSED", result.stdout.str()
+
+    comparison = project.json("out/f.json")
+    assert comparison["allFinalAssistantResponses"]["colour"][f"{OTHER_ID}[temp:0]"] == "It is red."
+    assert comparison["allFinalAssistantResponses"]["colour"][f"{MODEL_ID}[temp:0]"] == pick
+    assert comparison["fixtureSources"] == {
+        "capital": {f"{MODEL_ID}[temp:0]": "final", f"{OTHER_ID}[temp:0]": "final"},
+        "colour": {f"{MODEL_ID}[temp:0]": "final", f"{OTHER_ID}[temp:0]": "final"},
+        "chat": {f"{MODEL_ID}[temp:0]": "turns", f"{OTHER_ID}[temp:0]": "turns"},
+    }
+    history = comparison["fullConversationHistories"]["chat"][f"{MODEL_ID}[temp:0]"]
+    assert [m["content"] for m in history] == ["Hello there.", "Hi! Canned greeting.", "Tell me a fruit.", "An apple."]
+    cases = project.junit("j.xml")
+    assert cases[f"capital[{MODEL_ID}]"]["properties"]["weval_fixture"] == "final"
+    assert "weval_fixture" not in cases[f"live[{MODEL_ID}]"]["properties"]
+
+    # A fixture for a prompt no blueprint has: one warning at its line in the fixture file.
+    text = result.stdout.str()
+    assert "the fixture for prompt 'missing-prompt' matches no collected prompt" in text
+    line = next(i for i, s in enumerate(json.dumps(FIXTURES, indent=2).splitlines(), 1) if '"missing-prompt"' in s)
+    assert f"fixtures.json:{line}" in text
+
+
+def test_a_failing_fixture_shows_that_the_answer_was_canned(project: Project) -> None:
+    _project(project, {"responses": {"capital": {"default": "Lyon, I think."}}})
+    project.rules(judge_rule("names Paris", "CLASS_UNMET"))
+    result = project.run(
+        f"--weval-judges={JUDGE_ID}",
+        "--weval-fixtures=fixtures.json",
+        "-k",
+        f"capital and {MODEL}",
+        "-p",
+        "no:randomly",
+    )
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    assert "Lyon, I think." in text
+    assert "fixture:   the answer came from the --weval-fixtures file, not from the model" in text
+    assert _generations(project) == []
+
+
+def test_the_plan_counts_fixture_answers_as_free(project: Project) -> None:
+    _project(project)
+    project.run("--collect-only", f"--weval-judges={JUDGE_ID}", "--weval-fixtures=fixtures.json", "--weval-out=plan")
+    assert project.requests() == []
+    planned = project.json("plan/plan.json")["requests"]["by_model"]
+    # chat's trailing turn and `live`, per model; nothing for the canned answers
+    assert planned[MODEL_ID]["by_purpose"] == {"generate": 2}
+    assert planned[OTHER_ID]["by_purpose"] == {"generate": 2}
+    assert planned[JUDGE_ID]["total"] == 1  # the canned Paris answer, judged once (both models gave it)
+    project.run(f"--weval-judges={JUDGE_ID}", "--weval-fixtures=fixtures.json")
+    assert project.server.count == 5  # as planned: 4 generations and 1 judge request
+
+
+def test_an_ini_fixture_file_works_like_the_option(project: Project) -> None:
+    _project(project)
+    project.ini("weval_fixtures = fixtures.json")
+    project.run(f"--weval-judges={JUDGE_ID}", "-k", "capital")
+    assert _generations(project) == []
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("{not json", "fixtures.json:1"),
+        ('{"responses": {"capital": {"default": 42}}}', "responses.capital.default is an answer"),
+        ('{"strategy": "random", "responses": {}}', "strategy 'random' is not one of"),
+    ],
+)
+def test_a_broken_fixture_file_stops_the_run_before_any_request(project: Project, content: str, words: str) -> None:
+    _project(project)
+    project.write("fixtures.json", content)
+    result = project.run(f"--weval-judges={JUDGE_ID}", "--weval-fixtures=fixtures.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert words in result.stderr.str(), result.stderr.str()
+    assert "--weval-fixtures (ini weval_fixtures)" in result.stderr.str()
+    assert project.requests() == []
