@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from pytest_weval.errors import ErrorKind
+
 Outcome = Literal["passed", "failed", "error", "skipped"]
 
 
@@ -90,6 +92,10 @@ class ItemResult(BaseModel):
     # What the item comes from: a Weval blueprint's prompt, or an agent eval file's case.
     source: Literal["blueprint", "agent eval file"] = "blueprint"
     error: str | None = None  # why the item errored (provider, key, replay miss, judges)
+    # What the error is, set where it was made: reports say it from this, never by reading `error` back.
+    error_kind: ErrorKind | None = None
+    # The line of the blueprint (or eval file) an error of kind "blueprint" is at, when no point holds it.
+    error_line: int | None = None
     not_run: bool = False  # the pre-flight kept it from running (a key it needs is missing): ``error`` says why
     response: str | None = None  # final assistant text
     # The answer (final) or some turns (turns) came from --weval-fixtures, not the model (docs/fixtures.md).

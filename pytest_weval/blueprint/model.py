@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pytest_weval.errors import WevalError
+
 
 class Location(BaseModel):
     """Where something sits in a blueprint file (1-based line and column; 0 when unknown)."""
@@ -144,7 +146,7 @@ class Blueprint(BaseModel):
         return len(self.systems) > 1
 
 
-class BlueprintError(Exception):
+class BlueprintError(WevalError):
     """A blueprint (or one of its parts) that cannot be used, with where and what to do."""
 
     def __init__(self, message: str, location: Location, hint: str | None = None):

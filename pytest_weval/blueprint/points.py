@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from pytest_weval.errors import WevalError
 from pytest_weval.jsvalues import ABSENT, is_number, truthy
 
 from .functions import FUNCTION_NAMES, did_you_mean, pluralise_function_name, unknown_function_message
@@ -22,7 +23,7 @@ from .model import BlueprintError, EvalPoint, Finding, Location
 Locations = list[Any]
 
 
-class PointError(Exception):
+class PointError(WevalError):
     """A point the reference rejects; the caller turns it into a located BlueprintError."""
 
     def __init__(self, message: str, location: Location, hint: str | None = None):

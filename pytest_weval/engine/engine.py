@@ -657,7 +657,13 @@ class Engine:
             await asyncio.sleep(delay)
         self.breaker.failure(model_id, self.redactor.redact(failure.message))
         tries = f" after {attempt} attempt{'s' if attempt != 1 else ''}" if failure.retryable else ""
-        raise ProviderError(failure.status, f"{model_id}: {failure.message}{tries}", model_id=model_id)
+        raise ProviderError(
+            failure.status,
+            f"{model_id}: {failure.message}{tries}",
+            model_id=model_id,
+            rate_limited=failure.rate_limited,
+            timed_out=failure.timed_out,
+        )
 
     def _waited_too_long(self, model_id: str, waited: float, refused: int, why: str) -> ProviderError:
         self.breaker.release_probe(model_id)
@@ -692,7 +698,7 @@ class Engine:
             else:
                 response = await asyncio.wait_for(post, timeout)
         except (asyncio.TimeoutError, TimeoutError, httpx.TimeoutException):
-            return Failure(None, f"no reply within {timeout:g} s (timeout)", retryable=True), None
+            return Failure(None, f"no reply within {timeout:g} s (timeout)", retryable=True, timed_out=True), None
         except httpx.TransportError as exc:
             detail = self.redactor.redact(str(exc)) or type(exc).__name__
             return Failure(None, f"connection failed ({type(exc).__name__}: {detail})", retryable=True), None

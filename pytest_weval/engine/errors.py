@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pytest_weval.errors import ErrorKind, WevalError
 
-class ModelCallError(Exception):
+
+class ModelCallError(WevalError):
     """A model request that could not be answered. ``str()`` is the user-facing message."""
 
     kind = "error"
@@ -19,6 +21,11 @@ class ModelCallError(Exception):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r})"
+
+    @property
+    def error_kind(self) -> ErrorKind:
+        """What the failure is, for an item's report (``ItemResult.error_kind``)."""
+        return _KINDS.get(self.kind, "provider")
 
     def scrub(self, redact) -> ModelCallError:
         self.message = redact(self.message)
@@ -57,10 +64,29 @@ class ProviderError(ModelCallError):
 
     kind = "provider"
 
-    def __init__(self, status: int | None, message: str, *, model_id: str | None = None, rate_limited: bool = False):
+    def __init__(
+        self,
+        status: int | None,
+        message: str,
+        *,
+        model_id: str | None = None,
+        rate_limited: bool = False,
+        timed_out: bool = False,
+    ):
         self.status = status
         self.rate_limited = rate_limited
+        self.timed_out = timed_out
         super().__init__(message, model_id=model_id)
+
+    @property
+    def error_kind(self) -> ErrorKind:
+        if self.status in (401, 403):
+            return "auth"
+        if self.rate_limited or self.status == 429:
+            return "rate_limit"
+        if self.timed_out:
+            return "timeout"
+        return "provider"
 
 
 class RunInterrupted(ModelCallError):
@@ -82,6 +108,16 @@ class CircuitOpenError(ModelCallError):
 
     kind = "circuit_open"
 
+
+_KINDS: dict[str, ErrorKind] = {
+    "config": "config",
+    "missing_key": "missing_key",
+    "replay_miss": "replay_miss",
+    "not_cached": "replay_miss",
+    "interrupted": "interrupted",
+    "budget": "budget",
+    "circuit_open": "circuit_open",
+}
 
 ERROR_KINDS: dict[str, type[ModelCallError]] = {
     cls.kind: cls

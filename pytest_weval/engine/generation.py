@@ -10,6 +10,7 @@ from pytest_weval.blueprint.fixtures import FixturePick, FixtureSource
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine.errors import ModelCallError
 from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
+from pytest_weval.errors import ErrorKind
 from pytest_weval.results import Usage
 
 
@@ -22,6 +23,7 @@ class Conversation:
     error: str | None = None
     usage: Usage = dataclasses.field(default_factory=Usage)
     fixture: FixtureSource | None = None  # some answer came from the fixture file (docs/fixtures.md)
+    error_kind: ErrorKind | None = None
 
 
 def _role_content(message: Any) -> tuple[str, str | None]:
@@ -131,6 +133,7 @@ async def generate_conversation(
             generated_texts=generated_texts,
             final_text=None,
             error=exc.message,
+            error_kind=exc.error_kind,
             usage=usage,
             fixture=used[-1] if used else None,
         )

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_weval.engine.keys import KEY_VARS
+from pytest_weval.errors import WevalError
 
 __all__ = [
     "ALLOW_EXEC_HINT",
@@ -62,7 +63,7 @@ STDERR_TAIL = 2000  # characters of stderr kept in a failure message (AgentV's)
 _DRAIN_S = 2.0  # after the program ends: how long to wait for its pipes to close
 
 
-class ProgramError(Exception):
+class ProgramError(WevalError):
     """A program from an eval file that could not do its job. ``str()`` is the user-facing message."""
 
     def __init__(self, message: str):

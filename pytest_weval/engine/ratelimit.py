@@ -30,6 +30,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 
 from pytest_weval.engine.providers.base import HttpCall
+from pytest_weval.errors import WevalError
 
 # A little under what the provider allows: the server's count and ours drift (requests in
 # flight, clock granularity), and a refusal costs far more than a slightly slower pace.
@@ -57,7 +58,7 @@ def pace_group(provider: str, call: HttpCall) -> str:
     return f"{provider}:{digest}"
 
 
-class RateLimitWaitExceeded(Exception):
+class RateLimitWaitExceeded(WevalError):
     """A request would wait past its rate-limit budget."""
 
 

@@ -23,6 +23,7 @@ class Failure:
     rate_limited: bool = False
     retry_after: float | None = None
     data: Any = None  # decoded error body, for the OpenAI 400 adaptation
+    timed_out: bool = False  # no reply within the timeout
 
 
 def is_rate_limited(status: int | None, data: Any) -> bool:

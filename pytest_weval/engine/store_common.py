@@ -9,12 +9,14 @@ import re
 import urllib.parse
 from typing import Any
 
+from pytest_weval.errors import WevalError
+
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 PASSWORD_MASK = "***"
 _QUERY_PASSWORD = re.compile(r"(?i)(password=)[^&\s]*")
 
 
-class StoreError(Exception):
+class StoreError(WevalError):
     """The cache store cannot be used (unreachable, refused, wrong schema version, no driver).
     ``str()`` is one line naming the store, its password masked."""
 

@@ -75,7 +75,9 @@ def build_case(suite_ctx: Context, entry: CaseEntry, index: int, defaults: Suite
     fallback = entry.fallback_id or f"case-{index + 1}"
     if entry.problem is not None or not isinstance(entry.raw, dict):
         problem = entry.problem or Problem(f"a test case must be a mapping, not {describe(entry.raw)}", entry.location)
-        return AgentCase(id=fallback, problem=problem.text(), location=entry.location)
+        return AgentCase(
+            id=fallback, problem=problem.text(), problem_location=problem.location, location=entry.location
+        )
     raw: dict[str, Any] = entry.raw
     ctx = suite_ctx.with_where(entry.where)
     location = ctx.where.at(raw)
@@ -85,7 +87,7 @@ def build_case(suite_ctx: Context, entry: CaseEntry, index: int, defaults: Suite
         for step in steps:
             fields.update(step(ctx, raw, defaults))
     except Problem as problem:
-        return AgentCase(**fields, problem=problem.text())
+        return AgentCase(**fields, problem=problem.text(), problem_location=problem.location)
     return AgentCase(**fields)
 
 

@@ -18,10 +18,11 @@ from typing import Any
 from pytest_weval.blueprint.loader import RawSource
 from pytest_weval.blueprint.locate import Locator
 from pytest_weval.blueprint.model import BlueprintError, Location
+from pytest_weval.errors import WevalError
 from pytest_weval.formats.model import Dialect
 
 
-class Problem(Exception):
+class Problem(WevalError):
     """A mistake in one case (or in a default every case inherits), with where and what to do."""
 
     def __init__(self, message: str, location: Location, hint: str | None = None):

@@ -159,6 +159,7 @@ class AgentCase(_Frozen):
     # A mistake that keeps this case from running as written (a missing fixture, an invalid
     # evaluator): its items error with it, located; the file's other cases still run.
     problem: str | None = None
+    problem_location: Location | None = None  # where the problem is (its file may be a case file)
     location: Location
 
     @property

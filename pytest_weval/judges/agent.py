@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_weval.errors import WevalError
 from pytest_weval.formats.model import AgentCase, AgentOutput, Evaluator, EvaluatorResult, Rubric, verdict_of
 from pytest_weval.scoring.agent import error_result, finalize_result, score_rubric_checks
 
@@ -44,12 +45,12 @@ AGENT_JUDGE_MAX_TOKENS = 2048  # a reply with one reasoning line per rubric item
 MAX_HITS = 4  # AgentV keeps at most 4 hits and 4 misses of a freeform reply
 
 
-class AgentJudgeReplyError(ValueError):
+class AgentJudgeReplyError(WevalError, ValueError):
     """One judge reply that cannot be used (no JSON object, or not the mode's shape). The
     caller asks again; the message says what was wrong."""
 
 
-class AgentJudgeFailed(Exception):
+class AgentJudgeFailed(WevalError):
     """The judge gave no usable answer: every attempt failed to parse, or the call itself failed
     (the engine already retried transport errors). The case cannot be scored (ruling 26)."""
 

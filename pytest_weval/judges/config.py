@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pytest_weval.errors import WevalError
+
 Approach = Literal["standard", "prompt-aware", "holistic"]
 ScaleName = Literal["9", "5"]
 
@@ -31,7 +33,7 @@ DEFAULT_KEYPOINT_MODELS: tuple[str, ...] = (
 )
 
 
-class JudgeConfigError(ValueError):
+class JudgeConfigError(WevalError, ValueError):
     """``evaluationConfig['llm-coverage'].judges`` holds an entry that cannot be a judge."""
 
 

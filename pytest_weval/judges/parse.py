@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pytest_weval.errors import WevalError
 from pytest_weval.jsvalues import js_trim
 
 __all__ = [
@@ -100,7 +101,7 @@ def get_scale(scale: str | int | Scale) -> Scale:
         raise ValueError(f"unknown classification scale {scale!r}: expected '9' or '5'") from None
 
 
-class JudgeReplyError(ValueError):
+class JudgeReplyError(WevalError, ValueError):
     """A judge reply that yields no score; the message says why (docs/judges.md, 'Parsing a reply')."""
 
 

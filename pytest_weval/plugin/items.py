@@ -18,6 +18,7 @@ import pytest
 from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTracebackNative
 
 from pytest_weval.blueprint.model import Blueprint, ModelSpec, Prompt
+from pytest_weval.errors import WevalError
 from pytest_weval.plugin.warning_types import WevalPointError, WevalWarning
 from pytest_weval.report.failure import crash_line, detail_for, explain_error, explain_failure
 from pytest_weval.report.junit import JUNIT_NAMES, junit_properties
@@ -31,7 +32,7 @@ class ResultSource(Protocol):
     def result_for(self, item: WevalItem, sample: int = 0) -> ItemResult: ...
 
 
-class WevalItemError(Exception):
+class WevalItemError(WevalError):
     """The item could not be scored (provider, key, replay miss, judges, blueprint mistake)."""
 
     def __init__(self, result: ItemResult):

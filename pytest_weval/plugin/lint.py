@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from pytest_weval.blueprint.model import Blueprint, Finding
+from pytest_weval.errors import WevalError
 from pytest_weval.lint import format_finding, lint_blueprint, read_source
 from pytest_weval.lint.rules import regexes
 from pytest_weval.lint.select import LintSelection, file_directives
@@ -122,7 +123,7 @@ def warn_mistakes(findings: list[Finding], path: Path, shown_path: str, category
     warnings.warn_explicit(category(message), category=category, filename=str(path), lineno=first.location.line or 1)
 
 
-class LintFailure(Exception):
+class LintFailure(WevalError):
     pass
 
 

@@ -22,6 +22,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_weval.errors import WevalError
 from pytest_weval.report._fmt import fmt_p, fmt_score, fmt_signed
 from pytest_weval.report.stats import LEVEL, MeanInterval, clustered_mean, drop_p_value, holm
 from pytest_weval.results import ItemResult
@@ -37,7 +38,7 @@ PairKey = tuple[str, str, str, float | None, str | None]
 UnpairedKind = Literal["only-current", "only-baseline", "unscored"]
 
 
-class BaselineError(Exception):
+class BaselineError(WevalError):
     """The baseline folder cannot be read: the message says what is wrong, and where."""
 
 

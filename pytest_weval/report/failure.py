@@ -16,6 +16,7 @@ import re
 import textwrap
 from typing import Literal
 
+from pytest_weval.errors import ErrorKind
 from pytest_weval.report._fmt import fmt_score, js_number, one_line, plural, shorten
 from pytest_weval.report.breakdown import Breakdown, breakdown
 from pytest_weval.results import REQUIRED_CHECK, ItemResult, PointAssessment
@@ -217,90 +218,91 @@ def explain_failure(result: ItemResult, detail: Detail = "normal") -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-# (pattern, plain words, what to do). First match wins; the raw message is always shown too.
-_CAUSES: list[tuple[str, str, str]] = [
-    (
-        r"replay|cache miss|not (?:in|found in) the cache|no recorded|offline",
+# What each kind of error means and what to do about it (the raw message is always shown too).
+_CAUSES: dict[ErrorKind, tuple[str, str]] = {
+    "blueprint": (
+        "The {source} has a mistake, so this item cannot be scored as written.",
+        "Fix the {source} at {where}.",
+    ),
+    "missing_key": (
+        "The model provider's API key is missing or was refused.",
+        "Set the key variable the message names and run again.",
+    ),
+    "auth": (
+        "The model provider's API key is missing or was refused.",
+        "Check the key variable for that provider and run again.",
+    ),
+    "replay_miss": (
         "Offline replay has no recorded answer for this item.",
         "Run once with network access and --weval-cache=rw to record it, then replay with ro.",
     ),
-    (
-        r"api[ _-]?key|unauthori[sz]ed|\b401\b|\b403\b|authenticat|credential",
-        "The model provider's API key is missing or was refused.",
-        "Set the provider's key variable ({key}) and run again.",
-    ),
-    (
-        r"all judges failed|no judge|judges? (?:are|is) (?:not )?(?:available|configured)",
-        "No judge could score the points that need an LLM judge.",
-        "Check the judge models (--weval-judges) and their API keys; function points still ran.",
-    ),
-    (
-        r"rate.?limit|\b429\b|too many requests",
+    "rate_limit": (
         "The provider refused the request because too many were sent (rate limit).",
         "Lower --weval-concurrency or wait a little, then run again.",
     ),
-    (
-        r"^code judge|\bcode judge '|cli target",
-        "A program named by the eval file (a code judge or a cli target) failed, so the case has no score.",
-        "Fix the program, or raise its limit (the evaluator's or the case's timeout_seconds) if it was too slow.",
-    ),
-    (r"timed? ?out|timeout", "The model took too long to answer.", "Run again, or raise --weval-timeout."),
-    (
-        r"circuit breaker",
+    "timeout": ("The model took too long to answer.", "Run again, or raise --weval-timeout."),
+    "circuit_open": (
         "The model failed many times in a row, so further requests to it were stopped.",
         "Check that the model id is right and the provider is up.",
     ),
-    (
-        r"unknown (?:point )?function|invalid regular expression|regex|\$ref|validat|must be|blueprint",
-        "The blueprint has a mistake, so this item cannot be scored as written.",
-        "Fix the blueprint at {where}.",
-    ),
-    (
-        r"connect|network|dns|resolve|refused|unreachable|\b5\d\d\b",
+    "provider": (
         "The model provider could not be reached or had a server problem.",
         "Check the network and the provider's base URL, then run again.",
     ),
-]
-
-
-_MISTAKE = (
-    "The blueprint has a mistake, so this item cannot be scored as written.",
-    "Fix the blueprint at {where}.",
-)
+    "config": (
+        "The model id or its definition cannot be used.",
+        "Check the model id (and weval_model_defs), then run again.",
+    ),
+    "budget": (
+        "The run's budget was reached before this item's requests were sent.",
+        "Raise --weval-budget to continue: what was received is kept in the cache.",
+    ),
+    "interrupted": (
+        "The run was interrupted before this item was answered.",
+        "Run again: it continues from the cache.",
+    ),
+    "judges": (
+        "No judge could score the points that need an LLM judge.",
+        "Check the judge models (--weval-judges) and their API keys; function points still ran.",
+    ),
+    "extraction": (
+        "The key points of the ideal answer could not be extracted, so there is nothing to score against.",
+        "Check the judge models (--weval-judges) and their API keys, or write the prompt's points out.",
+    ),
+    "program": (
+        "A program named by the eval file (a code judge or a cli target) failed, so the case has no score.",
+        "Fix the program, or raise its limit (the evaluator's or the case's timeout_seconds) if it was too slow.",
+    ),
+    "not_allowed": (
+        "The eval file names a program, and this run does not allow programs from eval files.",
+        "Pass --weval-allow-exec if you trust the file.",
+    ),
+    "no_points": ("This prompt has nothing to score.", "Add points or an ideal answer to the {source}."),
+    "internal": (
+        "pytest-weval itself failed on this item (a bug).",
+        "Please report it with the details below.",
+    ),
+}
 
 
 def _mistake_place(result: ItemResult) -> str:
     """file:line of each mistaken point (or of the prompt), for the author to go to."""
     lines = sorted({p.line for p in result.points if p.authoring_error and p.line})
-    if not lines:
-        lines = [int(n) for n in re.findall(r"\(line (\d+)\)", result.error or "")]
-    if not lines:  # a located message: "<path>:<line>:<column> (field): ..."
-        lines = [int(n) for n in re.findall(re.escape(result.blueprint_path) + r":(\d+)", result.error or "")]
+    if not lines and result.error_line:
+        lines = [result.error_line]
     if not lines and result.prompt_line:
         lines = [result.prompt_line]
     if not lines:
         return result.blueprint_path
-    return ", ".join(_located(result, n) for n in sorted(set(lines)))
+    return ", ".join(_located(result, n) for n in lines)
 
 
 def _cause(result: ItemResult) -> tuple[str, str]:
-    # Matched on the words, not on the paths a message quotes (a folder named "timeout").
-    text = re.sub(r"\S*[/\\]\S*", " ", result.error or "").lower()
-    mistake = (
-        any(p.authoring_error for p in result.points)
-        or text.startswith(("the blueprint", "blueprint"))
-        or (result.error or "").startswith(result.blueprint_path + ":")
-        or (result.source != "blueprint" and re.search(r"cannot be used|does not exist|no such file", text))
-    )
-    if mistake:
-        words = _MISTAKE[0].replace("The blueprint", f"The {result.source}")
-        return words, _MISTAKE[1].format(where=_mistake_place(result)).replace("blueprint", result.source)
-    named = re.search(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", result.error or "")
-    key = named.group(1) if named else "for example OPENAI_API_KEY"
-    for pattern, words, todo in _CAUSES:
-        if re.search(pattern, text):
-            return words, todo.format(key=key, where=_mistake_place(result))
-    return ("The item could not be scored.", "Read the details below; run again if it was a passing problem.")
+    kind = result.error_kind or ("blueprint" if any(p.authoring_error for p in result.points) else None)
+    if kind is None:
+        return ("The item could not be scored.", "See the message; run again if it was a passing problem.")
+    words, todo = _CAUSES[kind]
+    return words.format(source=result.source), todo.format(source=result.source, where=_mistake_place(result))
 
 
 def explain_error(result: ItemResult, detail: Detail = "normal") -> str:
@@ -341,5 +343,5 @@ def crash_line(result: ItemResult) -> tuple[int | None, str]:
     words, _ = _cause(result)
     details = shorten(one_line(result.error or ""), CRASH_DETAIL_CHARS)
     mistaken = [p.line for p in result.points if p.authoring_error and p.line]
-    line = mistaken[0] if mistaken else result.prompt_line
+    line = mistaken[0] if mistaken else (result.error_line or result.prompt_line)
     return line, f"no score: {words.rstrip('.')}" + (f" ({details})" if details else "")

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_weval.blueprint.model import Blueprint
+from pytest_weval.errors import WevalError
 from pytest_weval.files import write_atomic
 from pytest_weval.report.agent_results import write_agent_results
 from pytest_weval.report.rollup import build_rollup, item_key
@@ -30,7 +31,7 @@ BLUEPRINTS = "blueprints.jsonl"
 USAGE = "usage.json"
 
 
-class MergeError(Exception):
+class MergeError(WevalError):
     """Folders that cannot be merged; ``str()`` names the folder or the item and the problem."""
 
 

@@ -16,8 +16,10 @@ from typing import Any
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine.cli_target import run_cli_target
 from pytest_weval.engine.code_judge import case_needs_exec, run_code_judge
-from pytest_weval.engine.programs import ExecNotAllowed, ProgramRunner
+from pytest_weval.engine.errors import ModelCallError
+from pytest_weval.engine.programs import ExecNotAllowed, ProgramError, ProgramRunner
 from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
+from pytest_weval.errors import ErrorKind
 from pytest_weval.formats.model import (
     PASS_AT,
     AgentCase,
@@ -207,10 +209,15 @@ class AgentRunner:
         try:
             await self._evaluate_into(work, result, usage)
         except ExecNotAllowed as exc:
-            result.outcome, result.error = "error", str(exc)
+            result.outcome, result.error, result.error_kind = "error", str(exc), "not_allowed"
+        except ProgramError as exc:  # the cli target under test could not answer
+            result.outcome, result.error, result.error_kind = "error", str(exc), "program"
+        except ModelCallError as exc:
+            result.outcome, result.error, result.error_kind = "error", str(exc), exc.error_kind
         except Exception as exc:  # noqa: BLE001 - one item's failure must never stop the run
             result.outcome = "error"
             result.error = result.error or f"{type(exc).__name__}: {exc}"
+            result.error_kind = result.error_kind or "internal"
         result.usage = usage
         result.duration_s = time.monotonic() - started
         return result
@@ -218,16 +225,20 @@ class AgentRunner:
     async def _evaluate_into(self, work: AgentWork, result: ItemResult, usage: dict[str, Usage]) -> None:
         if work.blocked is not None:
             result.outcome, result.error, result.not_run = work.blocked_outcome, work.blocked, True
+            result.error_kind = "missing_key"
             return
         case, target = work.case, work.target
         problem = case.problem or target.problem
         if problem:
-            result.error = problem
+            result.error, result.error_kind = problem, "blueprint"
+            where = case.problem_location if case.problem else None
+            if where is not None and where.path == work.suite.path:
+                result.error_line = where.line or None
             return
         if not self.programs.allow_exec and (target.program is not None or case_needs_exec(case)):
             # Known before anything is asked: the target is not called (or paid) for a case
             # whose code judge could not run anyway (docs/rulings.md, ruling 27).
-            result.error = EXEC_REFUSED
+            result.error, result.error_kind = EXEC_REFUSED, "not_allowed"
             return
         output = await self._answer(work, usage)
         result.response = output.answer
@@ -239,7 +250,7 @@ class AgentRunner:
         scored = agent_scoring.aggregate_case(results)
         result.points = agent_scoring.to_point_assessments(results)
         if scored.error:
-            result.error = scored.error
+            result.error, result.error_kind = scored.error, _broken_kind(scored, results)
             return
         result.score = scored.score
         result.verdict = scored.verdict
@@ -307,3 +318,11 @@ def _chat_message(message: AgentMessage) -> ChatMessage:
     if message.role == "tool":
         return ChatMessage("user", f"[tool result{f' {message.name}' if message.name else ''}]\n{message.text}")
     return ChatMessage(message.role, message.text)
+
+
+def _broken_kind(scored: agent_scoring.CaseScore, results: Sequence[EvaluatorResult]) -> ErrorKind:
+    """Why a case has no score: the file's mistake, a program it names, or its judges."""
+    if scored.authoring_error:
+        return "blueprint"
+    broken = {r.type for r in results if r.error is not None}
+    return "program" if broken <= {"code_judge"} else "judges"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from pytest_weval.errors import ErrorKind
 from pytest_weval.results import Outcome, PointAssessment
 
 MISTAKE_PREFIX = "the blueprint has a mistake in this prompt's points: "
@@ -30,17 +31,18 @@ def mistakes_message(mistakes: Sequence[tuple[str, str | None, int | None]]) -> 
 class Verdict:
     outcome: Outcome
     error: str | None = None
+    kind: ErrorKind | None = None
 
 
 def decide(points: Sequence[PointAssessment], score: float | None, threshold: float) -> Verdict:
     """passed, failed, or error with the reason; ``score`` is the rounded aggregate."""
     authoring = [p for p in points if p.authoring_error]
     if authoring:
-        return Verdict("error", mistakes_message([(p.key_point_text, p.error, p.line) for p in authoring]))
+        return Verdict("error", mistakes_message([(p.key_point_text, p.error, p.line) for p in authoring]), "blueprint")
     judged = [p for p in points if p.kind == "judged"]
     if judged and all(p.coverage_extent is None for p in judged):
         reasons = sorted({_judge_failure_reason(p) for p in judged})
-        return Verdict("error", "no judge could score this item's judged points: " + "; ".join(reasons))
+        return Verdict("error", "no judge could score this item's judged points: " + "; ".join(reasons), "judges")
     return Verdict("passed" if (score or 0) >= threshold else "failed")
 
 

@@ -172,10 +172,13 @@ class Pipeline:
         )
         try:
             await self._evaluate_into(work, result, usage)
+        except judging.JudgeConfigError as exc:
+            result.outcome, result.error, result.error_kind = "error", str(exc), "blueprint"
         except Exception as exc:  # noqa: BLE001 - one item's failure must never stop the run
             result.outcome = "error"
             # Our own fault, not the model's: keep where it happened, for the bug report.
             result.error = result.error or "internal error: " + "".join(traceback.format_exception(exc)).rstrip()
+            result.error_kind = "internal"
         result.usage = usage
         result.duration_s = time.monotonic() - started
         return result
@@ -197,10 +200,12 @@ class Pipeline:
     async def _evaluate_into(self, work: ItemWork, result: ItemResult, usage: dict[str, Usage]) -> None:
         if work.blocked is not None:
             result.outcome, result.error, result.not_run = work.blocked_outcome, work.blocked, True
+            result.error_kind = "missing_key"
             return
         prompt = work.prompt
         if prompt.validation_error:
             result.error = f"the blueprint's prompt '{prompt.id}' cannot run as written: {prompt.validation_error}"
+            result.error_kind, result.error_line = "blueprint", prompt.location.line
             return
         mistakes = mistaken_points(prompt)
         if mistakes:  # known before any answer: the item errors without spending a generation
@@ -210,6 +215,7 @@ class Pipeline:
             # The Weval JSON records these points' errors as the reference does (ruling 9); the
             # other points are not scored, since no answer was paid for.
             result.points = scoring.mistake_assessments([p for p, _ in mistakes], self._context(work, []))
+            result.error_kind = "blueprint"
             return
         conversation = await self.generate(work, usage)
         text, result.history = judged_subject(conversation)
@@ -218,6 +224,7 @@ class Pipeline:
         result.fixture = conversation.fixture
         if conversation.error:
             result.error = f"generation failed for {work.model.id}: {conversation.error}"
+            result.error_kind = conversation.error_kind or "provider"
             return
 
         points = list(prompt.points)
@@ -239,11 +246,13 @@ class Pipeline:
                     "this prompt is scored on key points extracted from its ideal answer, and they could "
                     "not be extracted: " + ("; ".join(failures) or "no model gave any key point")
                 )
+                result.error_kind = "extraction"
                 return
             points = extracted
         if not points:
             result.outcome = "skipped"
             result.error = "this prompt has no points and no ideal answer: nothing to score"
+            result.error_kind = "no_points"
             return
 
         assessments = await self.assess(
@@ -263,7 +272,7 @@ class Pipeline:
             result.judge_agreement = judging.judge_agreement(assessments)
         result.score = scoring.round2(scoring.aggregate(assessments))
         verdict = decide(assessments, result.score, result.threshold)
-        result.outcome, result.error = verdict.outcome, verdict.error
+        result.outcome, result.error, result.error_kind = verdict.outcome, verdict.error, verdict.kind
         if verdict.outcome == "error":
             # No score says anything about the model (the terminal says "No score", junit
             # carries no weval_score); the points keep what could be scored.
@@ -392,6 +401,7 @@ def _builtin_conversation(work: ItemWork) -> Conversation:
             generated_texts=[],
             final_text=None,
             error="model 'ideal' needs an `ideal` answer, and this prompt has none",
+            error_kind="config",
         )
     generated_indices: list[int] = []
     generated_texts: list[str] = []

@@ -30,6 +30,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from pytest_weval.errors import WevalError
 from pytest_weval.scoring import regex_translate, v8
 
 REGEX_TIMEOUT_S = 0.25  # per pattern; the reference has none (a bomb hangs it)
@@ -83,11 +84,11 @@ _NOT_BMP = re.compile("[\ud800-\udfff\U00010000-\U0010ffff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-class RegexSyntaxError(Exception):
+class RegexSyntaxError(WevalError):
     """``new RegExp`` threw; the message is V8's (``Invalid regular expression: /[/: ...``)."""
 
 
-class RegexTimeout(Exception):
+class RegexTimeout(WevalError):
     """The pattern ran past ``REGEX_TIMEOUT_S`` on this text (catastrophic backtracking)."""
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pytest_weval.errors import WevalError
+
 
 @dataclass(frozen=True)
 class FnScore:
@@ -37,5 +39,5 @@ class FnError:
 RawResult = bool | int | float | FnScore | FnError
 
 
-class PointFunctionThrew(Exception):
+class PointFunctionThrew(WevalError):
     """A point function "threw" (as its JS original would have); the message is JS's."""

@@ -36,16 +36,18 @@ from py_mini_racer import (
     mini_racer,
 )
 
+from pytest_weval.errors import WevalError
 
-class JsTimeout(Exception):
+
+class JsTimeout(WevalError):
     """The evaluation ran past its time limit and was terminated."""
 
 
-class JsOutOfMemory(Exception):
+class JsOutOfMemory(WevalError):
     """The evaluation hit the isolate's hard memory limit and was terminated."""
 
 
-class JsEngineError(Exception):
+class JsEngineError(WevalError):
     """V8 raised where our own runner code never should (an internal failure)."""
 
 

@@ -141,6 +141,7 @@ def _item(
     system=None,
     history=None,
     threshold=0.5,
+    error_kind=None,
 ):
     return ItemResult(
         nodeid=f"{path}::{prompt_id}[{model}" + (f",temp={temp}" if temp else "") + "]",
@@ -157,6 +158,7 @@ def _item(
         score=score,
         threshold=threshold,
         error=error,
+        error_kind=error_kind,
         response=response,
         generated_texts=[response] if response else [],
         points=list(points),
@@ -229,6 +231,7 @@ def make_results() -> list[ItemResult]:
             response=None,
             system="You are a careful assistant.",
             error="Failed to get response for anthropic:claude-3-haiku[temp:0]: ANTHROPIC_API_KEY is not set",
+            error_kind="missing_key",
             usage={},
         ),
         _item(PRIVACY, p_id, "ssn", A, 1.0, "passed", points=[function("not_contains", '"123-45"', 1.0)]),

@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_weval.engine.request import ChatMessage, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor, masked_headers
+from pytest_weval.errors import WevalError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,11 +27,11 @@ class HttpCall:
         return f"HttpCall(url={self.url!r}, headers={masked_headers(self.headers)!r}, body=...)"
 
 
-class MalformedReply(Exception):
+class MalformedReply(WevalError):
     """A 2xx body that is not the shape the provider documents (retried)."""
 
 
-class BodyError(Exception):
+class BodyError(WevalError):
     """A 2xx body that carries an error object instead of a completion."""
 
     def __init__(self, status: int, message: str):
