@@ -22,7 +22,8 @@ import sys
 from collections.abc import Sequence
 
 from pytest_weval.engine.stores import StoreError, prune_store, redact_url, store_stats
-from pytest_weval.report.run_record import MergeError, merge_outputs
+from pytest_weval.report.finish import merge_outputs
+from pytest_weval.report.run_record import MergeError
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _AGE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*\Z", re.IGNORECASE)

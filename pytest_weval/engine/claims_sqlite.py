@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from pytest_weval.engine.claims_store import SPEND_SCHEMA, Dead, Landed, Owner, Spend, landed_from_row
+from pytest_weval.engine.claims_store import SPEND_SCHEMA, Dead, Landed, Owner, Spend, admits, landed_from_row
 from pytest_weval.engine.db import SqliteDB, rows_as_dicts, transaction
 
 _BATCH = 400  # keys per IN (...) query
@@ -160,7 +160,7 @@ class SqliteClaims:
     async def reserve(self, run_id: str, me: Owner, amount: float, limit: float, dead: Dead) -> Spend:
         def attempt(conn: sqlite3.Connection) -> Spend:
             spent, reserved, in_flight = _tally(conn, run_id, dead, release_dead=True)
-            admitted = spent < limit and (in_flight == 0 or spent + reserved + amount <= limit)
+            admitted = admits(spent, reserved, in_flight, amount, limit)
             if admitted:
                 conn.execute(
                     "INSERT INTO run_spend (run_id, owner, host, pid, reserved, in_flight, updated) "

@@ -72,6 +72,13 @@ class Spend:
     in_flight: int
 
 
+def admits(spent: float, reserved: float, in_flight: int, amount: float, limit: float) -> bool:
+    """The budget's one admission rule (docs/engine.md, 'Prices, spend and the budget'): below
+    the limit, a request goes when what is spent, reserved and its own estimate fit, or when
+    nothing else is in flight (so a run always makes progress up to the limit)."""
+    return spent < limit and (in_flight == 0 or spent + reserved + amount <= limit)
+
+
 class ClaimsStore(Protocol):
     """Where a run's claims, outcomes, signals and spend live. Each method is one short
     transaction (or one statement); times are the store's own clock where it has one, so

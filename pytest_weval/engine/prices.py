@@ -9,6 +9,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
+from pytest_weval.engine.claims_store import admits
 from pytest_weval.engine.errors import BudgetReached
 from pytest_weval.engine.request import ModelRequest
 
@@ -165,7 +166,7 @@ class Budget:
             releases = self._releases
             if self._ledger is None:
                 spent = self.spent_here
-                admitted = spent < limit and (self._in_flight == 0 or spent + self._reserved + amount <= limit)
+                admitted = admits(spent, self._reserved, self._in_flight, amount, limit)
             else:
                 verdict = await self._ledger.reserve(amount, limit)
                 admitted, spent = verdict.admitted, verdict.spent

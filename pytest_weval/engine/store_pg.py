@@ -22,7 +22,7 @@ import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pytest_weval.engine.claims_store import Dead, Landed, Owner, Spend, landed_from_row
+from pytest_weval.engine.claims_store import Dead, Landed, Owner, Spend, admits, landed_from_row
 from pytest_weval.engine.store_common import StoreError, StoreStats, one_line, redact_url, scrub
 
 if TYPE_CHECKING:
@@ -448,7 +448,7 @@ class PgClaims:
             async with conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_id(run_id),))
                 spent, reserved, in_flight = await _tally(conn, run_id, dead, release_dead=True)
-                admitted = spent < limit and (in_flight == 0 or spent + reserved + amount <= limit)
+                admitted = admits(spent, reserved, in_flight, amount, limit)
                 if admitted:
                     await conn.execute(
                         "INSERT INTO weval_run_spend (run_id, owner, host, pid, reserved, in_flight, updated) "

@@ -42,14 +42,11 @@ from pytest_weval.plugin.items import WevalItem
 from pytest_weval.plugin.options import WevalSettings, option_name, options_in_effect, settings_from_config
 from pytest_weval.plugin.running import Runner, settle_collected_objects
 from pytest_weval.plugin.warning_types import WevalWarning
-from pytest_weval.report.agent_results import write_agent_results
-from pytest_weval.report.baseline import Baseline, BaselineError, Comparison, compare, read_baseline, regression_lines
-from pytest_weval.report.gates import check_min_score
-from pytest_weval.report.html import RunFacts, write_html
-from pytest_weval.report.rollup import Rollup, build_rollup
-from pytest_weval.report.run_record import write_run_record
+from pytest_weval.report.baseline import Baseline, BaselineError, read_baseline
+from pytest_weval.report.finish import FinishedRun, RunGates, finish_run, write_run_files
+from pytest_weval.report.html import RunFacts
 from pytest_weval.report.terminal import render_summary
-from pytest_weval.report.weval_json import write_json_atomic, write_outputs
+from pytest_weval.report.weval_json import write_json_atomic
 from pytest_weval.results import ItemResult, Usage
 from pytest_weval.run.pipeline import ItemWork
 from pytest_weval.run.plan import Plan, make_plan
@@ -75,13 +72,10 @@ class WevalPlugin:
         self.received_blueprints: dict[str, Blueprint] = {}  # xdist controller: from workers
         self.run_usage: dict[str, Usage] = {}  # per model, each distinct request once (all workers)
         self._results: dict[str, ItemResult] = {}  # by node id: a rerun's result replaces the earlier one
-        self.rollup: Rollup | None = None
-        self.gate_lines: list[str] = []
+        self.finished: FinishedRun | None = None  # the run's roll-up and gates, at session end
         # --weval-baseline: read before anything runs (a folder that cannot be read stops the run
         # first), compared once at the end, on the xdist controller (docs/statistics.md)
         self.baseline: Baseline | None = None if hasattr(config, "workerinput") else _baseline(self.settings)
-        self.comparison: Comparison | None = None
-        self.regression_lines: list[str] = []
         self._started = time.time()  # for the HTML report's date and duration
         self._markers: set[str] = set()
         self._runner: Runner | None = None
@@ -435,41 +429,24 @@ class WevalPlugin:
             return
         if not self.results:
             return
-        self.rollup = build_rollup(self.results, usage=self.run_usage or None)
-        min_score = self.settings.min_score
-        if min_score is not None:
-            self.gate_lines = check_min_score(self.rollup, min_score)
-            if self.gate_lines and session.exitstatus == pytest.ExitCode.OK:
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if self.baseline is not None:
-            self.comparison = compare(
-                self.results, self.baseline, alpha=self.settings.alpha, max_drop=self.settings.max_drop
-            )
-            self.regression_lines = regression_lines(self.comparison)
-            if self.regression_lines and session.exitstatus == pytest.ExitCode.OK:
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if self.settings.out_dir is not None:
-            write_outputs(
-                self.settings.out_dir,
-                self._blueprints_by_path(),
-                self.results,
-                rollup=self.rollup,
-                min_score=min_score,
-                gate_lines=self.gate_lines if min_score is not None else None,
-                comparison=self.comparison,
-            )
-            write_agent_results(self.settings.out_dir, self.results)
-            # what `python -m pytest_weval merge` rebuilds every file from
-            write_run_record(self.settings.out_dir, self._blueprints_by_path(), self.results, self.run_usage)
-        if self.settings.html_path is not None:
-            write_html(
-                self.settings.html_path,
-                self._blueprints_by_path(),
-                self.results,
-                rollup=self.rollup,
-                facts=self._run_facts(),
-                comparison=self.comparison,
-            )
+        settings = self.settings
+        gates = RunGates(
+            min_score=settings.min_score,
+            baseline=str(settings.baseline) if settings.baseline is not None else None,
+            alpha=settings.alpha,
+            max_drop=settings.max_drop,
+        )
+        self.finished = run = finish_run(
+            self.results, self._blueprints_by_path(), self.run_usage, gates, baseline=self.baseline
+        )
+        if run.failed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        write_run_files(
+            run,
+            out_dir=settings.out_dir,
+            html_path=settings.html_path,
+            facts=self._run_facts() if settings.html_path is not None else None,
+        )
 
     def _run_facts(self) -> RunFacts:
         """When the run began, how long it took and what shaped it, for the HTML report."""
@@ -503,30 +480,31 @@ class WevalPlugin:
                 terminalreporter.write_line(line)
             if self.settings.out_dir is not None:
                 terminalreporter.write_line(f"plan written to {Path(self.settings.out_dir) / 'plan.json'}")
-        if self.rollup is None:
+        run = self.finished
+        if run is None:
             return
         terminalreporter.section("weval scores")
-        for line in render_summary(self.rollup, width=terminalreporter._tw.fullwidth, comparison=self.comparison):
+        for line in render_summary(run.rollup, width=terminalreporter._tw.fullwidth, comparison=run.comparison):
             terminalreporter.write_line(line)
         if self.settings.out_dir is not None:
             terminalreporter.write_line(f"weval results written to {self.settings.out_dir}")
         if self.settings.html_path is not None:
             terminalreporter.write_line(f"weval HTML report written to {self.settings.html_path}")
-        if self.gate_lines:
-            count = len(self.gate_lines)
+        if run.gate_lines:
+            count = len(run.gate_lines)
             _gate_section(
                 terminalreporter,
                 "--weval-min-score",
-                self.gate_lines,
+                run.gate_lines,
                 f"{count} mean{'s' if count != 1 else ''} below --weval-min-score {self.settings.min_score:g}",
                 "gates failed",
             )
-        if self.regression_lines:
-            count = len(self.regression_lines)
+        if run.regression_lines:
+            count = len(run.regression_lines)
             _gate_section(
                 terminalreporter,
                 "--weval-baseline",
-                self.regression_lines,
+                run.regression_lines,
                 f"{count} model{'s' if count != 1 else ''} regressed against the baseline {self.settings.baseline}",
                 "regressed",
             )

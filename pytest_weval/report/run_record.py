@@ -20,15 +20,14 @@ from pathlib import Path
 from pytest_weval.blueprint.model import Blueprint
 from pytest_weval.errors import WevalError
 from pytest_weval.files import write_atomic
-from pytest_weval.report.agent_results import write_agent_results
-from pytest_weval.report.rollup import build_rollup, item_key
-from pytest_weval.report.weval_json import write_outputs
+from pytest_weval.report.rollup import item_key
 from pytest_weval.results import ItemResult, Usage
 
 RECORD_DIR = ".weval"
 ITEMS = "items.jsonl"
 BLUEPRINTS = "blueprints.jsonl"
 USAGE = "usage.json"
+GATES = "run.json"  # what the run was held to as a whole (report/finish.py, RunGates)
 
 
 class MergeError(WevalError):
@@ -40,8 +39,11 @@ def write_run_record(
     blueprints_by_path: Mapping[str, Blueprint],
     results: Sequence[ItemResult],
     usage: Mapping[str, Usage] | None = None,
+    *,
+    gates: str | None = None,
 ) -> None:
-    """``<out_dir>/.weval/``: the records the folder's other files are made from."""
+    """``<out_dir>/.weval/``: the records the folder's other files are made from; ``gates`` is
+    the JSON of the run's ``RunGates``."""
     folder = Path(out_dir) / RECORD_DIR
     ordered = sorted(results, key=item_key)
     used = {r.blueprint_path for r in ordered}
@@ -55,16 +57,24 @@ def write_run_record(
     write_atomic(folder / ITEMS, items.encode("utf-8", errors="backslashreplace"))
     write_atomic(folder / BLUEPRINTS, blueprints.encode("utf-8", errors="backslashreplace"))
     write_atomic(folder / USAGE, json.dumps(usage_data, indent=2, sort_keys=True).encode("utf-8"))
+    if gates is not None:
+        write_atomic(folder / GATES, gates.encode("utf-8"))
 
 
 class RunRecord:
     def __init__(
-        self, folder: Path, results: list[ItemResult], blueprints: dict[str, Blueprint], usage: dict[str, Usage]
+        self,
+        folder: Path,
+        results: list[ItemResult],
+        blueprints: dict[str, Blueprint],
+        usage: dict[str, Usage],
+        gates: dict[str, object],
     ):
         self.folder = folder
         self.results = results
         self.blueprints = blueprints
         self.usage = usage
+        self.gates = gates  # RunGates as JSON data; {} for a folder written before they were kept
 
 
 def read_run_record(out_dir: str | os.PathLike[str]) -> RunRecord:
@@ -80,6 +90,7 @@ def read_run_record(out_dir: str | os.PathLike[str]) -> RunRecord:
     results: list[ItemResult] = []
     blueprints: dict[str, Blueprint] = {}
     usage: dict[str, Usage] = {}
+    gates: dict[str, object] = {}
     try:
         for line in (record / ITEMS).read_text(encoding="utf-8").splitlines():
             if line.strip():
@@ -92,16 +103,18 @@ def read_run_record(out_dir: str | os.PathLike[str]) -> RunRecord:
         if (record / USAGE).is_file():
             for model, data in json.loads((record / USAGE).read_text(encoding="utf-8")).items():
                 usage[model] = Usage.model_validate(data)
+        if (record / GATES).is_file():
+            gates = dict(json.loads((record / GATES).read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise MergeError(f"{record}: cannot read: {str(exc).splitlines()[0]}") from None
-    return RunRecord(folder, results, blueprints, usage)
+    return RunRecord(folder, results, blueprints, usage, gates)
 
 
-def _identity(result: ItemResult) -> str:
+def identity(result: ItemResult) -> str:
     return result.nodeid or "::".join((result.blueprint_path, result.prompt_id, result.effective_model_id))
 
 
-def _substance(result: ItemResult) -> tuple:
+def substance(result: ItemResult) -> tuple:
     """What two reports of one item must agree on (not timings, usage or cache flags)."""
     return (
         result.outcome,
@@ -113,44 +126,6 @@ def _substance(result: ItemResult) -> tuple:
     )
 
 
-def _describe(result: ItemResult) -> str:
+def describe(result: ItemResult) -> str:
     score = "no score" if result.score is None else f"score {result.score:g}"
     return f"{result.outcome}, {score}"
-
-
-def merge_outputs(dirs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str]) -> list[Path]:
-    """Combine the ``--weval-out`` folders ``dirs`` into ``out`` (the files one run over all of
-    them writes). Raises ``MergeError``; writes nothing then."""
-    if not dirs:
-        raise MergeError("no folder to merge")
-    records = [read_run_record(d) for d in dirs]
-    results: dict[str, tuple[ItemResult, Path]] = {}
-    blueprints: dict[str, tuple[Blueprint, Path]] = {}
-    usage: dict[str, Usage] = {}
-    for record in records:
-        for result in record.results:
-            key = _identity(result)
-            seen = results.get(key)
-            if seen is None:
-                results[key] = (result, record.folder)
-            elif _substance(seen[0]) != _substance(result):
-                raise MergeError(
-                    f"conflicting results for {key}: {seen[1]} has {_describe(seen[0])}, "
-                    f"{record.folder} has {_describe(result)}"
-                )
-        for path, blueprint in record.blueprints.items():
-            known = blueprints.get(path)
-            if known is None:
-                blueprints[path] = (blueprint, record.folder)
-            elif known[0].content_hash != blueprint.content_hash:
-                raise MergeError(
-                    f"blueprint {path} differs between {known[1]} and {record.folder} (runs of different versions)"
-                )
-        for model, used in record.usage.items():
-            usage.setdefault(model, Usage()).add(used)
-    merged = [result for result, _ in results.values()]
-    by_path = {path: blueprint for path, (blueprint, _) in blueprints.items()}
-    written = write_outputs(out, by_path, merged, rollup=build_rollup(merged, usage=usage or None))
-    written += write_agent_results(out, merged)
-    write_run_record(out, by_path, merged, usage)
-    return written

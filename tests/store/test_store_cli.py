@@ -100,6 +100,36 @@ def test_merge_rebuilds_the_files_one_run_over_every_shard_writes(shards: Path):
     assert _files(shards / "again")["summary.json"]["items"] == whole["summary.json"]["items"]
 
 
+def test_merge_writes_the_gates_a_single_run_writes(shards: Path):
+    """Two shards held to --weval-min-score and --weval-baseline (the whole run of before): the
+    merged summary.json is the single run's, `minScore` and `baseline` included."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL")) and k != "PYTEST_ADDOPTS"}
+    gates = ("--weval-min-score=0.95", f"--weval-baseline={shards / 'out-all'}")
+    with FakeServer(RULES) as server:
+        env.update(server.env())
+        common = ("-p", "no:cacheprovider", "--weval-judges=openai:judge", "--weval-cache=off", *gates)
+        for out, selection in (("gated-1", ("-k", "north")), ("gated-2", ("-k", "south")), ("gated-all", ())):
+            done = subprocess.run(
+                [sys.executable, "-m", "pytest", *common, f"--weval-out={out}", *selection],
+                cwd=shards,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert done.returncode == 1, done.stdout + done.stderr  # the min-score gate fails (means 0.88-0.94)
+    done = cli("merge", str(shards / "gated-1"), str(shards / "gated-2"), "--out", str(shards / "gated-merged"))
+    assert done.returncode == 0, done.stderr
+    merged, whole = _files(shards / "gated-merged"), _files(shards / "gated-all")
+    assert merged["summary.json"]["minScore"]["threshold"] == 0.95
+    assert merged["summary.json"]["minScore"]["failures"]  # the blueprints below the bar
+    assert merged["summary.json"]["baseline"]["models"]  # compared with the earlier run, per model
+    assert merged == whole
+    # runs held to different gates cannot be merged into one
+    mixed = cli("merge", str(shards / "gated-1"), str(shards / "out-2"), "--out", str(shards / "gated-mixed"))
+    assert mixed.returncode == 1 and "different gates" in mixed.stderr
+
+
 def test_merge_stops_on_conflicting_results_and_names_the_item(shards: Path):
     changed = shards / "changed"
     shutil.copytree(shards / "out-1", changed)

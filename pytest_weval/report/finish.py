@@ -1,0 +1,176 @@
+"""The end of a run, once: from its item results to its roll-up, gates and files.
+
+The plugin calls ``finish_run`` at session end, and ``python -m pytest_weval merge`` calls it on
+the records of several ``--weval-out`` folders, so a merged folder holds exactly what one run
+over every shard writes (``minScore`` and ``baseline`` included): the gates a run was held to
+are kept in its record (``RunGates``, ``.weval/run.json``) and applied again to the merged items.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_weval.blueprint.model import Blueprint
+from pytest_weval.report.agent_results import write_agent_results
+from pytest_weval.report.baseline import (
+    Baseline,
+    BaselineError,
+    Comparison,
+    compare,
+    read_baseline,
+    regression_lines,
+)
+from pytest_weval.report.gates import check_min_score
+from pytest_weval.report.html import RunFacts, write_html
+from pytest_weval.report.rollup import Rollup, build_rollup
+from pytest_weval.report.run_record import MergeError, describe, identity, read_run_record, substance, write_run_record
+from pytest_weval.report.weval_json import write_outputs
+from pytest_weval.results import ItemResult, Usage
+
+
+@dataclasses.dataclass(frozen=True)
+class RunGates:
+    """What a run's results were held to as a whole (docs/statistics.md)."""
+
+    min_score: float | None = None  # --weval-min-score
+    baseline: str | None = None  # --weval-baseline: the earlier run's folder
+    alpha: float = 0.05  # --weval-alpha
+    max_drop: float = 0.0  # --weval-max-drop
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunGates:
+        fields = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in fields})
+
+
+@dataclasses.dataclass(frozen=True)
+class FinishedRun:
+    """One view of a finished run, which every output is rendered from."""
+
+    results: Sequence[ItemResult]
+    blueprints: Mapping[str, Blueprint]  # by ItemResult.blueprint_path
+    usage: Mapping[str, Usage]
+    rollup: Rollup
+    gates: RunGates
+    gate_lines: list[str]  # --weval-min-score failures
+    comparison: Comparison | None
+    regression_lines: list[str]  # --weval-baseline failures
+
+    @property
+    def failed(self) -> bool:
+        """A session gate failed (each item was still judged on its own threshold)."""
+        return bool(self.gate_lines or self.regression_lines)
+
+
+def finish_run(
+    results: Sequence[ItemResult],
+    blueprints: Mapping[str, Blueprint],
+    usage: Mapping[str, Usage],
+    gates: RunGates,
+    *,
+    baseline: Baseline | None = None,
+) -> FinishedRun:
+    """Roll the results up and apply the gates. ``baseline`` is ``gates.baseline`` already read
+    (the plugin reads it before anything runs, so a folder that cannot be read stops the run
+    first); read here when not given."""
+    rollup = build_rollup(results, usage=usage or None)
+    gate_lines = check_min_score(rollup, gates.min_score) if gates.min_score is not None else []
+    if baseline is None and gates.baseline is not None:
+        baseline = read_baseline(gates.baseline)
+    comparison = None
+    if baseline is not None:
+        comparison = compare(results, baseline, alpha=gates.alpha, max_drop=gates.max_drop)
+    return FinishedRun(
+        results=results,
+        blueprints=blueprints,
+        usage=usage,
+        rollup=rollup,
+        gates=gates,
+        gate_lines=gate_lines,
+        comparison=comparison,
+        regression_lines=regression_lines(comparison) if comparison is not None else [],
+    )
+
+
+def write_run_files(
+    run: FinishedRun,
+    *,
+    out_dir: str | os.PathLike[str] | None = None,
+    html_path: str | os.PathLike[str] | None = None,
+    facts: RunFacts | None = None,
+) -> list[Path]:
+    """``--weval-out`` (comparison files, ``summary.json``, agent results, the run's record) and
+    ``--weval-html``; returns the paths written."""
+    written: list[Path] = []
+    if out_dir is not None:
+        written += write_outputs(
+            out_dir,
+            run.blueprints,
+            run.results,
+            rollup=run.rollup,
+            min_score=run.gates.min_score,
+            gate_lines=run.gate_lines if run.gates.min_score is not None else None,
+            comparison=run.comparison,
+        )
+        written += write_agent_results(out_dir, run.results)
+        # what `python -m pytest_weval merge` rebuilds every file from
+        write_run_record(out_dir, run.blueprints, run.results, run.usage, gates=json.dumps(run.gates.to_dict()))
+    if html_path is not None:
+        written.append(
+            write_html(
+                html_path, run.blueprints, run.results, rollup=run.rollup, facts=facts, comparison=run.comparison
+            )
+        )
+    return written
+
+
+def merge_outputs(dirs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str]) -> list[Path]:
+    """Combine the ``--weval-out`` folders ``dirs`` into ``out`` (the files one run over all of
+    them writes). Raises ``MergeError``; writes nothing then."""
+    if not dirs:
+        raise MergeError("no folder to merge")
+    records = [read_run_record(d) for d in dirs]
+    results: dict[str, tuple[ItemResult, Path]] = {}
+    blueprints: dict[str, tuple[Blueprint, Path]] = {}
+    usage: dict[str, Usage] = {}
+    for record in records:
+        for result in record.results:
+            key = identity(result)
+            seen = results.get(key)
+            if seen is None:
+                results[key] = (result, record.folder)
+            elif substance(seen[0]) != substance(result):
+                raise MergeError(
+                    f"conflicting results for {key}: {seen[1]} has {describe(seen[0])}, "
+                    f"{record.folder} has {describe(result)}"
+                )
+        for path, blueprint in record.blueprints.items():
+            known = blueprints.get(path)
+            if known is None:
+                blueprints[path] = (blueprint, record.folder)
+            elif known[0].content_hash != blueprint.content_hash:
+                raise MergeError(
+                    f"blueprint {path} differs between {known[1]} and {record.folder} (runs of different versions)"
+                )
+        for model, used in record.usage.items():
+            usage.setdefault(model, Usage()).add(used)
+    gates = {RunGates.from_dict(record.gates) for record in records}
+    if len(gates) > 1:
+        raise MergeError(
+            "the folders were written by runs held to different gates (--weval-min-score, --weval-baseline)"
+        )
+    merged = [result for result, _ in results.values()]
+    by_path = {path: blueprint for path, (blueprint, _) in blueprints.items()}
+    try:
+        run = finish_run(merged, by_path, usage, gates.pop())
+    except BaselineError as exc:
+        raise MergeError(f"--weval-baseline of the merged runs: {exc}") from None
+    return write_run_files(run, out_dir=out)
