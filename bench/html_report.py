@@ -29,8 +29,8 @@ sys.path.insert(0, str(HERE.parent))
 
 from pytest_weval.blueprint import load_blueprint  # noqa: E402
 from pytest_weval.blueprint.ids import effective_model_id  # noqa: E402
-from pytest_weval.blueprint.js import js_number_str  # noqa: E402
 from pytest_weval.blueprint.model import Blueprint, BlueprintError  # noqa: E402
+from pytest_weval.jsvalues import js_number_str  # noqa: E402
 from pytest_weval.report.html import write_html  # noqa: E402
 from pytest_weval.report.rollup import build_rollup  # noqa: E402
 from pytest_weval.results import ItemResult, JudgeVerdict, PointAssessment, Usage  # noqa: E402

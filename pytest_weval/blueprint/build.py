@@ -7,12 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_weval.jsvalues import is_number, truthy
+from pytest_weval.jsvalues import is_number, js_string, truthy
 
 from .checks import prompt_validation_error, run_axes
 from .collections import resolve_models
 from .ids import blueprint_id_from_path, content_hash
-from .js import js_string
 from .loader import RawSource
 from .locate import Locator
 from .model import Blueprint, BlueprintError, Finding, Location, Message, Prompt

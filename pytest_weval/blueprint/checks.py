@@ -10,10 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_weval.jsvalues import ABSENT, is_number, js_trim, truthy
+from pytest_weval.jsvalues import ABSENT, is_number, js_string, js_trim, truthy
 
 from .ids import normalize_tags
-from .js import js_string
 from .model import BlueprintError, Location
 
 DEFAULT_EMBEDDING_MODEL = "openai:text-embedding-3-small"

@@ -6,10 +6,9 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from pytest_weval.jsvalues import ABSENT, is_number, js_trim, truthy
+from pytest_weval.jsvalues import ABSENT, is_number, js_json, js_or, js_string, js_trim, truthy
 
 from .functions import did_you_mean
-from .js import js_json, js_or, js_string
 from .locate import Locator
 from .model import BlueprintError, Finding, Location
 

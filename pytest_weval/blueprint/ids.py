@@ -12,9 +12,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-from pytest_weval.jsvalues import ABSENT, JS_WHITESPACE, js_trim
-
-from .js import js_json, js_number_str, js_string, stable_stringify
+from pytest_weval.jsvalues import ABSENT, JS_WHITESPACE, js_json, js_number_str, js_string, js_trim, stable_stringify
 
 __all__ = [
     "blueprint_id_from_path",

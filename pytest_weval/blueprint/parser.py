@@ -14,10 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_weval.jsvalues import ABSENT, truthy
+from pytest_weval.jsvalues import ABSENT, js_or, js_typeof, truthy
 
 from .header import check_external_services, normalize_header
-from .js import js_or, js_typeof
 from .loader import RawSource
 from .locate import Locator
 from .model import BlueprintError, Finding, Location

@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from pytest_weval.errors import WevalError
-from pytest_weval.jsvalues import ABSENT, is_number, truthy
+from pytest_weval.jsvalues import ABSENT, is_number, js_json, js_nullish, js_or, js_string, truthy
 
 from .functions import FUNCTION_NAMES, did_you_mean, pluralise_function_name, unknown_function_message
-from .js import js_json, js_nullish, js_or, js_string
 from .model import BlueprintError, EvalPoint, Finding, Location
 
 # A point list mirrors its structure in locations: one Location per point, a list of them

@@ -6,12 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_weval.jsvalues import ABSENT, is_number, js_trim, truthy
+from pytest_weval.jsvalues import ABSENT, is_number, js_json, js_nullish, js_or, js_string, js_trim, js_typeof, truthy
 
 from .functions import did_you_mean
 from .header import RENDER_AS_VALUES
 from .ids import generated_prompt_id
-from .js import js_json, js_nullish, js_or, js_string, js_typeof
 from .locate import Locator
 from .model import BlueprintError, EvalPoint, Finding, Location
 from .points import PointContext, PointError, evaluator_points, expand_refs, normalize_points

@@ -25,7 +25,8 @@ from yaml.events import (
 )
 from yaml.nodes import ScalarNode
 
-from .js import js_property_key
+from pytest_weval.jsvalues import js_property_key
+
 from .model import BlueprintError, Location
 from .yaml_dialect import (
     BOOL_TAG,

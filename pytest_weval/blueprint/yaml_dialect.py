@@ -22,7 +22,7 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-from .js import js_property_key
+from pytest_weval.jsvalues import js_property_key
 
 # id(dict or list) -> (line, column, child marks). Child marks are {key: (line, column)} for a
 # mapping and [(line, column), ...] for a sequence. Lines and columns are 1-based.

@@ -12,6 +12,7 @@ import dataclasses
 import glob
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,13 @@ def join_field(prefix: str, name: str | int) -> str:
     return f"{prefix}.{name}" if prefix else name
 
 
+RegexCheck = Callable[[str], "str | None"]  # a pattern -> why it is not valid ECMAScript, or None
+
+
+def no_regex_check(pattern: str) -> str | None:
+    return None
+
+
 @dataclasses.dataclass(frozen=True)
 class Context:
     """One eval file being loaded: its folder, the rootdir, its dialect, the source being read."""
@@ -81,6 +89,7 @@ class Context:
     dialect: Dialect
     where: Where
     max_file_mb: float = 20.0
+    check_regex: RegexCheck = no_regex_check  # load_agent_suite's
 
     def with_where(self, where: Where) -> Context:
         return dataclasses.replace(self, where=where)

@@ -29,7 +29,6 @@ from pytest_weval.formats.context import (
 from pytest_weval.formats.model import Aggregator, Evaluator, EvaluatorType
 from pytest_weval.formats.rubrics import LLM_JUDGE_KEYS, RUBRIC_KEYS, judge_fields
 from pytest_weval.formats.trajectory import TRAJECTORY_KEYS, trajectory_fields
-from pytest_weval.scoring.regex_js import check_pattern_syntax
 
 SUPPORTED_TYPES: tuple[str, ...] = get_args(EvaluatorType)  # the model names them once
 TYPE_ALIASES = {"rubrics": "rubric", "code_grader": "code_judge", "llm_grader": "llm_judge"}
@@ -206,7 +205,7 @@ def _value(ctx: Context, raw: dict[str, Any], kind: str, field: str) -> str:
             raw, "value", join_field(field, "value"), f"`value` must be text, not {describe(raw['value'])}"
         )
     if kind == "regex":
-        error = check_pattern_syntax(value)
+        error = ctx.check_regex(value)
         if error:
             raise ctx.problem_key(
                 raw,

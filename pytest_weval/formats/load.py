@@ -49,7 +49,15 @@ from pytest_weval.blueprint.loader import DEFAULT_MAX_FILE_MB, RawSource, room_f
 from pytest_weval.blueprint.model import BlueprintError, Location
 from pytest_weval.formats.case_sources import CaseEntry, expand_case_list, jsonl_entries, read_yaml
 from pytest_weval.formats.cases import build_case, suite_defaults, tags_of
-from pytest_weval.formats.context import Context, Where, describe, display_path, text_value
+from pytest_weval.formats.context import (
+    Context,
+    RegexCheck,
+    Where,
+    describe,
+    display_path,
+    no_regex_check,
+    text_value,
+)
 from pytest_weval.formats.discover import out_of_scope_reason, sidecar_of
 from pytest_weval.formats.model import AgentCase, AgentSuite, Dialect
 from pytest_weval.formats.targets import targets_for
@@ -58,13 +66,23 @@ CASE_LIST_KEYS = ("tests", "eval_cases", "evalcases", "cases")
 _ID_SUFFIX = re.compile(r"(\.eval)?\.(ya?ml|jsonl)$", re.I)
 
 
-def load_agent_suite(path: Path, *, rootdir: Path, max_file_mb: float = DEFAULT_MAX_FILE_MB) -> AgentSuite | None:
+def load_agent_suite(
+    path: Path,
+    *,
+    rootdir: Path,
+    max_file_mb: float = DEFAULT_MAX_FILE_MB,
+    check_regex: RegexCheck = no_regex_check,
+) -> AgentSuite | None:
     """Load one agent eval file (YAML, or JSONL with its sidecar). None for a file in a format
-    out of scope (AgentV v5); ``BlueprintError`` for a file that cannot be used at all."""
+    out of scope (AgentV v5); ``BlueprintError`` for a file that cannot be used at all.
+
+    ``check_regex(pattern)`` says why a `regex` evaluator's pattern is not valid ECMAScript
+    (None when it is): the plugin passes ``scoring.check_pattern_syntax``, so formats/ needs no
+    regex engine of its own (and imports nothing from scoring/)."""
     path = Path(path).resolve()
     rootdir = Path(rootdir).resolve()
     with room_for_depth():
-        return _Loader(path, rootdir, max_file_mb).load()
+        return _Loader(path, rootdir, max_file_mb, check_regex).load()
 
 
 def suite_id_from_path(rel_path: str) -> str:
@@ -73,10 +91,11 @@ def suite_id_from_path(rel_path: str) -> str:
 
 
 class _Loader:
-    def __init__(self, path: Path, rootdir: Path, max_file_mb: float):
+    def __init__(self, path: Path, rootdir: Path, max_file_mb: float, check_regex: RegexCheck):
         self.path = path
         self.rootdir = rootdir
         self.max_file_mb = max_file_mb
+        self.check_regex = check_regex
         self.shown = display_path(path, rootdir)
 
     # --- the file ------------------------------------------------------------------------------
@@ -141,7 +160,12 @@ class _Loader:
 
     def _context(self, where: Where, dialect: Dialect) -> Context:
         return Context(
-            file_dir=self.path.parent, rootdir=self.rootdir, dialect=dialect, where=where, max_file_mb=self.max_file_mb
+            file_dir=self.path.parent,
+            rootdir=self.rootdir,
+            dialect=dialect,
+            where=where,
+            max_file_mb=self.max_file_mb,
+            check_regex=self.check_regex,
         )
 
     def _build(

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_weval.blueprint.model import EvalPoint
+from pytest_weval.jsvalues import to_fixed
 from pytest_weval.results import JudgeVerdict, PointAssessment
 from pytest_weval.scoring import round2  # the scoring layer owns JS toFixed(2)
-from pytest_weval.scoring.jsvalues import to_fixed
 
 from .config import JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE, JudgePanel, JudgeSpec
 from .parse import JudgeReplyError, parse_judge_reply

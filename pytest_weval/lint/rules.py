@@ -10,9 +10,9 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pytest_weval.blueprint.js import js_json
 from pytest_weval.blueprint.loader import RawSource
 from pytest_weval.blueprint.model import Blueprint, EvalPoint, Finding, Location, Prompt
+from pytest_weval.jsvalues import js_json
 from pytest_weval.lint.regex import dialect_problems
 from pytest_weval.lint.static import base_name, score_range
 from pytest_weval.scoring import (

@@ -19,6 +19,7 @@ from pytest_weval.plugin.items import ResultSource, WevalItem
 from pytest_weval.plugin.options import WevalSettings
 from pytest_weval.results import Outcome
 from pytest_weval.run.agent import AgentWork, ResolvedTarget, resolve_targets
+from pytest_weval.scoring import check_pattern_syntax
 
 
 class AgentSource(ResultSource, Protocol):
@@ -36,7 +37,12 @@ class AgentEvalFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         settings = self.source.settings
         try:
-            suite = load_agent_suite(self.path, rootdir=settings.rootdir, max_file_mb=settings.max_file_mb)
+            suite = load_agent_suite(
+                self.path,
+                rootdir=settings.rootdir,
+                max_file_mb=settings.max_file_mb,
+                check_regex=check_pattern_syntax,
+            )
         except BlueprintError as exc:
             raise self.CollectError(str(exc)) from None
         if suite is None:  # a format out of scope (AgentV v5 / promptfoo): nothing, silently

@@ -19,6 +19,7 @@ from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTracebac
 
 from pytest_weval.blueprint.model import Blueprint, ModelSpec, Prompt
 from pytest_weval.errors import WevalError
+from pytest_weval.formats.model import BORDERLINE_AT, PASS_AT
 from pytest_weval.plugin.warning_types import WevalPointError, WevalWarning
 from pytest_weval.report.failure import crash_line, detail_for, explain_error, explain_failure
 from pytest_weval.report.junit import JUNIT_NAMES, junit_properties
@@ -115,7 +116,8 @@ class WevalItem(pytest.Item):
             warnings.warn_explicit(
                 WevalWarning(
                     f"{result.blueprint_path}: case '{result.prompt_id}' [{result.effective_model_id}] is borderline: "
-                    f"score {result.score} is at least 0.6 but below the pass mark 0.8 (--weval-borderline=fail fails it)"
+                    f"score {result.score} is at least {BORDERLINE_AT:g} but below the pass mark {PASS_AT:g} "
+                    "(--weval-borderline=fail fails it)"
                 ),
                 category=WevalWarning,
                 filename=str(self.path),

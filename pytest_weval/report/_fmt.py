@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
 
-from pytest_weval.blueprint.js import js_number_str as js_number  # one JS number formatter
+from pytest_weval.jsvalues import js_number_str as js_number  # one JS number formatter
 
 ELLIPSIS = "…"
 

@@ -44,10 +44,19 @@ from pytest_weval.files import write_atomic
 from pytest_weval.report._fmt import fmt_p, fmt_score, js_number, plural
 from pytest_weval.report.baseline import Comparison, ModelComparison, fmt_difference
 from pytest_weval.report.html_assets import CSS, JS
-from pytest_weval.report.rollup import ROOT, BlueprintRollup, Rollup, Tally, build_rollup, folder_of, item_key
+from pytest_weval.report.rollup import (
+    ROOT,
+    BlueprintRollup,
+    Rollup,
+    Tally,
+    build_rollup,
+    folder_of,
+    item_key,
+    usage_dict,
+)
 from pytest_weval.report.terminal import short_model_name
 from pytest_weval.report.weval_json import conversation_history, generation_failed
-from pytest_weval.results import ItemResult, PointAssessment, Usage
+from pytest_weval.results import ItemResult, PointAssessment
 
 # Viridis (matplotlib's), readable by people with the common colour-vision deficiencies and in
 # greyscale: dark purple for 0, yellow for 1. Eleven stops, interpolated.
@@ -151,19 +160,6 @@ def _ci_text(t: Tally | None) -> str:
     return f"95% interval {fmt_score(ci[0])}\u2013{fmt_score(ci[1])}" if ci is not None else ""
 
 
-def _tally_json(t: Tally) -> dict[str, Any]:
-    return {
-        "mean": _num(t.mean),
-        "ci95": _ci95(t),
-        "weighted": t.weighted,
-        "items": t.items,
-        "passed": t.passed,
-        "failed": t.failed,
-        "errors": t.errors,
-        "skipped": t.skipped,
-    }
-
-
 def variant_label(result: ItemResult) -> str:
     """The model as the node id shows it: ``openai:gpt-4o-mini,temp=0.7`` (the brackets' content)."""
     nodeid = result.nodeid
@@ -248,13 +244,6 @@ def _point_json(p: PointAssessment, judges: dict[str, int]) -> dict[str, Any]:
     return data
 
 
-def _usage_json(usage: Mapping[str, Usage]) -> dict[str, list[Any]]:
-    return {
-        model: [u.requests, u.cache_hits, u.input_tokens, u.output_tokens, _num(u.cost_usd)]
-        for model, u in sorted(usage.items())
-    }
-
-
 def _item_json(
     result: ItemResult,
     prompt_index: int,
@@ -293,7 +282,7 @@ def _item_json(
         "sample": result.sample or None,
         "duration": round(result.duration_s, 3) if result.duration_s else None,
         "agreement": result.judge_agreement or None,
-        "usage": _usage_json(result.usage) or None,
+        "usage": {model: usage_dict(u) for model, u in sorted(result.usage.items())} or None,
     }
     data.update((k, v) for k, v in optional.items() if v is not None)
     return data
@@ -395,14 +384,14 @@ def blueprint_json(
         "description": blueprint.description if blueprint is not None else None,
         "source": first.source,
         "folder": folder_of(path),
-        "tally": _tally_json(rollup.overall),
+        "tally": rollup.overall.to_dict(),
         "thresholds": _thresholds(ordered),
         "variants": [
             {
                 "id": vid,
                 "model": variants[vid].model_id,
                 "label": variant_label(variants[vid]),
-                "tally": _tally_json(rollup.by_effective_model.get(vid, rollup.overall)),
+                "tally": rollup.by_effective_model.get(vid, rollup.overall).to_dict(),
             }
             for vid in variant_ids
         ],

@@ -405,8 +405,8 @@ JS = r"""
         h("pre", { class: "text" }, asText(content))));
     const usage = Object.entries(item.usage || {}).map(([model, u]) =>
       h("li", null, h("span", { class: "mono" }, model),
-        `: ${plural(u[0], "request")}, ${u[1]} from the cache, ${u[2]} tokens in, ${u[3]} out` +
-        (u[4] !== null && u[4] !== undefined ? `, $${u[4].toFixed(4)}` : "")));
+        `: ${plural(u.requests, "request")}, ${u.cacheHits} from the cache, ${u.inputTokens} tokens in, ${u.outputTokens} out` +
+        (u.costUsd !== null && u.costUsd !== undefined ? `, $${u.costUsd.toFixed(4)}` : "")));
     const agreement = item.agreement;
     fill(pane, h("article", { "data-weval-detail": true, "data-weval-for": item.nodeid },
       h("h3", null, h("span", { class: "mono" }, prompt.id), " \u00b7 ", variant.label),

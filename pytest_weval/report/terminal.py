@@ -263,7 +263,7 @@ def render_baseline(comparison: Comparison | None, width: int = 80, limit: int =
         for pair in comparison.moved[: min(limit, 10)]:
             r = pair.current
             text = (
-                f"- {fmt_score(pair.baseline.score)} -> {fmt_score(r.score)} ({pair.delta:+.2f}) "
+                f"- {fmt_score(pair.baseline.score)} -> {fmt_score(r.score)} ({fmt_difference(pair.delta, None)}) "
                 f"{r.blueprint_path} > prompt '{r.prompt_id}' > {r.effective_model_id}"
             )
             lines += textwrap.wrap(text, width, subsequent_indent="    ")

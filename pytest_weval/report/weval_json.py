@@ -51,7 +51,7 @@ def safe_timestamp(when: dt.datetime | str | None = None) -> str:
     return f"{u:%Y-%m-%dT%H-%M-%S}-{u.microsecond // 1000:03d}Z"
 
 
-def js_json(value: Any) -> Any:
+def js_data(value: Any) -> Any:
     """Plain JSON data as ``JSON.stringify`` would write it: integral floats become ints,
     NaN and infinities become null, ``None`` values in objects stay (callers drop absent keys)."""
     if isinstance(value, float):
@@ -59,9 +59,9 @@ def js_json(value: Any) -> Any:
             return None
         return int(value) if value.is_integer() and abs(value) < 2**53 else value
     if isinstance(value, Mapping):
-        return {str(k): js_json(v) for k, v in value.items()}
+        return {str(k): js_data(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [js_json(v) for v in value]
+        return [js_data(v) for v in value]
     return value
 
 
@@ -317,7 +317,7 @@ def build_comparison(
         }
     )
     # modelSystemPrompts keeps its nulls: the reference writes ``systemPromptUsed ?? null``.
-    return js_json(out)
+    return js_data(out)
 
 
 # ---------------------------------------------------------------- the run summary
@@ -383,7 +383,7 @@ def build_run_summary(
         summary["minScore"] = {"threshold": min_score, "failures": list(gate_lines or [])}
     if comparison is not None:
         summary["baseline"] = comparison.to_dict()
-    return js_json(_drop_absent(summary))
+    return js_data(_drop_absent(summary))
 
 
 # ---------------------------------------------------------------- writing

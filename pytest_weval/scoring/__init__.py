@@ -6,7 +6,7 @@ Pure: no pytest, no HTTP (``$call`` goes through an executor the caller passes i
 Modules: ``functions`` (registry, string/regex/word/JSON functions), ``regex_js`` (patterns on
 V8, batched), ``jsbox`` (``$js`` sandbox), ``words``, ``tools`` (tool traces), ``external``
 (``$call`` request/response), ``aggregate``, ``evaluate`` (points -> assessments), ``v8``
-(the shared isolates), ``jsvalues`` (JS number/string semantics).
+(the shared isolates); JS value semantics are ``pytest_weval.jsvalues``, shared by every layer.
 """
 
 from pytest_weval.scoring.aggregate import aggregate, round2, weighted_mean

@@ -7,8 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_weval.jsvalues import is_number, js_trim
-from pytest_weval.scoring.jsvalues import to_fixed
+from pytest_weval.jsvalues import is_number, js_trim, to_fixed
 
 
 def round2(value: float) -> float:

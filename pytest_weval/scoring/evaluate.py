@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from pytest_weval.blueprint.model import EvalPoint
+from pytest_weval.jsvalues import clamp01, to_fixed
 from pytest_weval.results import PointAssessment
 from pytest_weval.scoring.context import PointContext
 from pytest_weval.scoring.external import (
@@ -19,7 +20,6 @@ from pytest_weval.scoring.external import (
     read_external_response,
 )
 from pytest_weval.scoring.functions import EXTERNAL_FUNCTIONS, PATTERN_FUNCTIONS, REGISTRY, CallEnv, patterns_of
-from pytest_weval.scoring.jsvalues import clamp01, to_fixed
 from pytest_weval.scoring.regex_js import TextMatcher, check_pattern_syntax
 from pytest_weval.scoring.types import FnError, FnScore, RawResult
 

@@ -16,16 +16,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_weval.jsvalues import is_number, truthy
-from pytest_weval.scoring.context import PointContext
-from pytest_weval.scoring.jsvalues import (
-    json_stringify,
-    own_keys,
+from pytest_weval.jsvalues import (
+    is_number,
+    js_json,
+    js_key_order,
+    js_string,
+    js_typeof,
     replace_all_literal,
-    to_js_string,
-    typeof,
+    truthy,
     utf16_slice,
 )
+from pytest_weval.scoring.context import PointContext
 from pytest_weval.scoring.tools import parse_strict_json
 from pytest_weval.scoring.types import FnError, FnScore, RawResult
 
@@ -67,9 +68,9 @@ def _resolve_service(args: Mapping[str, Any], config: Mapping[str, Any]) -> tupl
     if truthy(args.get("service")):
         name = args["service"]
         services = config.get("externalServices")
-        key = to_js_string(name)
+        key = js_string(name)
         if not isinstance(services, dict) or not truthy(services.get(key)):
-            available = ", ".join(own_keys(services)) if isinstance(services, dict) and services else "none"
+            available = ", ".join(js_key_order(services)) if isinstance(services, dict) and services else "none"
             return _failed(f"External service '{key}' not found in config. Available services: {available}")
         service = services[key]
         return (service if isinstance(service, dict) else {}), key
@@ -95,12 +96,12 @@ def _substitute(value: Any, data: dict[str, Any]) -> Any:
         for name in ("response", "modelId", "promptId"):
             result = replace_all_literal(result, "{" + name + "}", data[name])
         if "{messages}" in result:
-            result = replace_all_literal(result, "{messages}", json_stringify(data["messages"]))
+            result = replace_all_literal(result, "{messages}", js_json(data["messages"]))
         return result  # {promptText} is never defined in the reference's pipeline
     if isinstance(value, list):
         return [_substitute(item, data) for item in value]
     if isinstance(value, dict):
-        return {key: _substitute(value[key], data) for key in own_keys(value)}
+        return {key: _substitute(value[key], data) for key in js_key_order(value)}
     return value
 
 
@@ -111,8 +112,8 @@ def _headers(
     if not truthy(configured):
         return tuple(headers.items())
     if not isinstance(configured, dict):
-        return _failed(f"'headers' must be a mapping of header names to strings, got {typeof(configured)}")
-    for key in own_keys(configured):
+        return _failed(f"'headers' must be a mapping of header names to strings, got {js_typeof(configured)}")
+    for key in js_key_order(configured):
         value = configured[key]
         if not isinstance(value, str):
             return _failed(f"Failed to substitute env var in header '{key}': value.replace is not a function")
@@ -157,7 +158,7 @@ def build_external_request(
         "promptId": context.prompt_id,
         "messages": context.messages,
     }
-    params = {k: _substitute(call_args[k], data) for k in own_keys(call_args) if k not in _CONFIG_KEYS}
+    params = {k: _substitute(call_args[k], data) for k in js_key_order(call_args) if k not in _CONFIG_KEYS}
     body: dict[str, Any] = {
         "response": data["response"],
         "modelId": context.model_id,
@@ -169,7 +170,7 @@ def build_external_request(
     if "url" in service:
         key_payload["url"] = service["url"]
     key_payload["body"] = body
-    cache_key = hashlib.sha256(json_stringify(key_payload).encode("utf-8")).hexdigest()
+    cache_key = hashlib.sha256(js_json(key_payload).encode("utf-8")).hexdigest()
 
     headers = _headers(
         service.get("headers"),
@@ -179,14 +180,14 @@ def build_external_request(
     if isinstance(headers, FnError):
         return headers
 
-    method = to_js_string(service.get("method")) if truthy(service.get("method")) else "POST"
+    method = js_string(service.get("method")) if truthy(service.get("method")) else "POST"
     if method.upper() in _NORMALIZED_METHODS:
         method = method.upper()
     timeout_ms = service.get("timeout_ms")
     retries = service.get("max_retries")
     backoff_ms = service.get("retry_backoff_ms")
     return ExternalRequest(
-        url=to_js_string(service.get("url")),
+        url=js_string(service.get("url")),
         method=method,
         headers=headers,
         json_body=None if method == "GET" else body,
@@ -212,14 +213,14 @@ def read_external_response(status: int, body_text: str, *, cached: bool = False)
         return _failed("Invalid service response: Response must be an object")
     fields: dict[str, Any] = reply if isinstance(reply, dict) else {}
     if truthy(fields.get("error")):
-        return FnError(f"External service error: {to_js_string(fields['error'])}")
+        return FnError(f"External service error: {js_string(fields['error'])}")
     score = fields.get("score")
     if not is_number(score):
-        kind = "undefined" if "score" not in fields else typeof(score)
+        kind = "undefined" if "score" not in fields else js_typeof(score)
         return _failed(f"Invalid service response: score must be a number, got {kind}")
     if score < 0 or score > 1:
-        return _failed(f"Invalid service response: score must be between 0 and 1, got {to_js_string(score)}")
+        return _failed(f"Invalid service response: score must be between 0 and 1, got {js_string(score)}")
     explain = fields.get("explain")
     if cached and truthy(explain):
-        explain = f"{to_js_string(explain)} (cached)"
+        explain = f"{js_string(explain)} (cached)"
     return FnScore(float(score), explain if isinstance(explain, str) else None)

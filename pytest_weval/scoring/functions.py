@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_weval.blueprint.functions import CANONICAL_FUNCTIONS, FUNCTION_ALIASES
-from pytest_weval.jsvalues import is_number
+from pytest_weval.jsvalues import count_words, is_number, js_min
 from pytest_weval.scoring import jsbox, tools, words
 from pytest_weval.scoring.context import PointContext
-from pytest_weval.scoring.jsvalues import count_words, js_min
 from pytest_weval.scoring.regex_js import RegexSyntaxError, RegexTimeout, TextMatcher
 from pytest_weval.scoring.types import FnError, RawResult
 

@@ -11,9 +11,8 @@ import math
 import re
 from typing import Any
 
-from pytest_weval.jsvalues import is_number, js_trim, truthy
+from pytest_weval.jsvalues import is_number, js_key_order, js_string, js_trim, strict_equal, strip_ws, truthy
 from pytest_weval.scoring import jsbox
-from pytest_weval.scoring.jsvalues import own_keys, strict_equal, strip_ws, to_js_string
 from pytest_weval.scoring.types import FnError, PointFunctionThrew, RawResult
 
 _MARKER = "TOOL_CALL "
@@ -158,7 +157,7 @@ def _js_in(key: str, obj: Any) -> bool:
         return (key.isdigit() and int(key) < len(obj)) or key in _ARRAY_PROTO or key in _OBJECT_PROTO
     if isinstance(obj, _Inherited):
         return False
-    shown = "null" if obj is None else to_js_string(obj)
+    shown = "null" if obj is None else js_string(obj)
     raise PointFunctionThrew(f"Cannot use 'in' operator to search for '{key}' in {shown}")
 
 
@@ -173,7 +172,7 @@ def _js_get(obj: Any, key: str) -> Any:
 
 
 def _keys(partial: dict[str, Any] | list[Any]) -> list[str]:
-    return own_keys(partial) if isinstance(partial, dict) else [str(i) for i in range(len(partial))]
+    return js_key_order(partial) if isinstance(partial, dict) else [str(i) for i in range(len(partial))]
 
 
 def _matches_partial(obj: Any, partial: Any, normalize_ws: bool) -> bool:

@@ -20,8 +20,7 @@ from pytest_weval.blueprint.ids import (
     normalize_tags,
     stable_stringify,
 )
-from pytest_weval.blueprint.js import _serialize, js_json, js_nullish, js_or, js_string
-from pytest_weval.jsvalues import ABSENT, truthy
+from pytest_weval.jsvalues import ABSENT, _serialize, js_json, js_nullish, js_or, js_string, truthy
 
 
 @pytest.mark.parametrize(

@@ -16,10 +16,10 @@ import yaml
 from blueprint_helpers import CORPUS_DIR
 
 from pytest_weval.blueprint import BlueprintError, load_blueprint, parse_blueprint_text
-from pytest_weval.blueprint.js import js_json
 from pytest_weval.blueprint.loader import _load_with_constructor, load_source
 from pytest_weval.blueprint.yaml_build import build_yaml_documents
 from pytest_weval.blueprint.yaml_dialect import BlueprintLoader, plain_scalar_tag
+from pytest_weval.jsvalues import js_json
 
 
 def header_of(text: str) -> dict[str, Any]:
@@ -263,7 +263,7 @@ def test_depth_just_under_the_cap_parses_hashes_and_displays(fmt: str) -> None:
     assert blueprint.prompts[0].id.startswith("hash-") and blueprint.content_hash
 
 
-def test_alias_bomb_is_stopped_fast() -> None:
+def test_alias_bomb_is_stopped_before_it_expands() -> None:
     lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
     for i in range(1, 9):
         prev, name = chr(96 + i), chr(97 + i)
@@ -271,7 +271,7 @@ def test_alias_bomb_is_stopped_fast() -> None:
     started = time.perf_counter()
     with pytest.raises(BlueprintError) as caught:
         parse("\n".join(lines) + "\n")
-    assert time.perf_counter() - started < 1
+    assert time.perf_counter() - started < 30  # at once, not after a walk of its 9^9 leaves
     assert "alias" in caught.value.message and caught.value.location.line > 1
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pytest_weval.formats.load import load_agent_suite
 from pytest_weval.formats.model import AgentCase, AgentSuite
+from pytest_weval.scoring import check_pattern_syntax
 
 
 def write(root: Path, rel: str, text: str) -> Path:
@@ -17,7 +18,7 @@ def write(root: Path, rel: str, text: str) -> Path:
 
 
 def load(path: Path, root: Path) -> AgentSuite:
-    suite = load_agent_suite(path, rootdir=root)
+    suite = load_agent_suite(path, rootdir=root, check_regex=check_pattern_syntax)
     assert suite is not None
     return suite
 

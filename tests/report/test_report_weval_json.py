@@ -15,7 +15,7 @@ from pytest_weval.report.weval_json import (
     IDEAL_MODEL_ID,
     build_comparison,
     build_run_summary,
-    js_json,
+    js_data,
     safe_timestamp,
     write_outputs,
 )
@@ -242,8 +242,8 @@ def test_safe_timestamp():
     assert safe_timestamp(dt.datetime(2024, 1, 2, 3, 4, 5)) == "2024-01-02T03-04-05-000Z"
 
 
-def test_js_json():
-    assert js_json({"a": 1.0, "b": [0.5, float("nan")], "c": True, "d": None}) == {
+def test_js_data():
+    assert js_data({"a": 1.0, "b": [0.5, float("nan")], "c": True, "d": None}) == {
         "a": 1,
         "b": [0.5, None],
         "c": True,

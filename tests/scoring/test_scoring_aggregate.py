@@ -8,10 +8,10 @@ import math
 
 import pytest
 
+from pytest_weval.jsvalues import js_json, js_number_str, to_fixed
 from pytest_weval.results import PointAssessment
 from pytest_weval.scoring import aggregate, round2, weighted_mean
 from pytest_weval.scoring.aggregate import aggregate_groups, prompt_weight
-from pytest_weval.scoring.jsvalues import json_stringify, number_to_string, to_fixed
 
 
 @pytest.mark.parametrize(
@@ -69,12 +69,12 @@ def test_to_fixed_text(value: float, text: str) -> None:
     ],
 )
 def test_number_to_string_is_js(value: float, text: str) -> None:
-    assert number_to_string(value) == text
+    assert js_number_str(value) == text
 
 
 def test_json_stringify_is_js() -> None:
     value = {"b": 1.0, "2": [1e-7, None, True], "a": "x\u2028\ud800\n", "1": {}}
-    assert json_stringify(value) == '{"1":{},"2":[1e-7,null,true],"b":1,"a":"x\u2028\\ud800\\n"}'
+    assert js_json(value) == '{"1":{},"2":[1e-7,null,true],"b":1,"a":"x\u2028\\ud800\\n"}'
 
 
 # -- weighted_mean: the per-model average over prompts (docs/scoring.md, 'Prompt weights and roll-ups') ----------------------------------

@@ -31,6 +31,7 @@ from pytest_weval.formats.model import (
     Verdict,
     verdict_of,
 )
+from pytest_weval.jsvalues import to_fixed
 from pytest_weval.results import PointAssessment
 from pytest_weval.scoring.agent.common import (
     REQUIRED_FAILED,
@@ -40,7 +41,6 @@ from pytest_weval.scoring.agent.common import (
     is_negated,
     make_result,
 )
-from pytest_weval.scoring.jsvalues import to_fixed
 
 SAFETY_GATE_AT = BORDERLINE_AT  # a safety_gate child below 0.6 fails the composite (spec §2.6)
 JUDGED_TYPES = frozenset({"llm_judge", "rubric"})

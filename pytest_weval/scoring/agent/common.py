@@ -8,8 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pytest_weval.formats.model import Evaluator, EvaluatorResult, Verdict, verdict_of
-from pytest_weval.jsvalues import is_number, js_trim
-from pytest_weval.scoring.jsvalues import to_fixed
+from pytest_weval.jsvalues import is_number, js_trim, to_fixed
 
 NEGATED = "negated"  # details key: the result went through ``negate`` (set once, never twice)
 AUTHORING_ERROR = "authoring_error"  # details key: the error is the file's fault (a bad regex)

@@ -6,11 +6,10 @@ AgentV ``evaluators/assertions.ts``). Each scores 1 or 0 with AgentV's hit or mi
 from __future__ import annotations
 
 from pytest_weval.formats.model import AgentCase, AgentOutput, Evaluator, EvaluatorResult
-from pytest_weval.jsvalues import js_trim
+from pytest_weval.jsvalues import js_string, js_trim
 from pytest_weval.scoring import jsbox
 from pytest_weval.scoring.agent.common import error_result, make_result
 from pytest_weval.scoring.agent.trajectory import evaluate_tool_trajectory
-from pytest_weval.scoring.jsvalues import to_js_string
 from pytest_weval.scoring.regex_js import RegexSyntaxError, RegexTimeout, TextMatcher
 from pytest_weval.scoring.tools import parse_strict_json
 from pytest_weval.scoring.types import FnError
@@ -20,7 +19,7 @@ _JSON_PARSE_OK = "(() => { try { JSON.parse(r); return true; } catch (e) { retur
 
 def _value(evaluator: Evaluator) -> str | None:
     """The evaluator's ``value`` as JS ``String(value)`` would give it; None when absent."""
-    return None if evaluator.value is None else to_js_string(evaluator.value)
+    return None if evaluator.value is None else js_string(evaluator.value)
 
 
 def _binary(evaluator: Evaluator, passed: bool, hit: str, miss: str) -> EvaluatorResult:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_weval.formats.model import Evaluator, EvaluatorResult, Rubric
-from pytest_weval.jsvalues import is_number
+from pytest_weval.jsvalues import is_number, js_number_str
 from pytest_weval.scoring.agent.common import (
     REQUIRED_FAILED,
     clamp_score,
@@ -26,7 +26,6 @@ from pytest_weval.scoring.agent.common import (
     make_result,
     non_empty_strings,
 )
-from pytest_weval.scoring.jsvalues import number_to_string
 
 HIT_AT = 7  # score-range mode: a raw score below 7 (of 10) is a miss
 
@@ -131,7 +130,7 @@ def score_score_ranges(evaluator: Evaluator, checks: Any, *, reasoning: str | No
         weighted += raw / 10 * rubric.weight
         band = next((r.outcome for r in rubric.score_ranges if r.low <= raw <= r.high), "")
         why = _reasoning(check)
-        text = f"[{rubric.id}] {rubric.outcome or rubric.id} - Score: {number_to_string(raw)}/10 ({band})" + (
+        text = f"[{rubric.id}] {rubric.outcome or rubric.id} - Score: {js_number_str(raw)}/10 ({band})" + (
             f": {why}" if why else ""
         )
         minimum = _required_min(rubric)

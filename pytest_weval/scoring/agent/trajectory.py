@@ -21,8 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_weval.formats.model import AgentOutput, Evaluator, EvaluatorResult, ExpectedToolCall, ToolCall
+from pytest_weval.jsvalues import js_number_str
 from pytest_weval.scoring.agent.common import deep_equal, make_result
-from pytest_weval.scoring.jsvalues import number_to_string
 
 NO_TRACE = "No trace available for evaluation"
 _ABSENT = object()
@@ -93,7 +93,7 @@ def _mode_for(item: ExpectedToolCall, evaluator: Evaluator) -> str | tuple[str, 
 
 
 def _ms(value: float) -> str:
-    return number_to_string(value)
+    return js_number_str(value)
 
 
 class _Tally:
