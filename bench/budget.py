@@ -106,7 +106,7 @@ def run_suite(suite: Path, cache: Path, label: str, budget: float | None, latenc
 # -- the ledger alone --------------------------------------------------------------------------
 def _ledger_worker(path: str, run_id: str, rounds: int, start_at: float, out: multiprocessing.Queue) -> None:
     from pytest_weval.engine.claims import Coordinator, SpendLedger
-    from pytest_weval.engine.db import SqliteDB
+    from pytest_weval.engine.store.db import SqliteDB
 
     async def main() -> list[float]:
         db = SqliteDB(path)

@@ -1,3 +1,76 @@
-"""pytest-weval: Weval blueprints as pytest test files."""
+"""pytest-weval: Weval blueprints as pytest test files.
+
+The public API: what users and plugin authors use. Everything else is private, by package or by
+name, and may change. Names are loaded on first use, so that ``import pytest_weval`` (which
+pytest does at start-up, through the plugin's entry point) costs nothing for the ones a run does
+not touch.
+
+- Results, as every reporter and the ``pytest_weval_result(item, result)`` hook see them:
+  ``ItemResult``, ``PointAssessment``, ``JudgeVerdict``, ``Usage``, ``Outcome``.
+- Errors: ``WevalError`` (the base of every exception raised here), ``ErrorKind`` (what an
+  item's error is), ``BlueprintError`` (a file that cannot be used, with its location).
+- Warnings: ``PytestWevalWarning`` (their base), ``WevalWarning``, ``WevalPointError``.
+- Plain Python and the ``weval_client``/``weval_judge`` fixtures: ``Weval`` (generate and
+  judge through the run's engine) and the ``Judgement`` it returns; ``load_blueprint``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from pytest_weval.errors import ErrorKind, WevalError
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "BlueprintError",
+    "ErrorKind",
+    "ItemResult",
+    "JudgeVerdict",
+    "Judgement",
+    "Outcome",
+    "PointAssessment",
+    "PytestWevalWarning",
+    "Usage",
+    "Weval",
+    "WevalError",
+    "WevalPointError",
+    "WevalWarning",
+    "load_blueprint",
+]
+
+_WHERE = {
+    "BlueprintError": "pytest_weval.blueprint.model",
+    "ItemResult": "pytest_weval.results",
+    "JudgeVerdict": "pytest_weval.results",
+    "Judgement": "pytest_weval.api",
+    "Outcome": "pytest_weval.results",
+    "PointAssessment": "pytest_weval.results",
+    "PytestWevalWarning": "pytest_weval.plugin.warning_types",
+    "Usage": "pytest_weval.results",
+    "Weval": "pytest_weval.api",
+    "WevalPointError": "pytest_weval.plugin.warning_types",
+    "WevalWarning": "pytest_weval.plugin.warning_types",
+    "load_blueprint": "pytest_weval.blueprint",
+}
+
+if TYPE_CHECKING:
+    from pytest_weval.api import Judgement, Weval
+    from pytest_weval.blueprint import load_blueprint
+    from pytest_weval.blueprint.model import BlueprintError
+    from pytest_weval.plugin.warning_types import PytestWevalWarning, WevalPointError, WevalWarning
+    from pytest_weval.results import ItemResult, JudgeVerdict, Outcome, PointAssessment, Usage
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'pytest_weval' has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

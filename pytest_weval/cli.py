@@ -21,7 +21,7 @@ import re
 import sys
 from collections.abc import Sequence
 
-from pytest_weval.engine.stores import StoreError, prune_store, redact_url, store_stats
+from pytest_weval.engine.store.backends import StoreError, prune_store, redact_url, store_stats
 from pytest_weval.report.finish import merge_outputs
 from pytest_weval.report.run_record import MergeError
 

@@ -8,14 +8,52 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pytest_weval"
 
-# layer -> what it must not import (third-party libraries or other layers), as DEVELOPERS.md says
-WALLS = {
-    "blueprint": {"pytest", "_pytest", "httpx", "engine", "run", "plugin", "report", "judges", "formats"},
-    "scoring": {"pytest", "_pytest", "httpx", "engine", "run", "plugin", "report"},
-    "judges": {"pytest", "_pytest", "engine", "run", "plugin", "report"},
-    "engine": {"pytest", "_pytest", "run", "plugin", "report", "judges"},
-    "run": {"pytest", "_pytest", "plugin", "report"},
-    "report": {"engine", "run", "plugin"},
+# What each part of the package may import from the rest of it (docs/layout.md): a package, or a
+# module at the root. Anything not listed is a wall. Read with `test_no_import_circle_between_packages`,
+# this table is the layout.
+MAY_IMPORT: dict[str, set[str]] = {
+    "errors": set(),  # the bottom: WevalError and ErrorKind
+    "jsvalues": set(),  # JavaScript value semantics
+    "files": set(),  # atomic writes
+    "results": {"errors"},
+    "blueprint": {"errors", "jsvalues"},
+    "formats": {"errors", "jsvalues", "blueprint"},
+    "scoring": {"errors", "jsvalues", "results", "blueprint", "formats"},
+    "judges": {"errors", "jsvalues", "results", "blueprint", "formats", "scoring"},
+    "lint": {"errors", "jsvalues", "blueprint", "scoring"},
+    "engine": {"errors", "jsvalues", "files", "results", "blueprint"},
+    "run": {"errors", "jsvalues", "files", "results", "blueprint", "formats", "scoring", "judges", "engine"},
+    "report": {"errors", "jsvalues", "files", "results", "blueprint", "formats", "scoring", "judges"},
+    "api": {"errors", "results", "blueprint", "scoring", "judges", "engine", "run"},
+    "cli": {"errors", "files", "results", "blueprint", "engine", "report"},
+    "__main__": {"cli"},
+    "plugin": {
+        "errors",
+        "jsvalues",
+        "files",
+        "results",
+        "blueprint",
+        "formats",
+        "scoring",
+        "judges",
+        "lint",
+        "engine",
+        "run",
+        "report",
+        "api",
+    },
+    "": {"errors"},  # pytest_weval/__init__.py: the public API, loaded lazily
+}
+
+# Third-party libraries only some parts may import.
+ONLY_IN = {
+    "pytest": {"plugin"},
+    "_pytest": {"plugin"},
+    "httpx": {"engine"},
+    "httpx_aiohttp": {"engine"},
+    "aiohttp": {"engine"},
+    "py_mini_racer": {"scoring"},
+    "psycopg": {"engine"},
 }
 
 
@@ -32,7 +70,14 @@ def _imports(name: str, path: Path, *, top_only: bool) -> list[tuple[str, int]]:
     """(imported module, line) for each import, ``from x import y`` also as ``x.y``."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    nodes = tree.body if top_only else list(ast.walk(tree))
+    # `if TYPE_CHECKING:` imports are for the type checker only: never run, never a dependency.
+    typing_only = {
+        id(inner)
+        for node in tree.body
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+        for inner in ast.walk(node)
+    }
+    nodes = tree.body if top_only else [n for n in ast.walk(tree) if id(n) not in typing_only]
     found: list[tuple[str, int]] = []
     for node in nodes:
         if isinstance(node, ast.Import):
@@ -102,24 +147,50 @@ def test_no_import_circle_in_the_package():
         assert circle is None, " -> ".join(circle)
 
 
-def test_layers_stay_behind_their_walls():
-    graph = _graph()
-    modules = _modules()
+def _part(module: str) -> str:
+    """The part of the package a module belongs to: its package, or itself at the root."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_every_part_of_the_package_is_in_the_table():
+    assert {_part(name) for name in _modules()} == set(MAY_IMPORT)
+
+
+def test_each_part_imports_only_what_the_table_allows():
     broken = []
-    for layer, forbidden in WALLS.items():
-        todo = [
-            name for name in modules if name == f"pytest_weval.{layer}" or name.startswith(f"pytest_weval.{layer}.")
-        ]
-        seen: set[str] = set()
-        while todo:
-            name = todo.pop()
-            if name in seen:
-                continue
-            seen.add(name)
-            for target, _ in _imports(name, modules[name], top_only=True):
-                top = target.split(".")
-                reached = top[1] if top[0] == "pytest_weval" and len(top) > 1 else top[0]
-                if reached in forbidden:
-                    broken.append(f"{layer}: {name} imports {target}")
-            todo += graph[name]
+    for name, path in _modules().items():
+        part = _part(name)
+        for target, line in _imports(name, path, top_only=False):
+            where = f"{path.relative_to(PACKAGE.parent)}:{line}"
+            top = target.split(".")[0]
+            if top == "pytest_weval":
+                reached = _part(target) if target != "pytest_weval" else ""
+                if reached not in (part, "") and reached not in MAY_IMPORT[part]:
+                    broken.append(f"{where}: {part or 'pytest_weval'} imports {target}")
+            elif top in ONLY_IN and part not in ONLY_IN[top]:
+                broken.append(f"{where}: {part or 'pytest_weval'} imports {top}")
     assert not broken, "\n".join(sorted(set(broken)))
+
+
+def test_no_import_circle_between_packages():
+    """The table has no circle: each part only builds on parts below it."""
+    done: set[str] = set()
+    path: list[str] = []
+
+    def visit(part: str) -> list[str] | None:
+        if part in path:
+            return path[path.index(part) :] + [part]
+        if part in done:
+            return None
+        path.append(part)
+        for target in sorted(MAY_IMPORT[part]):
+            if (circle := visit(target)) is not None:
+                return circle
+        path.pop()
+        done.add(part)
+        return None
+
+    for part in sorted(MAY_IMPORT):
+        circle = visit(part)
+        assert circle is None, " -> ".join(circle)

@@ -39,8 +39,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_weval.engine.claims_sqlite import SqliteClaims
-from pytest_weval.engine.claims_store import (
+from pytest_weval.engine.store.claims_sqlite import SqliteClaims
+from pytest_weval.engine.store.claims_store import (
     SPEND_SCHEMA,
     ClaimsStore,
     Dead,
@@ -49,7 +49,7 @@ from pytest_weval.engine.claims_store import (
     Spend,
     landed_from_row,
 )
-from pytest_weval.engine.db import SqliteDB
+from pytest_weval.engine.store.db import SqliteDB
 
 __all__ = [
     "RESULT_RETENTION_S",

@@ -29,11 +29,7 @@ import httpx
 import sniffio
 
 from pytest_weval.blueprint.model import ModelSpec
-from pytest_weval.engine import store_pg
-from pytest_weval.engine.cache import ResponseCache, cache_key, make_entry, reply_from_entry
 from pytest_weval.engine.claims import ClaimsStore, Coordinator, Landed, SpendLedger
-from pytest_weval.engine.claims_sqlite import SqliteClaims
-from pytest_weval.engine.db import SqliteDB
 from pytest_weval.engine.errors import (
     BudgetReached,
     ModelCallError,
@@ -42,18 +38,35 @@ from pytest_weval.engine.errors import (
     RunInterrupted,
     rebuild_error,
 )
-from pytest_weval.engine.http import async_client
-from pytest_weval.engine.limits import Limits, Priority
 from pytest_weval.engine.prices import Budget, PriceBook
-from pytest_weval.engine.providers import Adapter, BodyError, HttpCall, MalformedReply, adapter_for, error_message
-from pytest_weval.engine.ratelimit import Pacer, RateInfo, RateLimitWaitExceeded, pace_group, parse_retry_after
 from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
-from pytest_weval.engine.retry import RETRY_STATUSES, Breaker, Failure, is_rate_limited, retry_delay
 from pytest_weval.engine.secrets import Redactor
-from pytest_weval.engine.store_files import FilesStore
-from pytest_weval.engine.store_sqlite import FILENAME as SQLITE_FILENAME
-from pytest_weval.engine.store_sqlite import SqliteStore
-from pytest_weval.engine.stores import claims_path, is_postgres, scrub, url_password
+from pytest_weval.engine.store import postgres as store_pg
+from pytest_weval.engine.store.backends import claims_path, is_postgres, scrub, url_password
+from pytest_weval.engine.store.cache import ResponseCache, cache_key, make_entry, reply_from_entry
+from pytest_weval.engine.store.claims_sqlite import SqliteClaims
+from pytest_weval.engine.store.db import SqliteDB
+from pytest_weval.engine.store.files import FilesStore
+from pytest_weval.engine.store.sqlite import FILENAME as SQLITE_FILENAME
+from pytest_weval.engine.store.sqlite import SqliteStore
+from pytest_weval.engine.transport.http import async_client
+from pytest_weval.engine.transport.limits import Limits, Priority
+from pytest_weval.engine.transport.providers import (
+    Adapter,
+    BodyError,
+    HttpCall,
+    MalformedReply,
+    adapter_for,
+    error_message,
+)
+from pytest_weval.engine.transport.ratelimit import (
+    Pacer,
+    RateInfo,
+    RateLimitWaitExceeded,
+    pace_group,
+    parse_retry_after,
+)
+from pytest_weval.engine.transport.retry import RETRY_STATUSES, Breaker, Failure, is_rate_limited, retry_delay
 from pytest_weval.files import write_atomic
 from pytest_weval.results import Usage
 

@@ -9,9 +9,9 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from pytest_weval.engine.claims_store import admits
 from pytest_weval.engine.errors import BudgetReached
 from pytest_weval.engine.request import ModelRequest
+from pytest_weval.engine.store.claims_store import admits
 
 # Our provider prefixes -> genai-prices' provider ids.
 GENAI_PROVIDERS = {

@@ -1,5 +1,5 @@
 """The keys of a ``code_judge`` evaluator: its program (``command`` or ``script``), ``cwd`` and
-timeout (docs/agent-formats.md §1.8, §2.8). Running it is ``engine.code_judge``'s.
+timeout (docs/agent-formats.md §1.8, §2.8). Running it is ``run.programs.code_judge``'s.
 """
 
 from __future__ import annotations

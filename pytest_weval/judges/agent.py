@@ -5,7 +5,7 @@ The requests, one per mode (freeform, rubric checklist, score ranges), are
 ``judges.agent_prompts``. Reply parsing is pure. :func:`judge_agent_evaluator` calls the
 caller's ``ask`` (the same ``Ask`` as the Weval judges), asks again when a reply does not parse,
 and returns the evaluator's finalized result (the rubric score and ``negate`` come from
-``scoring.agent``). The code judge's payload and program are ``engine.code_judge``.
+``scoring.agent``). The code judge's payload and program are ``run.programs.code_judge``.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from pytest_weval.blueprint.fixtures import ResponseFixtures
 from pytest_weval.engine import EngineSettings
 from pytest_weval.engine.prices import Price, parse_price_lines
 from pytest_weval.engine.request import CACHE_MODES, CACHE_STORES
-from pytest_weval.engine.stores import is_postgres, redact_url
+from pytest_weval.engine.store.backends import is_postgres, redact_url
 from pytest_weval.run.pipeline import PipelineSettings
 
 MISSING_KEYS = ("stop", "error", "skip")

@@ -33,8 +33,7 @@ from pytest_weval.blueprint import load_blueprint, load_model_defs
 from pytest_weval.blueprint.fixtures import ResponseFixtures, load_fixtures
 from pytest_weval.blueprint.model import Blueprint, BlueprintError, Location
 from pytest_weval.engine.prices import PriceBook
-from pytest_weval.engine.programs import provider_key_reason
-from pytest_weval.engine.stores import StoreError, check_store, is_postgres, request_stop
+from pytest_weval.engine.store.backends import StoreError, check_store, is_postgres, request_stop
 from pytest_weval.formats.discover import is_agent_eval_file
 from pytest_weval.plugin.agent_items import AgentEvalFile
 from pytest_weval.plugin.collect import BLUEPRINT_SUFFIXES, BlueprintFile, blueprint_rel_path, is_blueprint_path
@@ -51,6 +50,7 @@ from pytest_weval.results import ItemResult, Usage
 from pytest_weval.run.pipeline import ItemWork
 from pytest_weval.run.plan import Plan, make_plan
 from pytest_weval.run.preflight import Preflight, preflight
+from pytest_weval.run.programs.runner import provider_key_reason
 
 BLUEPRINTS_OUTPUT = "weval_blueprints"  # workeroutput key: blueprint path -> Blueprint JSON
 STOP_OUTPUT = "weval_stop"  # workeroutput key: why the pre-flight stopped the run

@@ -14,10 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_weval.blueprint.model import ModelSpec
-from pytest_weval.engine.cli_target import run_cli_target
-from pytest_weval.engine.code_judge import case_needs_exec, run_code_judge
 from pytest_weval.engine.errors import ModelCallError
-from pytest_weval.engine.programs import ExecNotAllowed, ProgramError, ProgramRunner
 from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
 from pytest_weval.errors import ErrorKind
 from pytest_weval.formats.model import (
@@ -33,6 +30,9 @@ from pytest_weval.formats.model import (
 from pytest_weval.judges import agent as agent_judges
 from pytest_weval.judges.config import DEFAULT_JUDGES
 from pytest_weval.results import REQUIRED_CHECK, ItemResult, Outcome, Usage
+from pytest_weval.run.programs.cli_target import run_cli_target
+from pytest_weval.run.programs.code_judge import case_needs_exec, run_code_judge
+from pytest_weval.run.programs.runner import ExecNotAllowed, ProgramError, ProgramRunner
 from pytest_weval.scoring import agent as agent_scoring
 
 # Providers of .agentv/targets.yaml that are chat models the engine already speaks to.

@@ -18,14 +18,14 @@ from pytest_weval import scoring
 from pytest_weval.blueprint.fixtures import ResponseFixtures
 from pytest_weval.blueprint.ids import effective_model_id
 from pytest_weval.blueprint.model import Blueprint, EvalPoint, ModelSpec, Prompt
-from pytest_weval.engine.external import ExternalExecutor
 from pytest_weval.engine.generation import Conversation, generate_conversation
-from pytest_weval.engine.programs import ProgramRunner
 from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
+from pytest_weval.engine.transport.external import ExternalExecutor
 from pytest_weval.judges.config import JudgePanel
 from pytest_weval.results import ItemResult, Outcome, PointAssessment, Usage
 from pytest_weval.run.agent import AgentRunner, AgentWork
 from pytest_weval.run.outcome import decide, mistakes_message
+from pytest_weval.run.programs.runner import ProgramRunner
 
 BUILTIN_MODELS = frozenset({"ideal", "echo"})
 

@@ -16,8 +16,8 @@ from pytest_weval import judges as judging
 from pytest_weval.blueprint.model import ModelSpec, Prompt
 from pytest_weval.engine.errors import ConfigError, MissingKeyError
 from pytest_weval.engine.prices import PriceBook
-from pytest_weval.engine.providers import adapter_for
 from pytest_weval.engine.secrets import Redactor
+from pytest_weval.engine.transport.providers import adapter_for
 from pytest_weval.run.agent import AgentWork, judge_models
 from pytest_weval.run.pipeline import BUILTIN_MODELS, ItemWork, Work
 

@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine import ChatMessage, ModelRequest
 from pytest_weval.engine.claims import Coordinator, SpendLedger
-from pytest_weval.engine.db import SqliteDB
 from pytest_weval.engine.errors import BudgetReached
 from pytest_weval.engine.prices import Budget, Price, PriceBook
+from pytest_weval.engine.store.db import SqliteDB
 
 MODEL = "openai:ledger-model"
 PRICES = {MODEL: Price(1000.0, 1000.0)}  # USD per million tokens: a reservation is about $0.11

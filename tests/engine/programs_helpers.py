@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from pytest_weval.blueprint.model import Location
-from pytest_weval.engine.programs import ProgramRunner
 from pytest_weval.formats.model import AgentCase, AgentMessage, AgentOutput, ContentBlock
+from pytest_weval.run.programs.runner import ProgramRunner
 
 PY = sys.executable
 HERE = Path(__file__).parent / "programs"

@@ -11,8 +11,9 @@ import sys
 import pytest
 from programs_helpers import HERE, PY, make_case, runner
 
-from pytest_weval.engine.cli_target import cli_command, parse_cli_output, run_cli_target, shell_escape
-from pytest_weval.engine.programs import (
+from pytest_weval.formats.model import TargetDef
+from pytest_weval.run.programs.cli_target import cli_command, parse_cli_output, run_cli_target, shell_escape
+from pytest_weval.run.programs.runner import (
     ExecNotAllowed,
     ProgramFailed,
     ProgramOutputError,
@@ -20,7 +21,6 @@ from pytest_weval.engine.programs import (
     ProgramStartError,
     ProgramTimedOut,
 )
-from pytest_weval.formats.model import TargetDef
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="process groups and sh -c are POSIX")
 

@@ -12,14 +12,14 @@ import time
 import pytest
 from programs_helpers import LOC, NO_OUTPUT, PY, make_case, runner
 
-from pytest_weval.engine.code_judge import (
+from pytest_weval.formats.model import AgentCase, AgentMessage, AgentOutput, ContentBlock, Evaluator, ToolCall
+from pytest_weval.run.programs.code_judge import (
     case_needs_exec,
     code_judge_payload,
     parse_code_judge_stdout,
     run_code_judge,
 )
-from pytest_weval.engine.programs import ProgramOutputError, ProgramRunner
-from pytest_weval.formats.model import AgentCase, AgentMessage, AgentOutput, ContentBlock, Evaluator, ToolCall
+from pytest_weval.run.programs.runner import ProgramOutputError, ProgramRunner
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="process groups and sh -c are POSIX")
 

@@ -19,9 +19,9 @@ from engine_helpers import request
 
 from pytest_weval.engine import ModelCallError
 from pytest_weval.engine.claims import SPEND_SCHEMA, Coordinator, SpendLedger
-from pytest_weval.engine.db import SqliteDB
 from pytest_weval.engine.errors import BudgetReached
 from pytest_weval.engine.prices import Budget, Price, PriceBook
+from pytest_weval.engine.store.db import SqliteDB
 
 HERE = Path(__file__).resolve().parent
 MODEL = "openai:ledger-model"

@@ -11,8 +11,8 @@ from engine_helpers import request
 
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine import ChatMessage, ModelRequest, ReplayMissError
-from pytest_weval.engine.cache import cache_key
-from pytest_weval.engine.providers import adapter_for
+from pytest_weval.engine.store.cache import cache_key
+from pytest_weval.engine.transport.providers import adapter_for
 from tests.fakeserver import FakeServer, Rule
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from pytest_weval.engine.external import ExternalExecutor
+from pytest_weval.engine.transport.external import ExternalExecutor
 from pytest_weval.scoring.external import ExternalRequest
 from tests.scoring.scoring_helpers import run_loopback
 

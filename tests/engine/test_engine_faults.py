@@ -9,8 +9,8 @@ import pytest
 from engine_helpers import request
 
 from pytest_weval.engine import CircuitOpenError, ProviderError
-from pytest_weval.engine.ratelimit import parse_retry_after
-from pytest_weval.engine.retry import backoff_delay
+from pytest_weval.engine.transport.ratelimit import parse_retry_after
+from pytest_weval.engine.transport.retry import backoff_delay
 from tests.fakeserver import Rule
 
 

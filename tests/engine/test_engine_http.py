@@ -14,7 +14,7 @@ import pytest
 import sniffio
 
 from pytest_weval.engine import ProviderError
-from pytest_weval.engine.http import _Backend, _Stream, async_client
+from pytest_weval.engine.transport.http import _Backend, _Stream, async_client
 from tests.engine.engine_helpers import request
 
 REPLY = b'{"choices":[{"message":{"role":"assistant","content":"hi"}}],"usage":{}}'

@@ -6,7 +6,7 @@ import asyncio
 
 from engine_helpers import request
 
-from pytest_weval.engine.limits import AdaptiveLimiter, Limits, PrioritySlots
+from pytest_weval.engine.transport.limits import AdaptiveLimiter, Limits, PrioritySlots
 from tests.fakeserver import Rule
 
 
@@ -170,7 +170,7 @@ def test_joining_an_identical_request_makes_it_as_urgent_as_the_joiner(make_engi
 
 
 def test_priority_box_unit():
-    from pytest_weval.engine.limits import Priority
+    from pytest_weval.engine.transport.limits import Priority
 
     async def scenario():
         slots = PrioritySlots(1)

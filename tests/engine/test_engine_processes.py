@@ -142,7 +142,7 @@ def test_a_claim_held_by_a_killed_unreaped_worker_is_taken_over_at_once(tmp_path
     import socket
 
     from pytest_weval.engine.claims import Coordinator
-    from pytest_weval.engine.db import SqliteDB
+    from pytest_weval.engine.store.db import SqliteDB
 
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     stat = Path(f"/proc/{child.pid}/stat")

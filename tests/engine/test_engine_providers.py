@@ -6,7 +6,7 @@ import pytest
 from engine_helpers import request
 
 from pytest_weval.engine import ConfigError, MissingKeyError
-from pytest_weval.engine.keys import base_url
+from pytest_weval.engine.transport.keys import base_url
 from tests.fakeserver import Rule
 
 OPENAI_STYLE = [
@@ -209,7 +209,7 @@ def test_base_urls_default_to_the_official_sdks():
 
 
 def test_native_tool_calls_become_tool_call_lines():
-    from pytest_weval.engine.providers.openai_compat import OpenAICompat
+    from pytest_weval.engine.transport.providers.openai_compat import OpenAICompat
 
     adapter = OpenAICompat("openai", "openai:m", "m")
     reply = adapter.parse(

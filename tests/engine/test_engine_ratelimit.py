@@ -13,7 +13,7 @@ import pytest
 from engine_helpers import request
 
 from pytest_weval.engine import ProviderError
-from pytest_weval.engine.ratelimit import RateInfo, parse_duration, parse_retry_after
+from pytest_weval.engine.transport.ratelimit import RateInfo, parse_duration, parse_retry_after
 from tests.fakeserver import RateLimiter, Rule
 
 NOW = 1_700_000_000.0

@@ -100,7 +100,7 @@ def test_custom_url_secret_is_redacted_from_connection_errors(make_engine, serve
 
 
 def test_request_reprs_hide_header_values():
-    from pytest_weval.engine.providers import HttpCall
+    from pytest_weval.engine.transport.providers import HttpCall
 
     call = HttpCall(url="http://x", headers={"Authorization": f"Bearer {CANARY}"}, body={})
     assert CANARY not in repr(call) and "Authorization" in repr(call)

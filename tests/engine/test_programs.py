@@ -13,7 +13,7 @@ import time
 import pytest
 from programs_helpers import PY, runner
 
-from pytest_weval.engine.programs import ExecNotAllowed, ProgramRunner, ProgramStartError, provider_key_reason
+from pytest_weval.run.programs.runner import ExecNotAllowed, ProgramRunner, ProgramStartError, provider_key_reason
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="process groups and sh -c are POSIX")
 

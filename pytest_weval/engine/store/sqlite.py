@@ -6,7 +6,7 @@ import json
 import sqlite3
 from typing import Any
 
-from pytest_weval.engine.db import SqliteDB, rows_as_dicts
+from pytest_weval.engine.store.db import SqliteDB, rows_as_dicts
 
 FILENAME = "weval-cache.sqlite"
 

@@ -22,8 +22,8 @@ import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pytest_weval.engine.claims_store import Dead, Landed, Owner, Spend, admits, landed_from_row
-from pytest_weval.engine.store_common import StoreError, StoreStats, one_line, redact_url, scrub
+from pytest_weval.engine.store.claims_store import Dead, Landed, Owner, Spend, admits, landed_from_row
+from pytest_weval.engine.store.common import StoreError, StoreStats, one_line, redact_url, scrub
 
 if TYPE_CHECKING:
     import psycopg

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_weval.engine.keys import api_key, base_url
-from pytest_weval.engine.providers.base import Adapter, BodyError, MalformedReply, dig, reply_from_blocks
 from pytest_weval.engine.request import ChatMessage, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
+from pytest_weval.engine.transport.keys import api_key, base_url
+from pytest_weval.engine.transport.providers.base import Adapter, BodyError, MalformedReply, dig, reply_from_blocks
 
 ANTHROPIC_VERSION = "2023-06-01"
 

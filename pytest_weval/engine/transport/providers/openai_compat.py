@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_weval.engine.keys import api_key, base_url
-from pytest_weval.engine.providers.base import (
+from pytest_weval.engine.request import ModelReply, ModelRequest
+from pytest_weval.engine.secrets import Redactor
+from pytest_weval.engine.transport.keys import api_key, base_url
+from pytest_weval.engine.transport.providers.base import (
     Adapter,
     MalformedReply,
     as_int,
@@ -15,8 +17,6 @@ from pytest_weval.engine.providers.base import (
     openai_messages,
     tool_call_line,
 )
-from pytest_weval.engine.request import ModelReply, ModelRequest
-from pytest_weval.engine.secrets import Redactor
 
 # OpenAI reasoning families: max_completion_tokens instead of max_tokens, no temperature.
 _REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")

@@ -2,7 +2,7 @@
 §1.10; rulings 22-23, 27).
 
 :func:`run_cli_target` fills the target's ``command_template`` placeholders
-(:func:`cli_command`), runs it through a :class:`~pytest_weval.engine.programs.ProgramRunner`
+(:func:`cli_command`), runs it through a :class:`~pytest_weval.run.programs.runner.ProgramRunner`
 (which decides whether it may run at all, and how), and reads the ``{OUTPUT_FILE}`` it writes
 into an :class:`AgentOutput` (:func:`parse_cli_output`).
 """
@@ -19,7 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_weval.engine.programs import (
+from pytest_weval.formats.messages import ROLES
+from pytest_weval.formats.model import AgentCase, AgentMessage, AgentOutput, TargetDef, ToolCall
+from pytest_weval.run.programs.runner import (
     MAX_OUTPUT_BYTES,
     STDERR_TAIL,
     ProgramFailed,
@@ -30,8 +32,6 @@ from pytest_weval.engine.programs import (
     finite_float,
     json_object,
 )
-from pytest_weval.formats.messages import ROLES
-from pytest_weval.formats.model import AgentCase, AgentMessage, AgentOutput, TargetDef, ToolCall
 
 __all__ = [
     "DEFAULT_CLI_TIMEOUT_S",

@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 
-from pytest_weval.engine.providers.base import HttpCall
+from pytest_weval.engine.transport.providers.base import HttpCall
 from pytest_weval.errors import WevalError
 
 # A little under what the provider allows: the server's count and ours drift (requests in

@@ -6,12 +6,12 @@ import difflib
 
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine.errors import ConfigError
-from pytest_weval.engine.keys import STANDARD_PROVIDERS
-from pytest_weval.engine.providers.anthropic import Anthropic
-from pytest_weval.engine.providers.base import Adapter, BodyError, HttpCall, MalformedReply, error_message
-from pytest_weval.engine.providers.custom import Custom
-from pytest_weval.engine.providers.google import Google
-from pytest_weval.engine.providers.openai_compat import OpenAICompat
+from pytest_weval.engine.transport.keys import STANDARD_PROVIDERS
+from pytest_weval.engine.transport.providers.anthropic import Anthropic
+from pytest_weval.engine.transport.providers.base import Adapter, BodyError, HttpCall, MalformedReply, error_message
+from pytest_weval.engine.transport.providers.custom import Custom
+from pytest_weval.engine.transport.providers.google import Google
+from pytest_weval.engine.transport.providers.openai_compat import OpenAICompat
 
 __all__ = ["Adapter", "BodyError", "HttpCall", "MalformedReply", "adapter_for", "error_message"]
 

@@ -26,10 +26,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pytest_weval.engine import store_pg
 from pytest_weval.engine.claims import request_stop as _sqlite_request_stop
 from pytest_weval.engine.request import EngineSettings
-from pytest_weval.engine.store_common import (
+from pytest_weval.engine.store import postgres as store_pg
+from pytest_weval.engine.store.common import (
     PASSWORD_MASK,
     POSTGRES_SCHEMES,
     StoreError,
@@ -40,7 +40,7 @@ from pytest_weval.engine.store_common import (
     scrub,
     url_password,
 )
-from pytest_weval.engine.store_sqlite import FILENAME as SQLITE_FILENAME
+from pytest_weval.engine.store.sqlite import FILENAME as SQLITE_FILENAME
 
 log = logging.getLogger("pytest_weval.engine")
 

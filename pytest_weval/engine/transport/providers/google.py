@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from pytest_weval.engine.keys import api_key, base_url
-from pytest_weval.engine.providers.base import Adapter, BodyError, MalformedReply, reply_from_blocks
 from pytest_weval.engine.request import ChatMessage, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
+from pytest_weval.engine.transport.keys import api_key, base_url
+from pytest_weval.engine.transport.providers.base import Adapter, BodyError, MalformedReply, reply_from_blocks
 
 
 def google_contents(messages: tuple[ChatMessage, ...]) -> tuple[list[str], list[dict[str, Any]]]:

@@ -1,7 +1,7 @@
 """Code judges: programs from eval files that score a case (agent-formats.md §1.8, §2.8, §7.6;
 rulings 26-27).
 
-:func:`run_code_judge` runs one through a :class:`~pytest_weval.engine.programs.ProgramRunner`
+:func:`run_code_judge` runs one through a :class:`~pytest_weval.run.programs.runner.ProgramRunner`
 (which decides whether it may run at all, and how): the case as JSON on stdin
 (:func:`code_judge_payload`), ``{score, hits, misses, reasoning}`` read from stdout
 (:func:`parse_code_judge_stdout`). A judge that cannot give a score makes the case an error,
@@ -16,7 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_weval.engine.programs import (
+from pytest_weval.formats.messages import expected_message_dicts, message_dicts
+from pytest_weval.formats.model import AgentCase, AgentOutput, Evaluator, EvaluatorResult, verdict_of
+from pytest_weval.run.programs.runner import (
     ProgramError,
     ProgramOutputError,
     ProgramRunner,
@@ -24,8 +26,6 @@ from pytest_weval.engine.programs import (
     finite_float,
     json_object,
 )
-from pytest_weval.formats.messages import expected_message_dicts, message_dicts
-from pytest_weval.formats.model import AgentCase, AgentOutput, Evaluator, EvaluatorResult, verdict_of
 
 __all__ = [
     "DEFAULT_CODE_JUDGE_TIMEOUT_S",

@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from pytest_weval.engine.claims_store import SPEND_SCHEMA, Dead, Landed, Owner, Spend, admits, landed_from_row
-from pytest_weval.engine.db import SqliteDB, rows_as_dicts, transaction
+from pytest_weval.engine.store.claims_store import SPEND_SCHEMA, Dead, Landed, Owner, Spend, admits, landed_from_row
+from pytest_weval.engine.store.db import SqliteDB, rows_as_dicts, transaction
 
 _BATCH = 400  # keys per IN (...) query
 

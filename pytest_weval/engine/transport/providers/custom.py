@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_weval.engine.errors import ConfigError
-from pytest_weval.engine.keys import STANDARD_PROVIDERS, check_references, substitute
-from pytest_weval.engine.providers.anthropic import parse_messages_reply, split_system
-from pytest_weval.engine.providers.base import Adapter, MalformedReply, as_int, dig, openai_messages
-from pytest_weval.engine.providers.google import google_contents, parse_generate_content
 from pytest_weval.engine.request import ChatMessage, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
+from pytest_weval.engine.transport.keys import STANDARD_PROVIDERS, check_references, substitute
+from pytest_weval.engine.transport.providers.anthropic import parse_messages_reply, split_system
+from pytest_weval.engine.transport.providers.base import Adapter, MalformedReply, as_int, dig, openai_messages
+from pytest_weval.engine.transport.providers.google import google_contents, parse_generate_content
 
 _SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie|password", re.IGNORECASE)
 

@@ -15,9 +15,9 @@ CI, next to API keys. So :class:`ProgramRunner`:
 
 A list runs as argv; a string runs through ``sh -c`` (ruling 23).
 
-The two protocols run through a runner: the code judge in ``engine.code_judge`` (the case as JSON
+The two protocols run through a runner: the code judge in ``run.programs.code_judge`` (the case as JSON
 on stdin, ``{score, hits, misses, reasoning}`` on stdout) and the ``cli`` target in
-``engine.cli_target`` (``command_template`` placeholders, the ``{OUTPUT_FILE}`` it writes).
+``run.programs.cli_target`` (``command_template`` placeholders, the ``{OUTPUT_FILE}`` it writes).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_weval.engine.keys import KEY_VARS
+from pytest_weval.engine.transport.keys import KEY_VARS
 from pytest_weval.errors import WevalError
 
 __all__ = [
