@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from pytest_weval.errors import ErrorKind, WevalError
+from pytest_weval.errors import ErrorKind, PytestWevalWarning, WevalError, WevalPointError, WevalWarning
 
 __version__ = "0.1.0"
 
@@ -47,11 +47,8 @@ _WHERE = {
     "Judgement": "pytest_weval.api",
     "Outcome": "pytest_weval.results",
     "PointAssessment": "pytest_weval.results",
-    "PytestWevalWarning": "pytest_weval.plugin.warning_types",
     "Usage": "pytest_weval.results",
     "Weval": "pytest_weval.api",
-    "WevalPointError": "pytest_weval.plugin.warning_types",
-    "WevalWarning": "pytest_weval.plugin.warning_types",
     "load_blueprint": "pytest_weval.blueprint",
 }
 
@@ -59,7 +56,6 @@ if TYPE_CHECKING:
     from pytest_weval.api import Judgement, Weval
     from pytest_weval.blueprint import load_blueprint
     from pytest_weval.blueprint.model import BlueprintError
-    from pytest_weval.plugin.warning_types import PytestWevalWarning, WevalPointError, WevalWarning
     from pytest_weval.results import ItemResult, JudgeVerdict, Outcome, PointAssessment, Usage
 
 

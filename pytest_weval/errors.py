@@ -1,4 +1,4 @@
-"""The root of every error pytest-weval raises, so a caller can catch "any pytest-weval error"
+"""The root of every error pytest-weval raises (and of the warnings it emits), so a caller can catch "any pytest-weval error"
 (``except WevalError``), as ``httpx.HTTPError`` roots httpx's. Each layer's own errors subclass
 it where they are defined; this module imports nothing, so any layer may use it.
 
@@ -10,11 +10,27 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["ErrorKind", "WevalError"]
+__all__ = ["ErrorKind", "PytestWevalWarning", "WevalError", "WevalPointError", "WevalWarning"]
 
 
 class WevalError(Exception):
     """Base class of pytest-weval's exceptions."""
+
+
+# The warnings, under one base class so a user can filter them all
+# (``-W ignore::pytest_weval.PytestWevalWarning``), as pytest's own ``_pytest/warning_types.py``
+# does for ``PytestWarning``. ``pytest_weval.plugin.warning_types`` names them too.
+class PytestWevalWarning(UserWarning):
+    """Base class of every warning pytest-weval emits."""
+
+
+class WevalWarning(PytestWevalWarning):
+    """A finding about a blueprint: it runs, but probably not as its author meant. Located at
+    the blueprint's file and line."""
+
+
+class WevalPointError(PytestWevalWarning):
+    """A point that errored on this response: excluded from the score, never silently."""
 
 
 ErrorKind = Literal[

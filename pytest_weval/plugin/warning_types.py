@@ -1,18 +1,9 @@
-"""The warnings the plugin emits, under one base class so a user can filter them all
-(``-W ignore::pytest_weval.plugin.warning_types.PytestWevalWarning``), as pytest's own
-``_pytest/warning_types.py`` does for ``PytestWarning``."""
+"""The warnings the plugin emits (defined with the package's errors, ``pytest_weval/errors.py``),
+under the name users filter them by: ``-W ignore::pytest_weval.plugin.warning_types.PytestWevalWarning``
+(or ``pytest_weval.PytestWevalWarning``)."""
 
 from __future__ import annotations
 
+from pytest_weval.errors import PytestWevalWarning, WevalPointError, WevalWarning
 
-class PytestWevalWarning(UserWarning):
-    """Base class of every warning pytest-weval emits."""
-
-
-class WevalWarning(PytestWevalWarning):
-    """A finding about a blueprint: it runs, but probably not as its author meant. Located at
-    the blueprint's file and line."""
-
-
-class WevalPointError(PytestWevalWarning):
-    """A point that errored on this response: excluded from the score, never silently."""
+__all__ = ["PytestWevalWarning", "WevalPointError", "WevalWarning"]
