@@ -27,7 +27,6 @@ MISSING_KEYS = ("stop", "error", "skip")
 BORDERLINE = ("pass", "fail")
 
 N = TypeVar("N", int, float)
-D = TypeVar("D", int, float, None)
 
 # (option, ini, help, kind, default). kind: "str", "list", "float", "int", "flag".
 _OPTIONS: list[tuple[str, str, str, str, object]] = [
@@ -218,6 +217,12 @@ _INI_ONLY: list[tuple[str, str, str, object]] = [
 ]
 
 
+# Every setting's default, declared once: in the tables above.
+_DEFAULTS: dict[str, Any] = {ini: default for _opt, ini, _help, _kind, default in _OPTIONS} | {
+    ini: default for ini, _help, _kind, default in _INI_ONLY
+}
+
+
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("weval", "Weval blueprints as tests")
     for opt, ini, help_text, kind, _default in _OPTIONS:
@@ -337,15 +342,16 @@ def _number(
     config: pytest.Config,
     ini: str,
     kind: Callable[[Any], N],
-    default: D,
     *,
     minimum: float | None = None,
     positive: bool = False,
-) -> N | D:
-    """A number setting, checked: a usage error names the setting and what it accepts."""
+) -> Any:
+    """A number setting, checked: a usage error names the setting and what it accepts; its
+    default (``_DEFAULTS``) when not set."""
     value = _raw(config, ini)
     if value is None or value == "":
-        return default
+        default = _DEFAULTS[ini]
+        return default if default is None else kind(default)
     what = "a whole number" if kind is int else "a number"
     if positive:
         what += " above 0"
@@ -388,8 +394,8 @@ def _provider_caps(value: object) -> dict[str, int]:
     return caps
 
 
-def _choice(config: pytest.Config, ini: str, choices: tuple[str, ...], default: str) -> str:
-    value = str(_raw(config, ini) or default).strip().lower()
+def _choice(config: pytest.Config, ini: str, choices: tuple[str, ...]) -> str:
+    value = str(_raw(config, ini) or _DEFAULTS[ini]).strip().lower()
     if value not in choices:
         raise pytest.UsageError(f"{option_name(ini)} = {value!r}: choose one of {', '.join(choices)}")
     return value
@@ -405,9 +411,9 @@ def _prices(config: pytest.Config) -> dict[str, Price]:
 def settings_from_config(config: pytest.Config) -> WevalSettings:
     """Every option and ini value, read and checked once: a bad value is a usage error naming
     the setting and what it accepts (docs/options.md)."""
-    cache_mode = _choice(config, "weval_cache", CACHE_MODES, "rw")
+    cache_mode = _choice(config, "weval_cache", CACHE_MODES)
     cache_store = _cache_store(config)
-    threshold = _number(config, "weval_threshold", float, 0.5, minimum=0)
+    threshold = _number(config, "weval_threshold", float, minimum=0)
     if threshold > 1:
         raise pytest.UsageError(
             f"{option_name('weval_threshold')} = {threshold:g}: a threshold is a score between 0 and 1"
@@ -419,33 +425,33 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
         models=_split(_raw(config, "weval_models")),
         judges=_split(_raw(config, "weval_judges")),
         threshold=threshold,
-        min_score=_number(config, "weval_min_score", float, None, minimum=0),
-        concurrency=_number(config, "weval_concurrency", int, None, minimum=1),
+        min_score=_number(config, "weval_min_score", float, minimum=0),
+        concurrency=_number(config, "weval_concurrency", int, minimum=1),
         provider_concurrency=_provider_caps(config.getini("weval_provider_concurrency")),
         cache_mode=cache_mode,
         cache_dir=cache_dir,
         cache_store=cache_store,
         out_dir=_path(config, _raw(config, "weval_out")),
         allow_env=frozenset(_split(_raw(config, "weval_allow_env")) or ()),
-        timeout_s=_number(config, "weval_timeout", float, 60.0, positive=True),
-        max_attempts=_number(config, "weval_max_attempts", int, 5, minimum=1),
-        rate_limit_wait_s=_number(config, "weval_rate_limit_wait", float, 600.0, minimum=0),
-        missing_keys=_choice(config, "weval_missing_keys", MISSING_KEYS, "stop"),
-        budget_usd=_number(config, "weval_budget", float, None, minimum=0),
+        timeout_s=_number(config, "weval_timeout", float, positive=True),
+        max_attempts=_number(config, "weval_max_attempts", int, minimum=1),
+        rate_limit_wait_s=_number(config, "weval_rate_limit_wait", float, minimum=0),
+        missing_keys=_choice(config, "weval_missing_keys", MISSING_KEYS),
+        budget_usd=_number(config, "weval_budget", float, minimum=0),
         prices=_prices(config),
         lint=bool(_raw(config, "weval_lint")),
         lint_strict=bool(_raw(config, "weval_lint_strict")),
         collections_dir=_path(config, config.getini("weval_collections_dir")),
         globs=tuple(config.getini("weval_globs") or ()),
         model_defs=_path(config, config.getini("weval_model_defs")),
-        max_file_mb=_number(config, "weval_max_file_mb", float, 20.0, positive=True),
+        max_file_mb=_number(config, "weval_max_file_mb", float, positive=True),
         allow_exec=bool(_raw(config, "weval_allow_exec")),
-        borderline_fails=_choice(config, "weval_borderline", BORDERLINE, "pass") == "fail",
+        borderline_fails=_choice(config, "weval_borderline", BORDERLINE) == "fail",
         html_path=_path(config, _raw(config, "weval_html")),
         baseline=_path(config, _raw(config, "weval_baseline")),
         alpha=_alpha(config),
-        max_drop=_number(config, "weval_max_drop", float, 0.0, minimum=0),
-        repeat=_number(config, "weval_repeat", int, 1, minimum=1),
+        max_drop=_number(config, "weval_max_drop", float, minimum=0),
+        repeat=_number(config, "weval_repeat", int, minimum=1),
         run_id=_run_id(config),
         fixtures=_path(config, _raw(config, "weval_fixtures")),
     )
@@ -453,7 +459,7 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
 
 def _cache_store(config: pytest.Config) -> str:
     """sqlite, files or a PostgreSQL URL (kept as written; shown only with its password masked)."""
-    value = str(_raw(config, "weval_cache_store") or "sqlite").strip()
+    value = str(_raw(config, "weval_cache_store") or _DEFAULTS["weval_cache_store"]).strip()
     if value.lower() in CACHE_STORES:
         return value.lower()
     if is_postgres(value):
@@ -480,7 +486,7 @@ def _run_id(config: pytest.Config) -> str | None:
 
 
 def _alpha(config: pytest.Config) -> float:
-    alpha = _number(config, "weval_alpha", float, 0.05, positive=True)
+    alpha = _number(config, "weval_alpha", float, positive=True)
     if alpha >= 1:
         raise pytest.UsageError(f"{option_name('weval_alpha')} = {alpha:g}: a significance level is between 0 and 1")
     return alpha

@@ -27,6 +27,11 @@ def mistakes_message(mistakes: Sequence[tuple[str, str | None, int | None]]) -> 
     return MISTAKE_PREFIX + "; ".join(said)
 
 
+def passes(score: float | None, threshold: float) -> bool:
+    """The pass rule of a blueprint item: its score reaches its threshold (docs/scoring.md)."""
+    return score is not None and score >= threshold
+
+
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     outcome: Outcome
@@ -43,7 +48,7 @@ def decide(points: Sequence[PointAssessment], score: float | None, threshold: fl
     if judged and all(p.coverage_extent is None for p in judged):
         reasons = sorted({_judge_failure_reason(p) for p in judged})
         return Verdict("error", "no judge could score this item's judged points: " + "; ".join(reasons), "judges")
-    return Verdict("passed" if (score or 0) >= threshold else "failed")
+    return Verdict("passed" if passes(score or 0.0, threshold) else "failed")
 
 
 def _judge_failure_reason(point: PointAssessment) -> str:

@@ -24,7 +24,7 @@ from pytest_weval.engine.transport.external import ExternalExecutor
 from pytest_weval.judges.config import JudgePanel
 from pytest_weval.results import ItemResult, Outcome, PointAssessment, Usage
 from pytest_weval.run.agent import AgentRunner, AgentWork
-from pytest_weval.run.outcome import decide, mistakes_message
+from pytest_weval.run.outcome import decide, mistakes_message, passes
 from pytest_weval.run.programs.runner import ProgramRunner
 
 BUILTIN_MODELS = frozenset({"ideal", "echo"})
@@ -144,7 +144,7 @@ class Pipeline:
             result = min(samples, key=lambda s: s.score or 0.0).model_copy()  # the first lowest
             result.score = scoring.round2(math.fsum(scores) / len(scores))
             result.sample_scores = scores
-            result.outcome = "passed" if result.score >= result.threshold else "failed"
+            result.outcome = "passed" if passes(result.score, result.threshold) else "failed"
         result.sample = work.sample
         result.usage = usage
         result.duration_s = time.monotonic() - started
