@@ -21,15 +21,14 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Coroutine
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 import httpx
 import sniffio
 
 from pytest_weval.blueprint.model import ModelSpec
-from pytest_weval.engine.claims import ClaimsStore, Coordinator, Landed, SpendLedger
+from pytest_weval.engine.claims import Coordinator, Landed, SpendLedger
 from pytest_weval.engine.errors import (
     BudgetReached,
     ModelCallError,
@@ -41,14 +40,8 @@ from pytest_weval.engine.errors import (
 from pytest_weval.engine.prices import Budget, PriceBook
 from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
-from pytest_weval.engine.store import postgres as store_pg
-from pytest_weval.engine.store.backends import claims_path, is_postgres, scrub, url_password
+from pytest_weval.engine.store.backends import backend_for, scrub
 from pytest_weval.engine.store.cache import ResponseCache, cache_key, make_entry, reply_from_entry
-from pytest_weval.engine.store.claims_sqlite import SqliteClaims
-from pytest_weval.engine.store.db import SqliteDB
-from pytest_weval.engine.store.files import FilesStore
-from pytest_weval.engine.store.sqlite import FILENAME as SQLITE_FILENAME
-from pytest_weval.engine.store.sqlite import SqliteStore
 from pytest_weval.engine.transport.http import async_client
 from pytest_weval.engine.transport.limits import Limits, Priority
 from pytest_weval.engine.transport.providers import (
@@ -67,7 +60,6 @@ from pytest_weval.engine.transport.ratelimit import (
     parse_retry_after,
 )
 from pytest_weval.engine.transport.retry import RETRY_STATUSES, Breaker, Failure, is_rate_limited, retry_delay
-from pytest_weval.files import write_atomic
 from pytest_weval.results import Usage
 
 log = logging.getLogger("pytest_weval.engine")
@@ -109,9 +101,7 @@ class Engine:
             adaptive=self.settings.adaptive,
         )
         self.breaker = Breaker(self.settings.breaker_threshold, self.settings.breaker_cooldown_s)
-        self._db: SqliteDB | None = None
-        self._coord_db: SqliteDB | None = None
-        self._pg: Any = None  # store_pg.PgDB, with a postgresql:// store
+        self._close_store: Callable[[], Awaitable[None]] = _nothing_to_close
         self.cache = ResponseCache(None, self.settings.cache_mode)
         self.coordinator: Coordinator | None = None
         self.run_id = self.settings.run_id or f"local-{uuid.uuid4().hex}"
@@ -181,42 +171,15 @@ class Engine:
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
             follow_redirects=False,
         )
-        cache_dir = Path(settings.cache_dir)
-        claims: ClaimsStore | None = None
-        if is_postgres(settings.cache_store):
-            # One database shared by machines: the cache and the claims (docs/engine.md,
-            # 'Claims across machines'). The URL's password, if any, is a secret like a key.
-            self.redactor.add(url_password(settings.cache_store))
-            if settings.cache_mode != "off" or settings.coordinating:
-                self._pg = pg = store_pg.PgDB(settings.cache_store)
-                await pg.open()  # StoreError: no psycopg, unreachable, refused, another schema version
-                if settings.cache_mode != "off":
-                    self.cache = ResponseCache(store_pg.PgStore(pg), settings.cache_mode)
-                if settings.coordinating:
-                    claims = store_pg.PgClaims(pg)
-        elif settings.cache_store == "sqlite":
-            needs_db = settings.cache_mode != "off" or settings.coordinating
-            if needs_db:
-                new_folder = not cache_dir.exists()
-                self._db = db = SqliteDB(cache_dir / SQLITE_FILENAME)
-                await db.run(lambda conn: None)  # create the file and schema now
-                if new_folder:
-                    # A database of replies is run-time state, never committed: as pytest does
-                    # for .pytest_cache/. (The files store holds recordings meant to be committed.)
-                    write_atomic(cache_dir / ".gitignore", b"# Created by pytest-weval automatically.\n*\n")
-                if settings.cache_mode != "off":
-                    self.cache = ResponseCache(SqliteStore(db), settings.cache_mode)
-            self._coord_db = self._db
-        else:
-            if settings.cache_mode != "off":
-                self.cache = ResponseCache(FilesStore(cache_dir), settings.cache_mode)
-            if settings.coordinating:
-                self._coord_db = SqliteDB(claims_path(settings))
-                await self._coord_db.run(lambda conn: None)
+        # The one place the store is chosen (engine/store/backends.py); it opens what these
+        # settings need: the replies' store, the claims' store, or neither.
+        opened = await backend_for(settings.cache_store, settings.cache_dir).open(settings, self.redactor)
+        self._close_store = opened.close
+        if opened.responses is not None:
+            self.cache = ResponseCache(opened.responses, settings.cache_mode)
+        claims = opened.claims
         if settings.coordinating:
-            if claims is None:
-                assert self._coord_db is not None  # opened above: the cache's database or a claims file
-                claims = SqliteClaims(self._coord_db)
+            assert claims is not None  # a coordinating run's backend opens its claims
             self.coordinator = Coordinator(
                 claims,
                 run_id=self.run_id,
@@ -266,10 +229,7 @@ class Engine:
             await self._http.aclose()
         if self.cache.store is not None:
             self.cache.store.close()
-        for db in {id(d): d for d in (self._db, self._coord_db) if d is not None}.values():
-            db.close()
-        if self._pg is not None:
-            await self._pg.aclose()
+        await self._close_store()
 
     def __enter__(self) -> Engine:
         return self.start()
@@ -763,3 +723,7 @@ def _created_at(entry: dict) -> float:
         return _dt.datetime.fromisoformat(str(created)).timestamp()
     except ValueError:
         return 0.0
+
+
+async def _nothing_to_close() -> None:
+    return None

@@ -2,10 +2,12 @@
 ``sqlite`` (default), ``files`` (recordings committed with examples) or a
 ``postgresql://user@host:port/database`` URL, a server shared by several machines.
 
-Also what works on a store from outside a run: the session-start check (``check_store``), the
-stop signal of an interrupted xdist controller (``request_stop``) and the operations of
-``python -m pytest_weval cache`` (``store_stats``, ``prune_store``). PostgreSQL's driver
-(psycopg, extra ``pytest-weval[postgres]``) is imported only when such a URL is used.
+One backend object per kind, chosen in one place (``backend_for``). Each opens what a run needs
+(``open``: the response store and the claims store, as the settings ask) and does what works on
+a store from outside a run: the session-start check (``check``), the stop signal of an
+interrupted xdist controller (``request_stop``) and the operations of ``python -m pytest_weval
+cache`` (``stats``, ``prune``). PostgreSQL's driver (psycopg, extra ``pytest-weval[postgres]``) is
+imported only when such a URL is used.
 
 A URL may hold a password; it never reaches any output: every text naming the store shows it
 through ``redact_url``, and errors are scrubbed of it. libpq's ``PGPASSWORD`` and ``~/.pgpass``
@@ -15,6 +17,7 @@ are the places for it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as _dt
 import hashlib
 import json
@@ -22,13 +25,17 @@ import logging
 import sqlite3
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pytest_weval.engine.claims import request_stop as _sqlite_request_stop
 from pytest_weval.engine.request import EngineSettings
+from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.store import postgres as store_pg
+from pytest_weval.engine.store.cache import Store
+from pytest_weval.engine.store.claims_sqlite import SqliteClaims
+from pytest_weval.engine.store.claims_store import ClaimsStore
 from pytest_weval.engine.store.common import (
     PASSWORD_MASK,
     POSTGRES_SCHEMES,
@@ -40,15 +47,22 @@ from pytest_weval.engine.store.common import (
     scrub,
     url_password,
 )
+from pytest_weval.engine.store.db import SqliteDB
+from pytest_weval.engine.store.files import FilesStore
 from pytest_weval.engine.store.sqlite import FILENAME as SQLITE_FILENAME
+from pytest_weval.engine.store.sqlite import SqliteStore
+from pytest_weval.files import write_atomic
 
 log = logging.getLogger("pytest_weval.engine")
 
 __all__ = [
     "PASSWORD_MASK",
     "POSTGRES_SCHEMES",
+    "OpenStore",
+    "StoreBackend",
     "StoreError",
     "StoreStats",
+    "backend_for",
     "check_store",
     "claims_path",
     "is_postgres",
@@ -62,58 +76,129 @@ __all__ = [
 ]
 
 
-def claims_path(settings: EngineSettings) -> Path:
-    """The SQLite file holding a run's claims and signals: the cache's own database, or, with
-    the files store, one outside the folder of committed recordings (claims are run-time state)."""
-    cache_dir = Path(settings.cache_dir)
-    if settings.cache_store == "sqlite":
-        return cache_dir / SQLITE_FILENAME
-    where = (
-        Path(settings.coordination_dir) if settings.coordination_dir else Path(tempfile.gettempdir()) / "pytest-weval"
-    )
-    digest = hashlib.sha256(str(cache_dir.resolve()).encode()).hexdigest()[:16]
-    return where / f"claims-{digest}.sqlite"
+@dataclasses.dataclass
+class OpenStore:
+    """What a run opened: its response store and its claims store (each None when the settings
+    need none), and how to close them."""
+
+    responses: Store | None = None
+    claims: ClaimsStore | None = None
+    close: Callable[[], Awaitable[None]] = dataclasses.field(default=lambda: _nothing())
 
 
-def check_store(settings: EngineSettings) -> None:
-    """Before anything is sent: a PostgreSQL store is reachable, its tables are made if missing
-    and of this version. Raises ``StoreError`` (one line). SQLite and files need no check."""
-    if not is_postgres(settings.cache_store):
-        return
-    asyncio.run(store_pg.check(settings.cache_store))
+async def _nothing() -> None:
+    return None
 
 
-def request_stop(settings: EngineSettings, run_id: str, name: str = "stop") -> None:
-    """Record signal ``name`` (``stop`` or ``stop:<session>``) for run ``run_id`` in the store
-    its processes read signals from; failures are logged, never raised (an interrupt goes on)."""
-    if is_postgres(settings.cache_store):
-        try:
-            asyncio.run(store_pg.record_signal(settings.cache_store, run_id, name))
-        except Exception as exc:  # noqa: BLE001 - the workers stop when their controller goes anyway
-            log.warning("weval claims: could not ask the workers to stop: %s", scrub(str(exc), settings.cache_store))
-        return
-    _sqlite_request_stop(claims_path(settings), run_id, name)
+class StoreBackend(Protocol):
+    async def open(self, settings: EngineSettings, redactor: Redactor) -> OpenStore: ...
+
+    def check(self) -> None: ...
+
+    def request_stop(self, settings: EngineSettings, run_id: str, name: str) -> None: ...
+
+    def stats(self) -> StoreStats: ...
+
+    def prune(self, cutoff: float, *, dry_run: bool) -> int: ...
 
 
-def store_stats(store: str, cache_dir: Path | str) -> StoreStats:
-    """Entries, size and age of the response cache (``StoreError`` when there is none)."""
+def backend_for(store: str, cache_dir: Path | str) -> StoreBackend:
+    """The one place a ``cache_store`` setting becomes a backend."""
     if is_postgres(store):
-        return asyncio.run(store_pg.stats(store))
+        return PostgresBackend(store)
     if store == "sqlite":
-        path = Path(cache_dir) / SQLITE_FILENAME
-        if not path.exists():
-            raise StoreError(f"no SQLite cache at {path}")
-        with _sqlite(path) as conn:
+        return SqliteBackend(Path(cache_dir))
+    if store == "files":
+        return FilesBackend(Path(cache_dir))
+    raise StoreError(f"unknown cache store {store!r}: choose sqlite, files or a postgresql:// URL")
+
+
+class SqliteBackend:
+    """The default: one SQLite file in the cache folder holds the replies and the claims."""
+
+    def __init__(self, cache_dir: Path):
+        self.cache_dir = cache_dir
+        self.path = cache_dir / SQLITE_FILENAME
+
+    async def open(self, settings: EngineSettings, redactor: Redactor) -> OpenStore:
+        if settings.cache_mode == "off" and not settings.coordinating:
+            return OpenStore()
+        new_folder = not self.cache_dir.exists()
+        db = SqliteDB(self.path)
+        await db.run(lambda conn: None)  # create the file and schema now
+        if new_folder:
+            # A database of replies is run-time state, never committed: as pytest does for
+            # .pytest_cache/. (The files store holds recordings meant to be committed.)
+            write_atomic(self.cache_dir / ".gitignore", b"# Created by pytest-weval automatically.\n*\n")
+
+        async def close() -> None:
+            db.close()
+
+        return OpenStore(
+            responses=SqliteStore(db) if settings.cache_mode != "off" else None,
+            claims=SqliteClaims(db) if settings.coordinating else None,
+            close=close,
+        )
+
+    def check(self) -> None:
+        return None
+
+    def request_stop(self, settings: EngineSettings, run_id: str, name: str) -> None:
+        _sqlite_request_stop(claims_path(settings), run_id, name)
+
+    def stats(self) -> StoreStats:
+        if not self.path.exists():
+            raise StoreError(f"no SQLite cache at {self.path}")
+        with _sqlite(self.path) as conn:
             entries, oldest, newest = conn.execute(
                 "SELECT count(*), min(created), max(created) FROM responses"
             ).fetchone()
             models = conn.execute(
                 "SELECT model, count(*) FROM responses GROUP BY model ORDER BY count(*) DESC, model"
             ).fetchall()
-        size = sum(p.stat().st_size for p in path.parent.glob(SQLITE_FILENAME + "*") if p.is_file())
-        return StoreStats(str(path), entries, size, oldest, newest, [(m, c) for m, c in models])
-    if store == "files":
-        folder = Path(cache_dir)
+        size = sum(p.stat().st_size for p in self.path.parent.glob(SQLITE_FILENAME + "*") if p.is_file())
+        return StoreStats(str(self.path), entries, size, oldest, newest, [(m, c) for m, c in models])
+
+    def prune(self, cutoff: float, *, dry_run: bool) -> int:
+        if not self.path.exists():
+            raise StoreError(f"no SQLite cache at {self.path}")
+        with _sqlite(self.path) as conn:
+            if dry_run:
+                return int(conn.execute("SELECT count(*) FROM responses WHERE created < ?", (cutoff,)).fetchone()[0])
+            removed = conn.execute("DELETE FROM responses WHERE created < ?", (cutoff,)).rowcount
+            conn.commit()
+            if removed:
+                conn.execute("VACUUM")  # give the space back (it waits for concurrent writers)
+        return int(removed)
+
+
+class FilesBackend:
+    """Recordings committed with a project: one JSON file per reply; the claims, run-time
+    state, in a SQLite file outside the folder (``claims_path``)."""
+
+    def __init__(self, cache_dir: Path):
+        self.cache_dir = cache_dir
+
+    async def open(self, settings: EngineSettings, redactor: Redactor) -> OpenStore:
+        responses = FilesStore(self.cache_dir) if settings.cache_mode != "off" else None
+        if not settings.coordinating:
+            return OpenStore(responses=responses)
+        db = SqliteDB(claims_path(settings))
+        await db.run(lambda conn: None)
+
+        async def close() -> None:
+            db.close()
+
+        return OpenStore(responses=responses, claims=SqliteClaims(db), close=close)
+
+    def check(self) -> None:
+        return None
+
+    def request_stop(self, settings: EngineSettings, run_id: str, name: str) -> None:
+        _sqlite_request_stop(claims_path(settings), run_id, name)
+
+    def stats(self) -> StoreStats:
+        folder = self.cache_dir
         if not folder.is_dir():
             raise StoreError(f"no files cache at {folder}")
         counts: dict[str, int] = {}
@@ -134,29 +219,9 @@ def store_stats(store: str, cache_dir: Path | str) -> StoreStats:
             max(times, default=None),
             models,
         )
-    raise StoreError(f"unknown cache store {store!r}: choose sqlite, files or a postgresql:// URL")
 
-
-def prune_store(store: str, cache_dir: Path | str, older_than_s: float, *, dry_run: bool = False) -> int:
-    """Delete response entries created more than ``older_than_s`` ago; returns how many
-    (``dry_run``: only counts them)."""
-    cutoff = time.time() - older_than_s
-    if is_postgres(store):
-        return asyncio.run(store_pg.prune(store, cutoff, dry_run=dry_run))
-    if store == "sqlite":
-        path = Path(cache_dir) / SQLITE_FILENAME
-        if not path.exists():
-            raise StoreError(f"no SQLite cache at {path}")
-        with _sqlite(path) as conn:
-            if dry_run:
-                return int(conn.execute("SELECT count(*) FROM responses WHERE created < ?", (cutoff,)).fetchone()[0])
-            removed = conn.execute("DELETE FROM responses WHERE created < ?", (cutoff,)).rowcount
-            conn.commit()
-            if removed:
-                conn.execute("VACUUM")  # give the space back (it waits for concurrent writers)
-        return int(removed)
-    if store == "files":
-        folder = Path(cache_dir)
+    def prune(self, cutoff: float, *, dry_run: bool) -> int:
+        folder = self.cache_dir
         if not folder.is_dir():
             raise StoreError(f"no files cache at {folder}")
         removed = 0
@@ -167,7 +232,77 @@ def prune_store(store: str, cache_dir: Path | str, older_than_s: float, *, dry_r
                 if not dry_run:
                     path.unlink(missing_ok=True)
         return removed
-    raise StoreError(f"unknown cache store {store!r}: choose sqlite, files or a postgresql:// URL")
+
+
+class PostgresBackend:
+    """One database shared by machines: the cache and the claims (docs/engine.md, 'Claims
+    across machines'). The URL's password, if any, is a secret like a key."""
+
+    def __init__(self, url: str):
+        self.url = url
+
+    async def open(self, settings: EngineSettings, redactor: Redactor) -> OpenStore:
+        redactor.add(url_password(self.url))
+        if settings.cache_mode == "off" and not settings.coordinating:
+            return OpenStore()
+        pg = store_pg.PgDB(self.url)
+        await pg.open()  # StoreError: no psycopg, unreachable, refused, another schema version
+        return OpenStore(
+            responses=store_pg.PgStore(pg) if settings.cache_mode != "off" else None,
+            claims=store_pg.PgClaims(pg) if settings.coordinating else None,
+            close=pg.aclose,
+        )
+
+    def check(self) -> None:
+        asyncio.run(store_pg.check(self.url))
+
+    def request_stop(self, settings: EngineSettings, run_id: str, name: str) -> None:
+        try:
+            asyncio.run(store_pg.record_signal(self.url, run_id, name))
+        except Exception as exc:  # noqa: BLE001 - the workers stop when their controller goes anyway
+            log.warning("weval claims: could not ask the workers to stop: %s", scrub(str(exc), self.url))
+
+    def stats(self) -> StoreStats:
+        return asyncio.run(store_pg.stats(self.url))
+
+    def prune(self, cutoff: float, *, dry_run: bool) -> int:
+        return asyncio.run(store_pg.prune(self.url, cutoff, dry_run=dry_run))
+
+
+def claims_path(settings: EngineSettings) -> Path:
+    """The SQLite file holding a run's claims and signals: the cache's own database, or, with
+    the files store, one outside the folder of committed recordings (claims are run-time state)."""
+    cache_dir = Path(settings.cache_dir)
+    if settings.cache_store == "sqlite":
+        return cache_dir / SQLITE_FILENAME
+    where = (
+        Path(settings.coordination_dir) if settings.coordination_dir else Path(tempfile.gettempdir()) / "pytest-weval"
+    )
+    digest = hashlib.sha256(str(cache_dir.resolve()).encode()).hexdigest()[:16]
+    return where / f"claims-{digest}.sqlite"
+
+
+def check_store(settings: EngineSettings) -> None:
+    """Before anything is sent: a PostgreSQL store is reachable, its tables are made if missing
+    and of this version. Raises ``StoreError`` (one line). SQLite and files need no check."""
+    backend_for(settings.cache_store, settings.cache_dir).check()
+
+
+def request_stop(settings: EngineSettings, run_id: str, name: str = "stop") -> None:
+    """Record signal ``name`` (``stop`` or ``stop:<session>``) for run ``run_id`` in the store
+    its processes read signals from; failures are logged, never raised (an interrupt goes on)."""
+    backend_for(settings.cache_store, settings.cache_dir).request_stop(settings, run_id, name)
+
+
+def store_stats(store: str, cache_dir: Path | str) -> StoreStats:
+    """Entries, size and age of the response cache (``StoreError`` when there is none)."""
+    return backend_for(store, cache_dir).stats()
+
+
+def prune_store(store: str, cache_dir: Path | str, older_than_s: float, *, dry_run: bool = False) -> int:
+    """Delete response entries created more than ``older_than_s`` ago; returns how many
+    (``dry_run``: only counts them)."""
+    return backend_for(store, cache_dir).prune(time.time() - older_than_s, dry_run=dry_run)
 
 
 class _sqlite:
