@@ -69,21 +69,27 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> Path:
         path = project / "blueprints" / folder / f"{folder}.yml"
         path.parent.mkdir(parents=True)
         path.write_text(BLUEPRINT.format(title=title))
+    _run_shards(project, "out", (), expect=0)
+    return project
+
+
+def _run_shards(project: Path, prefix: str, options: tuple[str, ...], *, expect: int) -> None:
+    """Run the project three times into <prefix>-1 (north), <prefix>-2 (south) and <prefix>-all,
+    cache off so that each run sends."""
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL")) and k != "PYTEST_ADDOPTS"}
     with FakeServer(RULES) as server:
         env.update(server.env())
-        common = ("-p", "no:cacheprovider", "--weval-judges=openai:judge", "--weval-cache=off")
-        for out, selection in (("out-1", ("-k", "north")), ("out-2", ("-k", "south")), ("out-all", ())):
+        common = ("-p", "no:cacheprovider", "--weval-judges=openai:judge", "--weval-cache=off", *options)
+        for out, selection in (("1", ("-k", "north")), ("2", ("-k", "south")), ("all", ())):
             done = subprocess.run(
-                [sys.executable, "-m", "pytest", *common, f"--weval-out={out}", *selection],
+                [sys.executable, "-m", "pytest", *common, f"--weval-out={prefix}-{out}", *selection],
                 cwd=project,
                 env=env,
                 capture_output=True,
                 text=True,
                 timeout=120,
             )
-            assert done.returncode == 0, done.stdout + done.stderr
-    return project
+            assert done.returncode == expect, done.stdout + done.stderr
 
 
 def test_merge_rebuilds_the_files_one_run_over_every_shard_writes(shards: Path):
@@ -103,21 +109,8 @@ def test_merge_rebuilds_the_files_one_run_over_every_shard_writes(shards: Path):
 def test_merge_writes_the_gates_a_single_run_writes(shards: Path):
     """Two shards held to --weval-min-score and --weval-baseline (the whole run of before): the
     merged summary.json is the single run's, `minScore` and `baseline` included."""
-    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL")) and k != "PYTEST_ADDOPTS"}
-    gates = ("--weval-min-score=0.95", f"--weval-baseline={shards / 'out-all'}")
-    with FakeServer(RULES) as server:
-        env.update(server.env())
-        common = ("-p", "no:cacheprovider", "--weval-judges=openai:judge", "--weval-cache=off", *gates)
-        for out, selection in (("gated-1", ("-k", "north")), ("gated-2", ("-k", "south")), ("gated-all", ())):
-            done = subprocess.run(
-                [sys.executable, "-m", "pytest", *common, f"--weval-out={out}", *selection],
-                cwd=shards,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-            assert done.returncode == 1, done.stdout + done.stderr  # the min-score gate fails (means 0.88-0.94)
+    # the min-score gate fails each run (its means are 0.88-0.94)
+    _run_shards(shards, "gated", ("--weval-min-score=0.95", f"--weval-baseline={shards / 'out-all'}"), expect=1)
     done = cli("merge", str(shards / "gated-1"), str(shards / "gated-2"), "--out", str(shards / "gated-merged"))
     assert done.returncode == 0, done.stderr
     merged, whole = _files(shards / "gated-merged"), _files(shards / "gated-all")
