@@ -25,7 +25,6 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 import httpx
-import sniffio
 
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine.claims import Coordinator, Landed, SpendLedger
@@ -162,15 +161,7 @@ class Engine:
 
     async def _open(self) -> None:
         settings = self.settings
-        # httpcore and anyio ask sniffio which async library runs on every lock, event and
-        # socket timeout (~30 times a request); this thread only ever runs this asyncio loop,
-        # so say so once (sniffio's documented per-thread setting) instead of letting it sniff.
-        sniffio.thread_local.name = "asyncio"
-        self._http = async_client(
-            timeout=httpx.Timeout(settings.timeout_s),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
-            follow_redirects=False,
-        )
+        self._http = async_client(timeout=httpx.Timeout(settings.timeout_s), follow_redirects=False)
         # The one place the store is chosen (engine/store/backends.py); it opens what these
         # settings need: the replies' store, the claims' store, or neither.
         opened = await backend_for(settings.cache_store, settings.cache_dir).open(settings, self.redactor)
