@@ -173,8 +173,8 @@ def test_interrupt_cancels_what_is_in_flight_and_sends_nothing_more(make_engine,
 
 def test_a_stop_recorded_in_the_claims_store_reaches_every_worker_of_the_run(make_engine, server):
     from pytest_weval.engine.claims import request_stop
-    from pytest_weval.engine.store.backends import claims_path
     from pytest_weval.engine.errors import RunInterrupted
+    from pytest_weval.engine.store.backends import claims_path
 
     workers = [make_engine(worker_count=2, worker_id=f"gw{n}", run_id="run-1") for n in range(2)]
     request_stop(claims_path(workers[0].settings), "run-1")
