@@ -3,7 +3,8 @@ holds, their estimated input tokens and an estimated cost range (docs/engine.md,
 
 Each item goes through the pipeline's own steps (generation, key-point extraction, judging) on
 a ``PlanClient`` that answers from the cache and sends nothing, so requests are built and
-de-duplicated exactly as the run would build them. A judge call that needs an answer the cache
+de-duplicated exactly as the run would build them, and counted into per-model totals as they
+are met (nothing is kept per request but what de-duplication needs). A judge call that needs an answer the cache
 does not hold yet cannot be built; it is counted under a stand-in key made of what its request
 would be made of (the answer's own requests, the judge, the criterion), so items that will get
 the same answer and ask the same judge the same question are counted once, as the run sends them.
@@ -13,14 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 from collections.abc import Sequence
 from typing import Any
 
 from pytest_weval import judges as judging
 from pytest_weval.blueprint.model import EvalPoint
 from pytest_weval.engine import Engine, ModelCallError, ModelReply, ModelRequest
-from pytest_weval.engine.prices import PriceBook, estimate_input_tokens
+from pytest_weval.engine.prices import Price, PriceBook, estimate_input_tokens
 from pytest_weval.run.pipeline import ItemWork, Pipeline, PipelineSettings, judged_subject, mistaken_points
 from pytest_weval.run.preflight import Preflight, needs_judges
 
@@ -36,57 +36,96 @@ class NotInCache(ModelCallError):
     kind = "not_cached"
 
 
-@dataclasses.dataclass
-class PlannedRequest:
-    model_id: str
-    purpose: str  # generate | judge | extract
-    cached: bool
-    input_tokens: float
-    max_output_tokens: int
-    reply: ModelReply | None = None
+_UNSEEN = object()
 
 
 class PlanClient:
-    """A ``ModelClient`` that sends nothing: it records each distinct request and answers it
-    from the cache when it can."""
+    """A ``ModelClient`` that sends nothing: it counts each distinct request once, into per-model
+    totals, and answers it from the cache when it can. It keeps a reply per real request key (the
+    answers judges are then asked about) and only a number per stand-in (``foresee``), so a
+    plan of millions of requests holds no object per request."""
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, prices: PriceBook):
         self.engine = engine
-        self.requests: dict[str, PlannedRequest] = {}
+        self.prices = prices
+        self.by_model: dict[str, ModelPlan] = {}
+        self._replies: dict[Any, Any] = {}  # key -> the cached reply, None, or a Future while read
+        self._foreseen: set[int] = set()
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        key = self.engine.key_for(request)
-        planned = self.requests.get(key)
-        if planned is None:
+        key = self._key(request)
+        known = self._replies.get(key, _UNSEEN)
+        if isinstance(known, asyncio.Future):  # another item is reading it from the cache
+            reply = await known
+        elif known is _UNSEEN:
+            reading: asyncio.Future[ModelReply | None] = asyncio.get_running_loop().create_future()
+            self._replies[key] = reading
             reply = await self.engine.cached_reply(request)
-            planned = self.requests[key] = PlannedRequest(
-                model_id=request.model.id,
-                purpose=request.purpose,
-                cached=reply is not None,
-                input_tokens=estimate_input_tokens(request),
-                max_output_tokens=self.engine.adapter(request.model).max_tokens(request) or OUTPUT_HIGH_DEFAULT,
-                reply=reply,
+            self._replies[key] = reply
+            reading.set_result(reply)
+            max_output = self.engine.adapter(request.model).max_tokens(request) or OUTPUT_HIGH_DEFAULT
+            self._count(
+                request.model.id, request.purpose, estimate_input_tokens(request), max_output, reply is not None
             )
-        if planned.reply is None:
+        else:
+            reply = known
+        if reply is None:
             raise NotInCache(f"{request.model.id}: not in the cache", model_id=request.model.id)
-        return planned.reply
+        return reply
 
-    def foresee(self, stand_in: str, model_id: str, purpose: str, input_tokens: float, max_output: int) -> None:
-        """A request that will be built from an answer the cache does not hold yet."""
-        self.requests.setdefault(
-            stand_in,
-            PlannedRequest(model_id, purpose, cached=False, input_tokens=input_tokens, max_output_tokens=max_output),
+    def _key(self, request: ModelRequest) -> Any:
+        """The request's cache key; with no cache to look in, what the key is made of instead
+        (the adapter's body need not be built: the request cannot be in any cache)."""
+        if self.engine.cache.store is not None:
+            return self.engine.key_for(request)
+        return (
+            request.model.id,
+            repr(request.model.custom) if request.model.custom is not None else None,
+            request.messages,
+            request.temperature,
+            request.max_tokens,
+            request.sample,
         )
+
+    def foresee(
+        self, stand_in: tuple[Any, ...], model_id: str, purpose: str, input_tokens: float, max_output: int
+    ) -> None:
+        """A request that will be built from an answer the cache does not hold yet; ``stand_in``
+        is what it will be made of (kept as its hash: 2^-64 odds that two differ and meet)."""
+        marker = hash(stand_in)
+        if marker not in self._foreseen:
+            self._foreseen.add(marker)
+            self._count(model_id, purpose, input_tokens, max_output, cached=False)
+
+    def _count(self, model_id: str, purpose: str, input_tokens: float, max_output: int, cached: bool) -> None:
+        row = self.by_model.get(model_id)
+        if row is None:
+            row = self.by_model[model_id] = ModelPlan(price=self.prices.price(model_id))
+        row.add(purpose, input_tokens, max_output, cached)
 
 
 @dataclasses.dataclass
 class ModelPlan:
+    price: Price | None = None  # None: the model has no known price (its cost is unknown)
     requests: int = 0
     cached: int = 0
     by_purpose: dict[str, int] = dataclasses.field(default_factory=dict)
     input_tokens: float = 0.0  # of the requests still to send
     cost_low: float | None = 0.0
     cost_high: float | None = 0.0
+
+    def add(self, purpose: str, input_tokens: float, max_output: int, cached: bool) -> None:
+        self.requests += 1
+        self.by_purpose[purpose] = self.by_purpose.get(purpose, 0) + 1
+        if cached:
+            self.cached += 1
+            return
+        self.input_tokens += input_tokens
+        if self.price is None or self.cost_low is None:
+            self.cost_low = self.cost_high = None
+            return
+        self.cost_low += self.price.cost(input_tokens, min(OUTPUT_LOW, max_output))
+        self.cost_high = (self.cost_high or 0) + self.price.cost(input_tokens, max_output)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -178,7 +217,7 @@ def make_plan(
     checked: Preflight | None = None,
 ) -> Plan:
     """The plan of ``works``: runs on ``engine``'s loop, reading its cache, sending nothing."""
-    client = PlanClient(engine)
+    client = PlanClient(engine, prices)
     pipeline = Pipeline(client, settings)
     if settings.repeat > 1:  # --weval-repeat: each item is asked N times, each sample its own request
         works = [dataclasses.replace(work, sample=k) for work in works for k in range(settings.repeat)]
@@ -188,26 +227,11 @@ def make_plan(
             await asyncio.gather(*(_plan_item(pipeline, client, work) for work in works[start : start + _BATCH]))
 
     engine.run_coroutine(plan_all()).result()
-    by_model: dict[str, ModelPlan] = {}
-    for planned in client.requests.values():
-        row = by_model.setdefault(planned.model_id, ModelPlan())
-        row.requests += 1
-        row.by_purpose[planned.purpose] = row.by_purpose.get(planned.purpose, 0) + 1
-        if planned.cached:
-            row.cached += 1
-            continue
-        row.input_tokens += planned.input_tokens
-        price = prices.price(planned.model_id)
-        if price is None or row.cost_low is None:
-            row.cost_low = row.cost_high = None
-        else:
-            row.cost_low += price.cost(planned.input_tokens, min(OUTPUT_LOW, planned.max_output_tokens))
-            row.cost_high = (row.cost_high or 0) + price.cost(planned.input_tokens, planned.max_output_tokens)
     missing = [
         {"variable": m.variable, "models": sorted(m.models), "judges": sorted(m.judges), "items": m.items}
         for m in sorted((checked.missing if checked else {}).values(), key=lambda m: m.variable)
     ]
-    return Plan(by_model, missing)
+    return Plan(client.by_model, missing)
 
 
 async def _plan_item(pipeline: Pipeline, client: PlanClient, work: ItemWork) -> None:
@@ -258,15 +282,11 @@ async def _plan_item(pipeline: Pipeline, client: PlanClient, work: ItemWork) -> 
     # stand-in keys.
     answer = _answer_identity(pipeline, work) if conversation.error is not None else conversation.final_text
     prompt_tokens = sum(len(m.content or "") for m in prompt.messages) / 4
+    description = work.blueprint.description
     for point in text_points:
         for judge in panel.judges:
-            stand_in = hashlib.sha256(
-                repr(
-                    (answer, judge.model, judge.approach, panel.scale, point.text, work.blueprint.description)
-                ).encode()
-            ).hexdigest()
             client.foresee(
-                f"pending:{stand_in}",
+                (answer, judge.model, judge.approach, panel.scale, point.text, description),
                 judge.model,
                 "judge",
                 input_tokens=400 + prompt_tokens + len(point.text or "") / 4,  # the judge prompt, the answer unknown
