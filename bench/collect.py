@@ -20,7 +20,18 @@ import textwrap
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+# The configs corpus beside the checkout, where the project keeps it; in a plain clone, the
+# repository's own example suite (a folder holding blueprints/).
 DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus" / "weval-configs"
+EXAMPLES = HERE.parent / "example_blueprints"
+
+
+def default_corpus() -> Path:
+    if (DEFAULT_CORPUS / "blueprints").is_dir():
+        return DEFAULT_CORPUS
+    print(f"(no corpus at {DEFAULT_CORPUS}: measuring the example suite; --corpus DIR names another)")
+    return EXAMPLES
+
 
 # Runs pytest in-process in a fresh interpreter and reports time, peak RSS and per-file counts.
 _DRIVER = textwrap.dedent(
@@ -87,9 +98,9 @@ def run_pytest(args: list[str], cwd: Path, env: dict[str, str]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--corpus", type=Path, default=None, help="a folder holding blueprints/")
     options = parser.parse_args()
-    corpus = options.corpus.resolve()
+    corpus = (options.corpus or default_corpus()).resolve()
     blueprints = corpus / "blueprints"
     base_args = [
         "--collect-only",

@@ -32,7 +32,18 @@ from pytest_weval.scoring import (  # noqa: E402
 )
 from pytest_weval.scoring.v8 import STATS  # noqa: E402
 
+# The configs corpus beside the checkout, where the project keeps it; in a plain clone, the
+# repository's own example suite (a folder holding blueprints/).
 DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus" / "weval-configs"
+EXAMPLES = HERE.parent / "example_blueprints"
+
+
+def default_corpus() -> Path:
+    if (DEFAULT_CORPUS / "blueprints").is_dir():
+        return DEFAULT_CORPUS
+    print(f"(no corpus at {DEFAULT_CORPUS}: measuring the example suite; --corpus DIR names another)")
+    return EXAMPLES
+
 
 RESPONSE = """\
 Thank you for the question. Here is a careful answer, with the reasoning laid out step by step.
@@ -112,11 +123,13 @@ async def score_all(groups: list[list[EvalPoint]]) -> tuple[float, list]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--corpus", type=Path, default=None, help="a folder holding blueprints/")
     parser.add_argument("--passes", type=int, default=5)
     options = parser.parse_args()
 
-    groups, n_files, failed = load_corpus(options.corpus)
+    groups, n_files, failed = load_corpus(options.corpus or default_corpus())
+    if not groups:
+        raise SystemExit("no function points to score in that corpus")
     n_points = sum(len(g) for g in groups)
     by_fn = collections.Counter(
         p.fn if p.fn in REGISTERED_FUNCTIONS else "(unknown: an authoring error)" for g in groups for p in g
@@ -137,7 +150,7 @@ def main() -> None:
             errors = collections.Counter(("authoring" if a.authoring_error else "point") for a in flat if a.error)
             scored = [a.coverage_extent for a in flat if a.coverage_extent is not None]
             print(
-                f"results: {len(scored)} scored (mean {statistics.fmean(scored):.3f}), "
+                f"results: {len(scored)} scored (mean {statistics.fmean(scored) if scored else float('nan'):.3f}), "
                 f"{errors['point']} point errors, {errors['authoring']} authoring errors"
             )
 

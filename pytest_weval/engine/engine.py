@@ -117,7 +117,9 @@ class Engine:
         self._pacers: dict[str, Pacer] = {}
         self._counted: set[str] = set()  # keys of the distinct requests already in the run's usage
         self.prices = PriceBook(self.settings.prices)
-        self.budget = Budget(self.settings.budget_usd, self.prices)  # shared through the claims file under xdist
+        self.budget = Budget(
+            self.settings.budget_usd, self.prices, keeps_replies=self.settings.cache_mode != "off"
+        )  # shared through the claims file under xdist
         self._stores: set[asyncio.Task[bool]] = set()  # cache writes: finished even on Ctrl-C
         self._interrupted = False
         # Lines for the person watching the run (a provider started throttling), taken by the

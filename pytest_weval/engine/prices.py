@@ -119,9 +119,10 @@ class Budget:
     count here; the processes of an xdist run keep it in a shared ledger (``use_ledger``), so
     the rule is the same over all of them."""
 
-    def __init__(self, limit_usd: float | None, prices: PriceBook):
+    def __init__(self, limit_usd: float | None, prices: PriceBook, *, keeps_replies: bool = True):
         self.limit_usd = limit_usd
         self.prices = prices
+        self.keeps_replies = keeps_replies  # the cache keeps what was received (not --weval-cache=off)
         self.spent_here = 0.0  # by this process's replies
         self._run_spent = 0.0  # the whole run's, as the ledger last said
         self._reserved = 0.0  # by this process's attempts in flight
@@ -176,11 +177,12 @@ class Budget:
                 self._in_flight += 1
                 return amount
             if spent >= limit:
-                raise BudgetReached(
-                    f"budget reached (${spent:.4f} of ${limit:g}): {model_id} not asked; replies "
-                    "received so far are in the cache, so a larger --weval-budget continues from here",
-                    model_id=model_id,
+                kept = (
+                    "the replies received are in the cache, so a larger --weval-budget continues from here"
+                    if self.keeps_replies
+                    else "with --weval-cache=off the replies received are not kept: a larger --weval-budget asks again"
                 )
+                raise BudgetReached(f"budget reached (${spent:.4f} of ${limit:g}): {kept}", model_id=model_id)
             if self._releases == releases:  # else one settled while we looked: look again now
                 await self._next_release(None if self._ledger is None else self._poll_s)
 

@@ -13,7 +13,6 @@ from typing import Any
 from pytest_weval.blueprint.loader import RawSource
 from pytest_weval.blueprint.model import Blueprint, EvalPoint, Finding, Location, Prompt
 from pytest_weval.jsvalues import js_json
-from pytest_weval.lint.regex import dialect_problems
 from pytest_weval.lint.static import base_name, score_range
 from pytest_weval.scoring import (
     PATTERN_FUNCTIONS,
@@ -24,6 +23,7 @@ from pytest_weval.scoring import (
     subject_text,
 )
 from pytest_weval.scoring.functions import FnError, patterns_of
+from pytest_weval.scoring.regex_dialect import dialect_problems
 
 # Functions with a `$not_` twin (the registry's negations, by positive base name).
 _NEGATABLE = frozenset(

@@ -37,6 +37,26 @@ def pytest_configure(config: pytest.Config) -> None:
     # One unreadable blueprint must not stop the others: pytest would otherwise interrupt the
     # session after any collection error. The errors still fail the run's exit status.
     config.option.continue_on_collection_errors = True
+    _default_asyncio_loop_scope(config)
     register(config)
     config.pluginmanager.register(SummaryReasons(), "weval-summary-reasons")
     html_columns.register(config)  # pytest-html's columns, when it writes a report
+
+
+def _default_asyncio_loop_scope(config: pytest.Config) -> None:
+    """Our test extra installs pytest-asyncio, which then warns on every run of a project that
+    does not set ``asyncio_default_fixture_loop_scope`` (three lines about an option the project
+    never chose). Unset, it takes ``function``, the value pytest-asyncio will default to; a value
+    the project sets is left alone. pytest has no public way to default another plugin's ini
+    value, so this writes its ini cache; should that change, the warning is back, nothing else."""
+    if not config.pluginmanager.has_plugin("asyncio"):
+        return
+    name = "asyncio_default_fixture_loop_scope"
+    try:
+        if config.getini(name):
+            return
+    except ValueError:  # not a known ini name in this pytest-asyncio
+        return
+    cache = getattr(config, "_inicache", None)
+    if isinstance(cache, dict):
+        cache[name] = "function"

@@ -138,16 +138,20 @@ class WevalItem(pytest.Item):
         result = error.result
         tbstyle = str(self.config.getoption("tbstyle", "auto"))
         detail = detail_for(tbstyle, self.config.get_verbosity())
-        if tbstyle == "line":  # pytest prints the crash line below, and only that is wanted
-            text = ""
+        line, message = crash_line(result)
+        where = os.path.relpath(self.path, self.config.invocation_params.dir)
+        if tbstyle == "line":
+            # One line per item, naming its model (two models' failures must not read alike).
+            # pytest prints a failure's crash line itself, but for an error only this text.
+            message = f"[{self.name.partition('[')[2].rstrip(']')}] {message}"
+            crash = ReprFileLocation(where, line or 0, message)
+            text = "" if isinstance(error, WevalScoreFailure) else f"{crash}\n"
         elif isinstance(error, WevalScoreFailure):
             text = explain_failure(result, detail)
-        elif result.not_run:  # said once, in full, by the pre-flight
+        elif result.not_run or result.error_kind == "budget":  # said once, in full, by the pre-flight or the summary
             text = (result.error or "") + "\n"
         else:
             text = explain_error(result, detail)
-        line, message = crash_line(result)
-        where = os.path.relpath(self.path, self.config.invocation_params.dir)
         return ReprExceptionInfo(
             reprtraceback=ReprTracebackNative(text.splitlines(keepends=True)),
             reprcrash=ReprFileLocation(where, line or 0, message),

@@ -35,6 +35,7 @@ ALWAYS_WARN = frozenset(
     {
         "empty-collection",
         "duplicate-prompt-id",
+        "ignored-key",
         "unknown-function",
         "undefined-ref",
         "invalid-point",
@@ -106,20 +107,31 @@ def warn_findings(findings: list[Finding], path: Path, category: type[Warning], 
 
 
 def warn_mistakes(findings: list[Finding], path: Path, shown_path: str, category: type[Warning]) -> None:
-    """The warnings of an ordinary run: each placeholder with no models on its own, and a file's
-    authoring mistakes as one warning at the first, with how many there are (a benchmark
-    blueprint can hold twenty quoted `"$contains: ..."` points: a warning each buried the rest
-    of the output, and a configs repository with no keys must fit on one screen)."""
-    mistakes = [f for f in findings if f.code not in _NOT_MISTAKES]
-    if len(mistakes) < 2:
+    """The warnings of an ordinary run: each placeholder with no models and each repeated prompt
+    id on its own; a file's authoring mistakes as one warning at the first, with how many there
+    are, and its ignored keys (a misspelt `shuold:`) likewise (a benchmark blueprint can hold
+    twenty quoted `"$contains: ..."` points: a warning each buried the rest of the output, and a
+    configs repository with no keys must fit on one screen)."""
+    warn_findings([f for f in findings if f.code in _NOT_MISTAKES], path, category, with_code=False)
+    ignored = [f for f in findings if f.code == "ignored-key"]
+    mistakes = [f for f in findings if f.code not in _NOT_MISTAKES and f.code != "ignored-key"]
+    _warn_group(
+        mistakes,
+        f"points or prompts in this file have mistakes, so the items holding them error without being sent "
+        f"(pytest --weval-lint {shown_path} lists each)",
+        path,
+        category,
+    )
+    _warn_group(ignored, f"keys in this file are ignored (pytest --weval-lint {shown_path} lists each)", path, category)
+
+
+def _warn_group(findings: list[Finding], what: str, path: Path, category: type[Warning]) -> None:
+    """One finding as it is; several as one warning at the first, with how many there are."""
+    if len(findings) < 2:
         warn_findings(findings, path, category, with_code=False)
         return
-    warn_findings([f for f in findings if f.code in _NOT_MISTAKES], path, category, with_code=False)
-    first = mistakes[0]
-    message = (
-        f"{len(mistakes)} points or prompts in this file have mistakes, so the items holding them error "
-        f"without being sent (pytest --weval-lint {shown_path} lists each); the first: {first.message}"
-    )
+    first = findings[0]
+    message = f"{len(findings)} {what}; the first: {first.message}"
     warnings.warn_explicit(category(message), category=category, filename=str(path), lineno=first.location.line or 1)
 
 

@@ -419,7 +419,7 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
             f"{option_name('weval_threshold')} = {threshold:g}: a threshold is a score between 0 and 1"
         )
     rootdir = config.rootpath
-    cache_dir = _path(config, _raw(config, "weval_cache_dir")) or rootdir / ".weval_cache"
+    cache_dir = _path(config, _raw(config, "weval_cache_dir")) or find_cache_dir(rootdir)
     return WevalSettings(
         rootdir=rootdir,
         models=_split(_raw(config, "weval_models")),
@@ -455,6 +455,22 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
         run_id=_run_id(config),
         fixtures=_path(config, _raw(config, "weval_fixtures")),
     )
+
+
+CACHE_FOLDER = ".weval_cache"
+
+
+def find_cache_dir(rootdir: Path) -> Path:
+    """The default cache: an existing ``.weval_cache`` in the rootdir or a folder above it, up to
+    the repository's top (as git finds ``.git``), so that ``cd blueprints && pytest`` (which moves
+    the rootdir) replays the project's cache instead of starting an empty one; else a new one in
+    the rootdir."""
+    for folder in (rootdir, *rootdir.parents):
+        if (folder / CACHE_FOLDER).is_dir():
+            return folder / CACHE_FOLDER
+        if (folder / ".git").exists():
+            break
+    return rootdir / CACHE_FOLDER
 
 
 def _cache_store(config: pytest.Config) -> str:

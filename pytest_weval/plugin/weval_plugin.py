@@ -33,7 +33,7 @@ from pytest_weval.blueprint import load_blueprint, load_model_defs
 from pytest_weval.blueprint.fixtures import ResponseFixtures, load_fixtures
 from pytest_weval.blueprint.model import Blueprint, BlueprintError, Location
 from pytest_weval.engine.prices import PriceBook
-from pytest_weval.engine.store.backends import StoreError, check_store, is_postgres, request_stop
+from pytest_weval.engine.store.backends import StoreError, check_store, is_postgres, redact_url, request_stop
 from pytest_weval.formats.discover import is_agent_eval_file
 from pytest_weval.plugin.agent_items import AgentEvalFile
 from pytest_weval.plugin.collect import BLUEPRINT_SUFFIXES, BlueprintFile, blueprint_rel_path, is_blueprint_path
@@ -112,6 +112,16 @@ class WevalPlugin:
             except StoreError as exc:  # checked at session start; gone since (or an xdist worker)
                 raise pytest.UsageError(f"{option_name('weval_cache_store')}: {exc}") from None
         return self._weval
+
+    def pytest_report_header(self, config: pytest.Config) -> str | None:
+        """Where the replies are kept, so a run that starts a new cache says so."""
+        settings = self.settings
+        if settings.cache_mode == "off":
+            return "weval: cache off"
+        if is_postgres(settings.cache_store):
+            return f"weval: cache in {redact_url(settings.cache_store)} ({settings.cache_mode})"
+        state = "" if Path(settings.cache_dir).exists() else ", new"
+        return f"weval: cache {settings.cache_dir} ({settings.cache_store}, {settings.cache_mode}{state})"
 
     @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -222,9 +232,8 @@ class WevalPlugin:
             )
         if checked.missing:
             self._pending_notices.append(
-                checked.report()
-                + f"\nweval: --weval-missing-keys={settings.missing_keys}: the {len(checked.blocked)} items that "
-                f"need them {'error' if settings.missing_keys == 'error' else 'are skipped'}; nothing is sent for them"
+                checked.report() + f"\nweval: --weval-missing-keys={settings.missing_keys}: "
+                f"{_items_that_need(len(checked.blocked), settings.missing_keys)}; nothing is sent for them"
             )
         if self._runner is None:
             settle_collected_objects()
@@ -276,10 +285,7 @@ class WevalPlugin:
             if hasattr(self.config, "workerinput"):  # said by the controller, with gw0's first report
                 self._pending_notices.append(header)
                 return
-            terminal = self.config.pluginmanager.get_plugin("terminalreporter")
-            if terminal is not None:
-                terminal.ensure_newline()
-                terminal.write_line(header)
+            _write_lines(self.config, header)
 
     def _stop_before_any_item(self, session: pytest.Session, checked: Preflight) -> None:
         message = (
@@ -349,10 +355,7 @@ class WevalPlugin:
         if line in self._said:
             return
         self._said.add(line)
-        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
-        if terminal is not None:
-            terminal.ensure_newline()
-            terminal.write_line(line, yellow=True)
+        _write_lines(self.config, line, yellow=True)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
@@ -484,7 +487,12 @@ class WevalPlugin:
         if run is None:
             return
         terminalreporter.section("weval scores")
-        for line in render_summary(run.rollup, width=terminalreporter._tw.fullwidth, comparison=run.comparison):
+        for line in render_summary(
+            run.rollup,
+            width=terminalreporter._tw.fullwidth,
+            comparison=run.comparison,
+            quiet=config.get_verbosity() < 0,
+        ):
             terminalreporter.write_line(line)
         if self.settings.out_dir is not None:
             terminalreporter.write_line(f"weval results written to {self.settings.out_dir}")
@@ -523,6 +531,23 @@ class WevalPlugin:
             for model, used in weval.engine.run_usage().items():  # the fixtures' requests too
                 self.run_usage.setdefault(model, Usage()).add(used)
             weval.close()
+
+
+def _write_lines(config: pytest.Config, text: str, **markup: bool) -> None:
+    """Lines for the person watching, each on its own line: after pytest's progress characters
+    (``-q`` writes them with no file name, so its ``ensure_newline`` does not end that line)."""
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if terminal is None:
+        return
+    if terminal._tw.width_of_current_line:
+        terminal._tw.line()
+    terminal.write_line(text, **markup)
+
+
+def _items_that_need(count: int, missing_keys: str) -> str:
+    if count == 1:
+        return "the item that needs them " + ("errors" if missing_keys == "error" else "is skipped")
+    return f"the {count} items that need them " + ("error" if missing_keys == "error" else "are skipped")
 
 
 def _gate_section(terminalreporter: Any, option: str, lines: list[str], why: str, counted_as: str) -> None:

@@ -80,6 +80,17 @@ def fit(line: str, width: int) -> str:
     return shorten(line, width) if width > 0 else line
 
 
+def fit_middle(text: str, width: int) -> str:
+    """Cut in the middle ("anthropic:claude…haiku-latest"): a model id's provider and its end
+    both say which model it is."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return text[:width]
+    head = (width - 1) // 2
+    return text[:head] + ELLIPSIS + text[len(text) - (width - 1 - head) :]
+
+
 def fit_left(text: str, width: int) -> str:
     """Cut from the left ("…/medical/triage.yml"): the end of a path says the most."""
     if len(text) <= width:

@@ -580,7 +580,7 @@ def _usage_table(rollup: Rollup) -> str:
     head = ["model", "requests", "cache hits", "tokens in", "tokens out"]
     head += ["refused", "waited"] if throttled else []
     head += ["cost"] if priced else []
-    rows = ['<table class="plain" id="weval-usage"><thead><tr>']
+    rows = ['<div class="scroll-x"><table class="plain" id="weval-usage"><thead><tr>']
     rows += [f'<th scope="col">{_e(h)}</th>' for h in head]
     rows.append("</tr></thead><tbody>")
     for model, u in [*rollup.usage.items(), ("total", rollup.usage_total)]:
@@ -591,7 +591,7 @@ def _usage_table(rollup: Rollup) -> str:
             cells.append("no price" if u.cost_usd is None else f"${u.cost_usd:,.4f}")
         tag = "th" if model == "total" else "td"
         rows.append("<tr>" + "".join(f"<{tag}>{_e(c)}</{tag}>" for c in cells) + "</tr>")
-    rows.append("</tbody></table>")
+    rows.append("</tbody></table></div>")
     return "".join(rows)
 
 

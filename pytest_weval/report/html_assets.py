@@ -34,6 +34,9 @@ code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "
 table.plain { border-collapse: collapse; }
 table.plain th, table.plain td { padding: 2px 8px; border-bottom: 1px solid var(--line); text-align: right; white-space: nowrap; }
 table.plain th:first-child, table.plain td:first-child { text-align: left; }
+/* a long model id wraps instead of pushing the numbers (the cost column) out of view */
+#weval-usage td:first-child, #weval-usage th:first-child { white-space: normal; overflow-wrap: anywhere; }
+.scroll-x { overflow-x: auto; max-width: 100%; }
 .controls { display: flex; flex-wrap: wrap; gap: 8px 18px; align-items: center; margin: 8px 0; }
 .legend { display: inline-flex; align-items: center; gap: 6px; }
 .legend .bar { width: 160px; height: 12px; border: 1px solid var(--line); }

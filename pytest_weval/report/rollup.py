@@ -21,6 +21,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_weval.errors import ErrorKind
 from pytest_weval.judges.agreement import judge_agreement
 from pytest_weval.judges.consensus import failed_judges
 from pytest_weval.report.stats import MeanInterval, clustered_mean
@@ -237,6 +238,7 @@ class ItemProblem:
     model: str
     error: str
     nodeid: str = ""
+    kind: ErrorKind | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -348,8 +350,17 @@ def _problems(results: Sequence[ItemResult]) -> tuple[tuple[PointProblem, ...], 
     for r in results:
         if r.outcome == "error":
             items.append(
-                ItemProblem(r.blueprint_path, r.prompt_id, r.effective_model_id, r.error or "unknown error", r.nodeid)
+                ItemProblem(
+                    r.blueprint_path,
+                    r.prompt_id,
+                    r.effective_model_id,
+                    r.error or "unknown error",
+                    r.nodeid,
+                    r.error_kind,
+                )
             )
+            if r.error_kind == "budget":  # its points failed for the same reason: said once, by the item
+                continue
         for p in r.points:
             if p.error and not p.authoring_error:  # an authoring mistake is the item's error
                 score_kept = p.coverage_extent is not None

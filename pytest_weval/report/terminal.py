@@ -12,7 +12,18 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_weval.report._fmt import fit, fit_left, fmt_mean, fmt_p, fmt_score, js_number, one_line, plural, shorten
+from pytest_weval.report._fmt import (
+    fit,
+    fit_left,
+    fit_middle,
+    fmt_mean,
+    fmt_p,
+    fmt_score,
+    js_number,
+    one_line,
+    plural,
+    shorten,
+)
 from pytest_weval.report.baseline import Comparison, fmt_difference
 from pytest_weval.report.rollup import ROOT, Rollup, Tally
 
@@ -38,8 +49,9 @@ def _mean(t: Tally | None) -> str:
     return "" if t is None else fmt_mean(t.mean, t.ci95)
 
 
-def _table(rows: Sequence[Sequence[str]], aligns: str, width: int) -> list[str]:
-    """Columns padded to their widest cell; the first column is cut from the left to fit."""
+def _table(rows: Sequence[Sequence[str]], aligns: str, width: int, *, names: bool = False) -> list[str]:
+    """Columns padded to their widest cell; the first column cut to fit: paths from the left,
+    headers and indented names at their end, model ids (``names``) in the middle."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     rest = sum(widths[1:]) + len(GAP) * (len(widths) - 1)
     widths[0] = max(min(widths[0], width - rest), MIN_NAME_WIDTH)
@@ -49,7 +61,10 @@ def _table(rows: Sequence[Sequence[str]], aligns: str, width: int) -> list[str]:
         for i, (cell, align) in enumerate(zip(row, aligns)):
             if i == 0:  # paths lose their start, headers and indented names their end
                 plain_path = n > 0 and not cell.startswith(" ")
-                cell = fit_left(cell, widths[0]) if plain_path else fit(cell, widths[0])
+                if names and n > 0:
+                    cell = fit_middle(cell, widths[0])
+                else:
+                    cell = fit_left(cell, widths[0]) if plain_path else fit(cell, widths[0])
             cells.append(cell.rjust(widths[i]) if align == "r" else cell.ljust(widths[i]))
         lines.append(fit(GAP.join(cells).rstrip(), width))
     return lines
@@ -91,7 +106,7 @@ def _column_labels(
     return None
 
 
-def render_score_table(rollup: Rollup, width: int = 80) -> list[str]:
+def render_score_table(rollup: Rollup, width: int = 80, *, note: bool = True) -> list[str]:
     """Mean score per blueprint x model: models as columns when they fit, else one line each."""
     if not rollup.blueprints:
         return []
@@ -128,11 +143,14 @@ def render_score_table(rollup: Rollup, width: int = 80) -> list[str]:
         lines += _table(rows, "lrl", width)
     if any(bp.overall.weighted for bp in rollup.blueprints.values()):
         lines += textwrap.wrap("Means are weighted by each prompt's weight where a blueprint sets one.", width)
-    lines += textwrap.wrap(
-        "In brackets: the mean's 95% confidence interval, clustered by blueprint over several blueprints, "
-        "else by prompt; none for a single prompt (docs/statistics.md).",
-        width,
-    )
+    tallies = [rollup.overall, *rollup.by_model.values()]
+    tallies += [t for bp in rollup.blueprints.values() for t in (bp.overall, *bp.by_model.values())]
+    if note and any(t.ci95 is not None for t in tallies):  # the note explains brackets only where there are some
+        lines += textwrap.wrap(
+            "In brackets: the mean's 95% confidence interval, clustered by blueprint over several blueprints, "
+            "else by prompt; none for a single prompt (docs/statistics.md).",
+            width,
+        )
     return lines
 
 
@@ -197,7 +215,7 @@ def render_usage(rollup: Rollup, width: int = 80) -> list[str]:
         "; refused: rate-limit refusals, waited: time spent" if throttled else ""
     )
     title += " waiting on rate limits)" if throttled else ")"
-    return textwrap.wrap(title, width) + _table(rows, align, width)
+    return textwrap.wrap(title, width) + _table(rows, align, width, names=True)
 
 
 def render_baseline(comparison: Comparison | None, width: int = 80, limit: int = 20) -> list[str]:
@@ -319,10 +337,18 @@ def render_point_errors(rollup: Rollup, width: int = 80, limit: int = 20) -> lis
 
 
 def render_item_errors(rollup: Rollup, width: int = 80, limit: int = 20) -> list[str]:
-    problems = rollup.item_problems
-    if not problems:
+    """Items with no score, one line each; those the budget stopped as one line (one stop, one message)."""
+    every = rollup.item_problems
+    if not every:
         return []
-    lines = [fit(f"Items that could not be scored ({len(problems)}):", width)]
+    stopped = [p for p in every if p.kind == "budget"]
+    problems = [p for p in every if p.kind != "budget"]
+    lines = [fit(f"Items that could not be scored ({len(every)}):", width)]
+    if stopped:
+        text = (
+            f"- {plural(len(stopped), 'item')} stopped by --weval-budget: {shorten(one_line(stopped[-1].error), 300)}"
+        )
+        lines += textwrap.wrap(text, width, subsequent_indent="    ")
     for p in problems[:limit]:
         text = f"- {p.blueprint_path} > prompt '{p.prompt_id}' > {p.model}: {shorten(one_line(p.error), 300)}"
         lines += textwrap.wrap(text, width, subsequent_indent="    ")
@@ -332,10 +358,16 @@ def render_item_errors(rollup: Rollup, width: int = 80, limit: int = 20) -> list
 
 
 def render_summary(
-    rollup: Rollup, *, width: int = 80, limit: int = 20, comparison: Comparison | None = None
+    rollup: Rollup, *, width: int = 80, limit: int = 20, comparison: Comparison | None = None, quiet: bool = False
 ) -> list[str]:
-    """Every section, separated by blank lines, each line at most ``width`` characters."""
+    """Every section, separated by blank lines, each line at most ``width`` characters.
+    ``quiet`` (``-q``): the overview, the score table and the baseline only; each failed or
+    errored item has said its own reason above."""
     width = max(int(width or 80), 40)
+    if quiet:
+        sections = [render_overview(rollup, width), render_score_table(rollup, width, note=False)]
+        sections += [render_repeats(rollup, width), render_baseline(comparison, width, limit)]
+        return [line for section in sections if section for line in section]
     sections = [
         render_overview(rollup, width),
         render_score_table(rollup, width),

@@ -18,6 +18,7 @@ from pytest_weval import scoring
 from pytest_weval.blueprint.fixtures import ResponseFixtures
 from pytest_weval.blueprint.ids import effective_model_id
 from pytest_weval.blueprint.model import Blueprint, EvalPoint, ModelSpec, Prompt
+from pytest_weval.engine.errors import BudgetReached
 from pytest_weval.engine.generation import Conversation, generate_conversation
 from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
 from pytest_weval.engine.transport.external import ExternalExecutor
@@ -217,6 +218,11 @@ class Pipeline:
             result.points = scoring.mistake_assessments([p for p, _ in mistakes], self._context(work, []))
             result.error_kind = "blueprint"
             return
+        if not prompt.points and not prompt.ideal:  # nothing to score: nothing is paid for
+            result.outcome = "skipped"
+            result.error = "this prompt has no points and no ideal answer: nothing to score"
+            result.error_kind = "no_points"
+            return
         conversation = await self.generate(work, usage)
         text, result.history = judged_subject(conversation)
         result.generated_texts = list(conversation.generated_texts)
@@ -228,6 +234,7 @@ class Pipeline:
             return
 
         points = list(prompt.points)
+        stops: list[str] = []
         panel = judging.select_judges(
             list(self.settings.judges) if self.settings.judges else None,
             work.blueprint.evaluation_config,
@@ -265,7 +272,7 @@ class Pipeline:
             config=work.blueprint.config,
             description=work.blueprint.description,
             panel=panel,
-            ask=self.asker(work.priority, usage, purpose="judge"),
+            ask=self.asker(work.priority, usage, purpose="judge", stops=stops),
         )
         result.points = assessments
         if any(p.kind == "judged" for p in assessments):
@@ -273,6 +280,8 @@ class Pipeline:
         result.score = scoring.round2(scoring.aggregate(assessments))
         verdict = decide(assessments, result.score, result.threshold)
         result.outcome, result.error, result.error_kind = verdict.outcome, verdict.error, verdict.kind
+        if verdict.kind == "judges" and stops:  # no judge was asked: the budget had run out
+            result.error, result.error_kind = stops[-1], "budget"
         if verdict.outcome == "error":
             # No score says anything about the model (the terminal says "No score", junit
             # carries no weval_score); the points keep what could be scored.
@@ -342,7 +351,10 @@ class Pipeline:
         _add_usage(usage, work.model.id, conversation.usage)
         return conversation
 
-    def asker(self, priority: int, usage: dict[str, Usage], *, purpose: str):
+    def asker(self, priority: int, usage: dict[str, Usage], *, purpose: str, stops: list[str] | None = None):
+        """How judges ask: through the engine, counted in ``usage``; a request the budget
+        refused is noted in ``stops`` (the item's judges then failed for that reason alone)."""
+
         async def ask(judge: Any, messages: list[dict], temperature: float, max_tokens: int) -> str:
             model = self.model_spec(judge.model)
             request = ModelRequest(
@@ -353,7 +365,12 @@ class Pipeline:
                 priority=priority,
                 purpose=purpose,
             )
-            reply = await self.engine.complete(request)
+            try:
+                reply = await self.engine.complete(request)
+            except BudgetReached as exc:
+                if stops is not None:
+                    stops.append(exc.message)
+                raise
             _add_usage(usage, model.id, reply.usage())
             return reply.text
 

@@ -144,6 +144,8 @@ class ModelPlan:
 class Plan:
     by_model: dict[str, ModelPlan]
     missing_keys: list[dict[str, Any]]
+    # model ids the run's pre-flight refuses (the run stops there): nothing of theirs is counted
+    unusable_models: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -163,6 +165,7 @@ class Plan:
                 "by_model": {model: m.to_dict() for model, m in sorted(self.by_model.items())},
             },
             "missing_keys": self.missing_keys,
+            "unusable_models": self.unusable_models,
             "cost_usd": {
                 "low": round(sum(m.cost_low or 0 for m in priced), 6),
                 "high": round(sum(m.cost_high or 0 for m in priced), 6),
@@ -202,9 +205,14 @@ class Plan:
             for row in rows
         ]
         for missing in self.missing_keys:
-            out.append(
-                f"missing key: {missing['variable']} (needed by {', '.join(missing['models'] + missing['judges'])})"
-            )
+            needed = [
+                f"{role} {', '.join(ids)}"
+                for role, ids in (("models", missing["models"]), ("judges", missing["judges"]))
+                if ids
+            ]
+            out.append(f"missing key: {missing['variable']} (needed by {'; '.join(needed)})")
+        for why in self.unusable_models:
+            out.append(f"cannot run: {why} (the run stops at its pre-flight; nothing of it is counted above)")
         return out
 
 
@@ -231,14 +239,23 @@ def make_plan(
         {"variable": m.variable, "models": sorted(m.models), "judges": sorted(m.judges), "items": m.items}
         for m in sorted((checked.missing if checked else {}).values(), key=lambda m: m.variable)
     ]
-    return Plan(client.by_model, missing)
+    return Plan(client.by_model, missing, sorted((checked.bad_models if checked else {}).values()))
 
 
 async def _plan_item(pipeline: Pipeline, client: PlanClient, work: ItemWork) -> None:
     prompt = work.prompt
     if work.blocked is not None or prompt.validation_error or mistaken_points(prompt):
         return  # the run sends nothing for these items
+    if not prompt.points and not prompt.ideal:
+        return  # nothing to score: nothing is sent
     conversation = await pipeline.generate(work, {})
+    if conversation.error is not None:
+        # The first generation the cache lacks stopped the walk; the turns after it are asked
+        # of the model too, each once the answer before it is known.
+        identity = _answer_identity(pipeline, work)
+        for turn in range(len(conversation.generated_texts) + 1, _generations(prompt)):
+            tokens = sum(len(m.content or "") for m in prompt.messages) / 4
+            client.foresee((identity, "turn", turn), work.model.id, "generate", tokens, OUTPUT_HIGH_DEFAULT)
     if not needs_judges(prompt):
         return
     try:
@@ -292,6 +309,14 @@ async def _plan_item(pipeline: Pipeline, client: PlanClient, work: ItemWork) -> 
                 input_tokens=400 + prompt_tokens + len(point.text or "") / 4,  # the judge prompt, the answer unknown
                 max_output=judging.JUDGE_MAX_TOKENS,
             )
+
+
+def _generations(prompt: Any) -> int:
+    """How many answers a prompt asks of the model: one per ``assistant: null`` turn, and one
+    more when its last message is a user's (docs/format.md, 'Multi-turn generation')."""
+    nulls = sum(1 for m in prompt.messages if m.role == "assistant" and m.content is None)
+    trailing = bool(prompt.messages) and prompt.messages[-1].role == "user"
+    return max(1, nulls + int(trailing))
 
 
 def _answer_identity(pipeline: Pipeline, work: ItemWork) -> tuple[Any, ...]:

@@ -20,6 +20,7 @@ from pytest_weval.scoring.external import (
     read_external_response,
 )
 from pytest_weval.scoring.functions import EXTERNAL_FUNCTIONS, PATTERN_FUNCTIONS, REGISTRY, CallEnv, patterns_of
+from pytest_weval.scoring.regex_dialect import dialect_problems
 from pytest_weval.scoring.regex_js import TextMatcher, check_pattern_syntax
 from pytest_weval.scoring.types import FnError, FnScore, RawResult
 
@@ -131,7 +132,10 @@ def pattern_error(point: EvalPoint) -> str | None:
     for pattern in patterns_of(point.fn_args):
         error = check_pattern_syntax(pattern, flags)
         if error:
-            return f"the pattern {pattern!r} is not a valid JavaScript regex ({error})"
+            advice = dialect_problems(pattern, flags)  # what the author meant, e.g. (?i) -> $imatches
+            return f"the pattern {pattern!r} is not a valid JavaScript regex ({error})" + (
+                ": " + "; ".join(advice) if advice else ""
+            )
     return None
 
 

@@ -31,7 +31,8 @@ def test_tb_line_is_one_located_line_with_score_and_reason(project: Project):
     failures = [line for line in section(result.outlines, "FAILURES") if line.strip()]
     # located at the costliest point's line, under xdist too (the report crossed from a worker)
     assert failures[-1] == (
-        'blueprints/letters.yml:7: score 0.33 < pass mark 0.50; lost most on point 2, should: contains("beta") (0.00)'
+        "blueprints/letters.yml:7: [openai:gpt-4o-mini] score 0.33 < pass mark 0.50; lost most on point 2, "
+        'should: contains("beta") (0.00)'
     ), failures
     assert "What the model answered" not in result.stdout.str()
 

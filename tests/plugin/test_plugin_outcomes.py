@@ -374,6 +374,9 @@ models: [ideal, echo]
   should: [{$contains: hello}]
 - id: empty
   prompt: nothing to check here
+- id: noideal
+  prompt: say it
+  should: [{$contains: it}]
 """
 
 
@@ -381,25 +384,26 @@ models: [ideal, echo]
 def test_last_failed_reruns_only_the_failures(project: Project, sub: bool):
     project.write("blueprints/lf.yml", LAST_FAILED)
     first = project.run("-rA", cacheprovider=True, sub=sub)
-    first.assert_outcomes(passed=1, failed=1, skipped=1, errors=1)
+    # `empty` has nothing to score (skipped for both, nothing sent); `ideal` cannot answer `noideal`
+    first.assert_outcomes(passed=2, failed=1, skipped=2, errors=1)
     again = project.run("-rA", "--lf", cacheprovider=True, sub=sub)
     again.assert_outcomes(failed=1, errors=1)
     assert "rerun previous 2 failures" in again.stdout.str()
     assert outcomes_by_id(again) == {
         "blueprints/lf.yml::greet[echo]": "FAILED",
-        "blueprints/lf.yml::empty[ideal]": "ERROR",
+        "blueprints/lf.yml::noideal[ideal]": "ERROR",
     }
     ff = project.run("-q", "--ff", "--collect-only", cacheprovider=True, sub=sub)
     assert [line for line in ff.outlines if "::" in line][:2] == [
         "blueprints/lf.yml::greet[echo]",
-        "blueprints/lf.yml::empty[ideal]",
+        "blueprints/lf.yml::noideal[ideal]",
     ]
 
 
 def test_a_prompt_with_nothing_to_score_is_skipped_at_its_line(project: Project):
     project.write("blueprints/lf.yml", LAST_FAILED)
     result = project.run("-rs", "--weval-models=echo")
-    result.assert_outcomes(passed=0, failed=1, skipped=1)
+    result.assert_outcomes(passed=1, failed=1, skipped=1)
     assert "SKIPPED [1] blueprints/lf.yml:7: this prompt has no points and no ideal answer" in result.stdout.str()
 
 

@@ -1,6 +1,6 @@
 """The plan streams its totals (run/plan.py): the example suite's plan.json is the one the
 earlier plan, which kept an object per request, wrote (tests/run/data/examples_plan.json,
-recorded before the change)."""
+recorded before the change; its `unusable_models`, added since, is empty for the examples)."""
 
 from __future__ import annotations
 
