@@ -25,12 +25,12 @@ def test_fault_is_retried_then_succeeds(make_engine, server, fault):
 
 
 def test_timeout_is_retried(make_engine, server):
-    server.rules.append(Rule(fault="hang", times=1))
-    engine = make_engine(timeout_s=0.3)
+    server.rules.append(Rule(fault="hang", times=1))  # the server would hold it for an hour
+    engine = make_engine(timeout_s=1)
     started = time.monotonic()
     reply = engine.complete_sync(request("anthropic:c", "hi"))
     assert reply.text == "echo: hi"
-    assert server.count == 2 and 0.3 <= time.monotonic() - started < 3
+    assert server.count == 2 and 1 <= time.monotonic() - started < 30
 
 
 def test_attempts_are_bounded_and_the_error_carries_the_provider_message(make_engine, server):
@@ -75,16 +75,17 @@ def test_retry_after_seconds_is_honoured(make_engine, server):
     engine.complete_sync(request("openai:m"))
     first, second = server.requests
     assert second.at - first.at >= 0.95
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 30  # the 1 s it was told, not some long default
 
 
 def test_a_wait_longer_than_the_budget_is_an_error_at_once(make_engine, server):
     server.rules.append(Rule(fault="429", retry_after="3600", times=1))
-    engine = make_engine(rate_limit_wait_s=5)
+    engine = make_engine(rate_limit_wait_s=600)
     started = time.monotonic()
     with pytest.raises(ProviderError, match=r"rate limited: .*refused the request 1 time.*--weval-rate-limit-wait"):
         engine.complete_sync(request("openai:m"))
-    assert time.monotonic() - started < 2 and server.count == 1
+    # without waiting out the 600 s first
+    assert time.monotonic() - started < 30 and server.count == 1
 
 
 def test_retry_after_forms():

@@ -41,7 +41,7 @@ def test_cancelled_waiter_gives_its_turn_away():
         waiter.cancel()
         await asyncio.sleep(0.01)
         slots.release()
-        await asyncio.wait_for(other, 1)
+        await asyncio.wait_for(other, 30)
         return slots.in_use, slots.waiting
 
     assert asyncio.run(scenario()) == (1, 0)
@@ -139,12 +139,15 @@ def test_engine_global_cap(make_engine, server):
 
 
 def test_engine_sends_in_priority_order(make_engine, server):
-    server.latency_ms = 20
-    engine = make_engine(provider_concurrency={"openai": 1}, cache_mode="off")
-    blocker = engine.run_coroutine(engine.complete(request("openai:m", "blocker", priority=0)))
     import time
 
-    time.sleep(0.005)
+    server.latency_ms = 20
+    # The blocker holds the only slot long enough for the others to queue behind it, on any machine.
+    server.rules.append(Rule(contains="blocker", latency_ms=500))
+    engine = make_engine(provider_concurrency={"openai": 1}, cache_mode="off")
+    blocker = engine.run_coroutine(engine.complete(request("openai:m", "blocker", priority=0)))
+    while server.count < 1:
+        time.sleep(0.002)
     futures = [engine.run_coroutine(engine.complete(request("openai:m", f"p{p}", priority=p))) for p in (7, 2, 9, 1, 5)]
     blocker.result()
     for future in futures:
@@ -156,9 +159,11 @@ def test_joining_an_identical_request_makes_it_as_urgent_as_the_joiner(make_engi
     import time
 
     server.latency_ms = 30
+    server.rules.append(Rule(contains="blocker", latency_ms=500))  # the others queue meanwhile
     engine = make_engine(provider_concurrency={"openai": 1}, cache_mode="off")
     blocker = engine.run_coroutine(engine.complete(request("openai:m", "blocker", priority=0)))
-    time.sleep(0.005)
+    while server.count < 1:
+        time.sleep(0.002)
     late = [engine.run_coroutine(engine.complete(request("openai:m", f"p{p}", priority=p))) for p in (3, 4, 9)]
     time.sleep(0.005)
     # An urgent item (-1) asks for the same request as the one queued at priority 9.

@@ -183,7 +183,7 @@ async def test_all_primaries_of_all_points_run_concurrently_then_backup():
             return fail(judge)
         return ok(judge, 1.0)
 
-    result = await asyncio.wait_for(judge_points_with(points, panel=panel, judge_one=judge_one), 5)
+    result = await asyncio.wait_for(judge_points_with(points, panel=panel, judge_one=judge_one), 30)
     assert peak == 9  # 3 points x 3 default judges at once
     for point in points:  # each point's backup comes after its own primaries
         mine = [e for e in events if e.startswith(point.text + ":")]

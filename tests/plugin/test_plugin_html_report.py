@@ -114,7 +114,7 @@ def browser() -> Iterator[Any]:
         driver.quit()
 
 
-def _wait(what: Callable[[], Any], timeout: float = 10.0) -> Any:
+def _wait(what: Callable[[], Any], timeout: float = 60.0) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = what()
