@@ -15,6 +15,7 @@ from pytest_weval.plugin import lint
 from pytest_weval.plugin.items import BlueprintItem, ResultSource
 from pytest_weval.plugin.options import WevalSettings
 from pytest_weval.plugin.warning_types import WevalWarning
+from pytest_weval.report._fmt import visible
 
 BLUEPRINT_SUFFIXES = (".yml", ".yaml", ".json")
 
@@ -144,7 +145,7 @@ def make_items(parent: BlueprintFile, blueprint: Blueprint) -> Iterator[pytest.I
         for model, temperature, system_index, label in variants:
             item = BlueprintItem.from_parent(
                 parent,
-                name=f"{base}[{label}]",
+                name=visible(f"{base}[{label}]"),  # a prompt id may hold NUL or U+202E: shown, not acted on
                 blueprint=blueprint,
                 prompt=prompt,
                 model=model,

@@ -21,6 +21,7 @@ from pytest_weval.blueprint.model import Blueprint, ModelSpec, Prompt
 from pytest_weval.errors import WevalError
 from pytest_weval.formats.model import BORDERLINE_AT, PASS_AT
 from pytest_weval.plugin.warning_types import WevalPointError, WevalWarning
+from pytest_weval.report._fmt import visible
 from pytest_weval.report.failure import crash_line, detail_for, explain_error, explain_failure
 from pytest_weval.report.junit import JUNIT_NAMES, junit_properties
 from pytest_weval.results import ItemResult, Outcome
@@ -139,6 +140,7 @@ class WevalItem(pytest.Item):
         tbstyle = str(self.config.getoption("tbstyle", "auto"))
         detail = detail_for(tbstyle, self.config.get_verbosity())
         line, message = crash_line(result)
+        message = visible(message)  # answers and ids are hostile text (report/_fmt.py, visible)
         where = os.path.relpath(self.path, self.config.invocation_params.dir)
         if tbstyle == "line":
             # One line per item, naming its model (two models' failures must not read alike).
@@ -153,7 +155,7 @@ class WevalItem(pytest.Item):
         else:
             text = explain_error(result, detail)
         return ReprExceptionInfo(
-            reprtraceback=ReprTracebackNative(text.splitlines(keepends=True)),
+            reprtraceback=ReprTracebackNative(visible(text).splitlines(keepends=True)),
             reprcrash=ReprFileLocation(where, line or 0, message),
         )
 

@@ -25,6 +25,7 @@ from pytest_weval.errors import WevalError
 from pytest_weval.lint import format_finding, lint_blueprint, read_source
 from pytest_weval.lint.rules import regexes
 from pytest_weval.lint.select import LintSelection, file_directives
+from pytest_weval.report._fmt import visible
 
 LINT_ITEM_NAME = "lint"
 LINT_MARKER = "weval_lint"
@@ -99,7 +100,7 @@ def select(config: pytest.Config, path: Path, shown: str, findings: list[Finding
 def warn_findings(findings: list[Finding], path: Path, category: type[Warning], *, with_code: bool = True) -> None:
     for finding in findings:
         warnings.warn_explicit(
-            category(f"[{finding.code}] {finding.message}" if with_code else finding.message),
+            category(visible(f"[{finding.code}] {finding.message}" if with_code else finding.message)),
             category=category,
             filename=str(path),
             lineno=finding.location.line or 1,
@@ -132,7 +133,9 @@ def _warn_group(findings: list[Finding], what: str, path: Path, category: type[W
         return
     first = findings[0]
     message = f"{len(findings)} {what}; the first: {first.message}"
-    warnings.warn_explicit(category(message), category=category, filename=str(path), lineno=first.location.line or 1)
+    warnings.warn_explicit(
+        category(visible(message)), category=category, filename=str(path), lineno=first.location.line or 1
+    )
 
 
 class LintFailure(WevalError):

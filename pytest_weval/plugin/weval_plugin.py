@@ -41,6 +41,7 @@ from pytest_weval.plugin.items import WevalItem
 from pytest_weval.plugin.options import WevalSettings, option_name, options_in_effect, settings_from_config
 from pytest_weval.plugin.running import Runner, settle_collected_objects
 from pytest_weval.plugin.warning_types import WevalWarning
+from pytest_weval.report._fmt import visible
 from pytest_weval.report.baseline import Baseline, BaselineError, read_baseline
 from pytest_weval.report.finish import FinishedRun, RunGates, finish_run, write_run_files
 from pytest_weval.report.html import RunFacts
@@ -493,7 +494,7 @@ class WevalPlugin:
             comparison=run.comparison,
             quiet=config.get_verbosity() < 0,
         ):
-            terminalreporter.write_line(line)
+            terminalreporter.write_line(visible(line))
         if self.settings.out_dir is not None:
             terminalreporter.write_line(f"weval results written to {self.settings.out_dir}")
         if self.settings.html_path is not None:
@@ -541,7 +542,7 @@ def _write_lines(config: pytest.Config, text: str, **markup: bool) -> None:
         return
     if terminal._tw.width_of_current_line:
         terminal._tw.line()
-    terminal.write_line(text, **markup)
+    terminal.write_line(visible(text), **markup)
 
 
 def _items_that_need(count: int, missing_keys: str) -> str:

@@ -8,6 +8,32 @@ from pytest_weval.jsvalues import js_number_str as js_number  # one JS number fo
 
 ELLIPSIS = "…"
 
+# Characters a terminal acts on instead of showing: C0 and C1 controls (ESC starts the sequences
+# that set a window's title or clear the screen), DEL, and the bidirectional overrides and
+# isolates that reorder what follows them (U+202E shows "txt.exe" as "exe.txt").
+_INVISIBLE = {
+    code: (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    for code in (
+        *range(0x20),
+        0x7F,
+        *range(0x80, 0xA0),
+        *range(0x202A, 0x202F),
+        *range(0x2066, 0x206A),
+        0x200E,
+        0x200F,
+        0x061C,
+    )
+    if chr(code) not in "\n\t"
+}
+
+
+def visible(text: str) -> str:
+    """``text`` safe to print to a terminal: what would act on the terminal is written out
+    (``\\x1b``, ``\\u202e``); line breaks and tabs stay. Model answers, judge replies, prompts
+    and ids come from models and strangers' files: every one that reaches the terminal goes
+    through here. Files keep the exact text (JSON and HTML escape it themselves)."""
+    return text.translate(_INVISIBLE)
+
 
 def fmt_score(value: float | None) -> str:
     """A score for people: two decimals (as Weval shows them), a dash when there is none."""

@@ -244,3 +244,21 @@ def test_no_asyncio_deprecation_warning_in_a_project_without_the_setting(tmp_pat
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PytestDeprecationWarning" not in done.stdout + done.stderr
+
+
+def test_hostile_text_reaches_the_terminal_visible_not_acted_on(project: Project) -> None:
+    """Answers come from models that read untrusted content, prompt ids from strangers' files:
+    escape sequences and bidirectional overrides are shown, not sent to the terminal (issue:
+    nothing lost under faults, item 8); the files keep the exact text."""
+    hostile = "Sure.\x1b]0;pwned\x07\x1b[2J done"
+    project.write(
+        "blueprints/h.yml",
+        f"models: [{MODEL_ID}]\n---\n- id: \"evil\\u202eexe.txt\"\n  prompt: Say it.\n  should: [$contains: nothing]\n",
+    )
+    project.rules(Rule(reply=hostile))
+    result = project.run("--color=no", "-rA", "--weval-out=out", "-v")
+    out = result.stdout.str() + result.stderr.str()
+    assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out
+    assert "\\x1b]0;pwned\\x07\\x1b[2J" in out and "evil\\u202eexe.txt" in out
+    comparison = project.json("out/h.json")
+    assert comparison["allFinalAssistantResponses"]["evil\u202eexe.txt"][f"{MODEL_ID}[temp:0]"] == hostile
