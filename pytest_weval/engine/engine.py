@@ -332,12 +332,15 @@ class Engine:
         return adapter
 
     async def cached_reply(self, request: ModelRequest) -> ModelReply | None:
-        """The reply the cache holds for ``request``, without sending or counting anything
-        (the plan asks this of every request it can foresee)."""
+        """The reply the cache held for ``request`` when this run began, without sending or
+        counting anything (the plan asks this of every request it can foresee; under xdist
+        another worker may already have stored replies of this very run)."""
         if not self.cache.readable(request):
             return None
         entry = await self.cache.get(self.key_for(request))
-        return None if entry is None else reply_from_entry(entry)
+        if entry is None or _created_at(entry) >= self.run_started:
+            return None
+        return reply_from_entry(entry)
 
     def key_for(self, request: ModelRequest) -> str:
         """The cache key of ``request`` (for tests and tools)."""
