@@ -19,18 +19,9 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+from benchlib import default_corpus
+
 HERE = Path(__file__).resolve().parent
-# The configs corpus beside the checkout, where the project keeps it; in a plain clone, the
-# repository's own example suite (a folder holding blueprints/).
-DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus" / "weval-configs"
-EXAMPLES = HERE.parent / "example_blueprints"
-
-
-def default_corpus() -> Path:
-    if (DEFAULT_CORPUS / "blueprints").is_dir():
-        return DEFAULT_CORPUS
-    print(f"(no corpus at {DEFAULT_CORPUS}: measuring the example suite; --corpus DIR names another)")
-    return EXAMPLES
 
 
 # Runs pytest in-process in a fresh interpreter and reports time, peak RSS and per-file counts.

@@ -26,21 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchlib import JUDGE, JUDGE_REPLY, MODEL, write_judged_suite  # noqa: E402
+
 from tests.fakeserver import FakeServer, Rule  # noqa: E402
-
-MODEL = "openai:bench-model"
-JUDGE = "openai:bench-judge"
-JUDGE_REPLY = "<reflection>The text meets it.</reflection><classification>CLASS_EXACT</classification>"
-
-
-def write_suite(folder: Path, items: int) -> None:
-    lines = [f"models: [{MODEL}]", "---"]
-    for n in range(items):
-        lines += [f"- id: q{n}", f"  prompt: Question {n}, please answer.", "  should:", f"    - answers question {n}"]
-    path = folder / "blueprints" / "paused.yml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (folder / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
 
 
 def one_pause(suite: Path, cache: Path, server: FakeServer, pause_s: float, workers: int) -> dict:
@@ -75,7 +63,7 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="weval-pause-"))
     suite = tmp / "suite"
-    write_suite(suite, args.items)
+    write_judged_suite(suite, args.items, "paused")
     print(
         f"{args.items} items x (1 generation + 1 judged point); latency {args.latency_ms:g} ms; "
         f"-n {args.workers}, --weval-concurrency=4; the first request refused with Retry-After "

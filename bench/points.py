@@ -23,6 +23,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from benchlib import default_corpus  # noqa: E402
+
 from pytest_weval.blueprint import load_blueprint  # noqa: E402
 from pytest_weval.blueprint.model import EvalPoint  # noqa: E402
 from pytest_weval.scoring import (  # noqa: E402
@@ -31,19 +33,6 @@ from pytest_weval.scoring import (  # noqa: E402
     score_function_points,
 )
 from pytest_weval.scoring.v8 import STATS  # noqa: E402
-
-# The configs corpus beside the checkout, where the project keeps it; in a plain clone, the
-# repository's own example suite (a folder holding blueprints/).
-DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus" / "weval-configs"
-EXAMPLES = HERE.parent / "example_blueprints"
-
-
-def default_corpus() -> Path:
-    if (DEFAULT_CORPUS / "blueprints").is_dir():
-        return DEFAULT_CORPUS
-    print(f"(no corpus at {DEFAULT_CORPUS}: measuring the example suite; --corpus DIR names another)")
-    return EXAMPLES
-
 
 RESPONSE = """\
 Thank you for the question. Here is a careful answer, with the reasoning laid out step by step.

@@ -1,0 +1,33 @@
+"""What several bench scripts share: the corpus they measure and a judged suite they write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# The configs corpus beside the checkout, where the project keeps it; in a plain clone, the
+# repository's own example suite (a folder holding blueprints/).
+DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus" / "weval-configs"
+EXAMPLES = HERE.parent / "example_blueprints"
+
+MODEL = "openai:bench-model"
+JUDGE = "openai:bench-judge"
+JUDGE_REPLY = "<reflection>The text meets it.</reflection><classification>CLASS_EXACT</classification>"
+
+
+def default_corpus() -> Path:
+    if (DEFAULT_CORPUS / "blueprints").is_dir():
+        return DEFAULT_CORPUS
+    print(f"(no corpus at {DEFAULT_CORPUS}: measuring the example suite; --corpus DIR names another)")
+    return EXAMPLES
+
+
+def write_judged_suite(folder: Path, items: int, name: str) -> None:
+    """``folder``/blueprints/``name``.yml: ``items`` prompts of one judged point each, on MODEL."""
+    lines = [f"models: [{MODEL}]", "---"]
+    for n in range(items):
+        lines += [f"- id: q{n}", f"  prompt: Question {n}, please answer.", "  should:", f"    - answers question {n}"]
+    path = folder / "blueprints" / f"{name}.yml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (folder / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
