@@ -29,6 +29,7 @@ from pytest_weval.run.outcome import decide, mistakes_message, passes
 from pytest_weval.run.programs.runner import ProgramRunner
 
 BUILTIN_MODELS = frozenset({"ideal", "echo"})
+NOTHING_TO_SCORE = "this prompt has no points and no ideal answer: nothing to score"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -220,7 +221,7 @@ class Pipeline:
             return
         if not prompt.points and not prompt.ideal:  # nothing to score: nothing is paid for
             result.outcome = "skipped"
-            result.error = "this prompt has no points and no ideal answer: nothing to score"
+            result.error = NOTHING_TO_SCORE
             result.error_kind = "no_points"
             return
         conversation = await self.generate(work, usage)
@@ -258,7 +259,7 @@ class Pipeline:
             points = extracted
         if not points:
             result.outcome = "skipped"
-            result.error = "this prompt has no points and no ideal answer: nothing to score"
+            result.error = NOTHING_TO_SCORE
             result.error_kind = "no_points"
             return
 
