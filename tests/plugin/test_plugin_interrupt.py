@@ -107,7 +107,12 @@ def test_ctrl_c_starts_no_request_ends_the_run_and_the_next_run_sends_only_what_
             os.kill(process.pid, signal.SIGINT)
         # Stopped means every process of the run is gone, xdist's workers included, though the
         # server still holds their requests.
-        output, _ = process.communicate(timeout=ENDED_WITHIN_S)
+        try:
+            output, _ = process.communicate(timeout=ENDED_WITHIN_S)
+        except subprocess.TimeoutExpired:
+            # pytest's faulthandler writes every thread's stack on SIGABRT: where each process hung
+            os.killpg(process.pid, signal.SIGABRT)
+            pytest.fail(f"still running {ENDED_WITHIN_S} s after the signal:\n{process.communicate(timeout=60)[0][-12000:]}")
         _wait_until(lambda: not _alive(process.pid), timeout=ENDED_WITHIN_S)
     finally:
         if _alive(process.pid):
