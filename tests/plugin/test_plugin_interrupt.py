@@ -112,7 +112,9 @@ def test_ctrl_c_starts_no_request_ends_the_run_and_the_next_run_sends_only_what_
         except subprocess.TimeoutExpired:
             # pytest's faulthandler writes every thread's stack on SIGABRT: where each process hung
             os.killpg(process.pid, signal.SIGABRT)
-            pytest.fail(f"still running {ENDED_WITHIN_S} s after the signal:\n{process.communicate(timeout=60)[0][-12000:]}")
+            pytest.fail(
+                f"still running {ENDED_WITHIN_S} s after the signal:\n{process.communicate(timeout=60)[0][-12000:]}"
+            )
         _wait_until(lambda: not _alive(process.pid), timeout=ENDED_WITHIN_S)
     finally:
         if _alive(process.pid):
