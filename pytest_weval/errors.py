@@ -44,6 +44,8 @@ ErrorKind = Literal[
     "provider",  # the provider could not be reached or answered with an error
     "config",  # the model id or custom model definition cannot be used
     "budget",  # --weval-budget was reached before this item's requests were sent
+    "too_large",  # a reply was larger than --weval-max-reply-mb
+    "store",  # the cache could not keep replies (disk full), so no request was sent
     "interrupted",  # the run was interrupted before this item's requests were answered
     "judges",  # no judge could score the judged points
     "extraction",  # key points could not be extracted from the ideal answer

@@ -33,6 +33,7 @@ from pytest_weval.engine.errors import (
     ModelCallError,
     ProviderError,
     ReplayMissError,
+    ReplyTooLargeError,
     RunInterrupted,
     rebuild_error,
 )
@@ -41,7 +42,7 @@ from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.store.backends import backend_for, scrub
 from pytest_weval.engine.store.cache import ResponseCache, cache_key, make_entry, reply_from_entry
-from pytest_weval.engine.transport.http import async_client
+from pytest_weval.engine.transport.http import ReplyTooLarge, async_client, read_capped
 from pytest_weval.engine.transport.limits import Limits, Priority
 from pytest_weval.engine.transport.providers import (
     Adapter,
@@ -646,6 +647,16 @@ class Engine:
             rate_limited=True,
         )
 
+    async def _exchange(self, request: httpx.Request) -> tuple[httpx.Response, bytearray]:
+        """Send ``request`` and read its body, capped (``read_capped``); the connection of a
+        refused body is closed, not kept for the next request."""
+        assert self._http is not None
+        response = await self._http.send(request, stream=True)
+        try:
+            return response, await read_capped(response, int(self.settings.max_reply_mb * 1_000_000))
+        finally:
+            await response.aclose()
+
     async def _attempt(
         self, adapter: Adapter, call: HttpCall, timeout: float, model_id: str
     ) -> tuple[ModelReply | Failure, RateInfo | None]:
@@ -658,14 +669,23 @@ class Engine:
             url = self._urls.get(call.url)
             if url is None:
                 url = self._urls[call.url] = httpx.URL(call.url)
-            post = self._http.post(url, headers=dict(call.headers), json=call.body, timeout=timeout)
+            exchange = self._exchange(
+                self._http.build_request("POST", url, headers=dict(call.headers), json=call.body, timeout=timeout)
+            )
             # The whole attempt is bounded (httpx's timeouts are per phase). asyncio.timeout
             # where there is one: wait_for runs the request in a Task of its own (Python 3.11).
             if sys.version_info >= (3, 11):
                 async with asyncio.timeout(timeout):
-                    response = await post
+                    response, body = await exchange
             else:
-                response = await asyncio.wait_for(post, timeout)
+                response, body = await asyncio.wait_for(exchange, timeout)
+        except ReplyTooLarge as exc:
+            size = f" ({exc.announced / 1e6:.1f} MB announced)" if exc.announced is not None else ""
+            raise ReplyTooLargeError(
+                f"{model_id}: the reply is larger than {self.settings.max_reply_mb:g} MB{size} "
+                "(--weval-max-reply-mb); it was not read further, stored or judged",
+                model_id=model_id,
+            ) from None
         except (asyncio.TimeoutError, TimeoutError, httpx.TimeoutException):
             return Failure(None, f"no reply within {timeout:g} s (timeout)", retryable=True, timed_out=True), None
         except httpx.TransportError as exc:
@@ -675,9 +695,9 @@ class Engine:
         info = RateInfo.from_headers(response.headers, now)
         status = response.status_code
         if status >= 400:
-            text = response.text
+            text = body.decode(response.charset_encoding or "utf-8", errors="replace")
             try:
-                data = response.json()
+                data = json.loads(body)
             except ValueError:
                 data = None
             message = self.redactor.redact(error_message(text))
@@ -691,9 +711,10 @@ class Engine:
                 data=data,
             ), info
         try:
-            data = response.json()
+            data = json.loads(body)
         except ValueError:
             return Failure(status, "malformed reply (the body is not JSON)", retryable=True), info
+        del body  # the decoded reply is all that is kept
         try:
             reply = adapter.parse(data)
         except MalformedReply as exc:

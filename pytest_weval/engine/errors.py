@@ -103,6 +103,20 @@ class BudgetReached(ModelCallError):
     kind = "budget"
 
 
+class ReplyTooLargeError(ModelCallError):
+    """A reply's body passed ``--weval-max-reply-mb``: it was not read further, so it is not
+    stored, judged or written to any report. Not retried (the same request gets the same reply)."""
+
+    kind = "too_large"
+
+
+class StoreFullError(ModelCallError):
+    """The cache could not store replies (disk full), so no new request is sent: each would be
+    paid for and lost. Not shared with other processes as the request's outcome."""
+
+    kind = "store"
+
+
 class CircuitOpenError(ModelCallError):
     """The model failed too many times in a row; requests for it fail fast for a while."""
 
@@ -117,11 +131,21 @@ _KINDS: dict[str, ErrorKind] = {
     "interrupted": "interrupted",
     "budget": "budget",
     "circuit_open": "circuit_open",
+    "too_large": "too_large",
+    "store": "store",
 }
 
 ERROR_KINDS: dict[str, type[ModelCallError]] = {
     cls.kind: cls
-    for cls in (ModelCallError, ConfigError, MissingKeyError, ReplayMissError, ProviderError, CircuitOpenError)
+    for cls in (
+        ModelCallError,
+        ConfigError,
+        MissingKeyError,
+        ReplayMissError,
+        ProviderError,
+        CircuitOpenError,
+        ReplyTooLargeError,
+    )
 }
 
 

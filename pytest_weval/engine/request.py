@@ -97,6 +97,7 @@ class EngineSettings:
     retry_after_max_s: float = 60.0  # a faulty reply's Retry-After (503, say) is honoured up to this
     # Longest a request waits on rate limits (refusals and pacing) before it is an error.
     rate_limit_wait_s: float = 600.0
+    max_reply_mb: float = 8.0  # a reply's body larger than this is an error, never read whole
     budget_usd: float | None = None  # stop sending once the run's spend reaches it
     prices: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # model id -> prices.Price (weval_prices)
     breaker_threshold: int = 10  # consecutive non-rate-limit failures that open a model's breaker

@@ -116,6 +116,13 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
         600.0,
     ),
     (
+        "--weval-max-reply-mb",
+        "weval_max_reply_mb",
+        "a model reply larger than this many MB is an item error, never read whole, stored or judged (default 8)",
+        "float",
+        8.0,
+    ),
+    (
         "--weval-missing-keys",
         "weval_missing_keys",
         "when a provider key the run needs is not set: stop (default: before any item runs), error or skip "
@@ -274,6 +281,7 @@ class WevalSettings:
     repeat: int = 1  # --weval-repeat
     run_id: str | None = None  # --weval-run-id / WEVAL_RUN_ID: a run shared by several machines
     fixtures: Path | None = None  # --weval-fixtures
+    max_reply_mb: float = 8.0  # --weval-max-reply-mb
 
     def engine_settings(self, workerinput: Mapping[str, Any] | None) -> EngineSettings:
         """How this process's engine sends, limits and caches; ``workerinput`` is xdist's
@@ -286,6 +294,7 @@ class WevalSettings:
             provider_concurrency=self.provider_concurrency,
             max_attempts=self.max_attempts,
             rate_limit_wait_s=self.rate_limit_wait_s,
+            max_reply_mb=self.max_reply_mb,
             budget_usd=self.budget_usd,
             prices=self.prices,
             timeout_s=self.timeout_s,
@@ -454,6 +463,7 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
         repeat=_number(config, "weval_repeat", int, minimum=1),
         run_id=_run_id(config),
         fixtures=_path(config, _raw(config, "weval_fixtures")),
+        max_reply_mb=_number(config, "weval_max_reply_mb", float, positive=True),
     )
 
 

@@ -257,6 +257,14 @@ _CAUSES: dict[ErrorKind, tuple[str, str]] = {
         "The run's budget was reached before this item's requests were sent.",
         "Raise --weval-budget to continue: what was received is kept in the cache.",
     ),
+    "too_large": (
+        "The model's reply was larger than the run allows, so it was not read, stored or judged.",
+        "Ask for a shorter answer (max_tokens), or raise --weval-max-reply-mb if such replies are expected.",
+    ),
+    "store": (
+        "The cache could not store replies (the disk is full), so this item's requests were not sent.",
+        "Free space where the cache lives, or run with --weval-cache=off; then run again.",
+    ),
     "interrupted": (
         "The run was interrupted before this item was answered.",
         "Run again: it continues from the cache.",

@@ -21,6 +21,34 @@ import httpx
 from httpx_aiohttp import AiohttpTransport
 
 KEEPALIVE_S = 30.0  # how long an idle connection is kept for the next request to its host
+MAX_REPLY_MB = 8.0  # the default cap on one reply's body (--weval-max-reply-mb)
+
+
+class ReplyTooLarge(Exception):
+    """A reply's body is (or says it is) larger than the cap; ``announced`` is its
+    Content-Length when the server gave one."""
+
+    def __init__(self, limit: int, announced: int | None = None):
+        self.limit = limit
+        self.announced = announced
+        super().__init__(f"the reply is larger than {limit} bytes")
+
+
+async def read_capped(response: httpx.Response, limit: int) -> bytearray:
+    """The body of a response opened with ``stream=True``, refused as soon as it is known to pass
+    ``limit`` bytes: a Content-Length over it is refused before the body is read, and a body
+    without one is counted as it arrives, so no more than about ``limit`` bytes are ever held
+    (a 50 MB answer once took 2.1 GB on its way through JSON, the store and the reports).
+    The limit applies to the decoded body, so a compressed reply cannot expand past it."""
+    announced = response.headers.get("content-length")
+    if announced is not None and announced.strip().isdigit() and int(announced) > limit:
+        raise ReplyTooLarge(limit, int(announced))
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > limit:
+            raise ReplyTooLarge(limit)
+    return body
 
 
 def _httpx_error(exc: BaseException) -> httpx.TransportError | None:
