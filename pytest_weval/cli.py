@@ -8,7 +8,12 @@
     python -m pytest_weval cache prune --older-than 30d [--cache-store STORE] [--cache-dir DIR] [--dry-run]
         the response cache's size and entries; delete entries older than an age. STORE is
         sqlite (default), files or a postgresql:// URL (password from PGPASSWORD or ~/.pgpass),
-        as --weval-cache-store; the folder defaults to .weval_cache.
+        as --weval-cache-store; the folder defaults to .weval_cache. The history of runs stays
+        unless --history-keep N is given (then all but the N newest runs go).
+    python -m pytest_weval history [--cache-store STORE] [--cache-dir DIR] [--model M] [--blueprint B]
+                                   [--last N] [--json]
+        the runs recorded in the store, oldest first, each model's mean and its change
+        (docs/history.md).
 
 Exit status: 0 done, 1 the operation failed (one line on stderr), 2 a usage error.
 """
@@ -22,7 +27,9 @@ import sys
 from collections.abc import Sequence
 
 from pytest_weval.engine.store.backends import StoreError, prune_store, redact_url, store_stats
+from pytest_weval.engine.store.history import history_for
 from pytest_weval.report.finish import merge_outputs
+from pytest_weval.report.history import history_rows, history_table
 from pytest_weval.report.run_record import MergeError
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -49,8 +56,16 @@ def _parser() -> argparse.ArgumentParser:
 
     cache = commands.add_parser("cache", help="the response cache: stats, prune")
     actions = cache.add_subparsers(dest="action", required=True)
-    for name, text in (("stats", "entries, size and age"), ("prune", "delete entries older than an age")):
-        action = actions.add_parser(name, help=text)
+    history = commands.add_parser("history", help="the runs recorded in a store, oldest first")
+    history.add_argument("--model", metavar="MODEL", help="only this model's means")
+    history.add_argument("--blueprint", metavar="ID_OR_PATH", help="means over this blueprint's items only")
+    history.add_argument("--last", type=_count, metavar="N", help="only the N newest runs")
+    history.add_argument("--json", action="store_true", help='print {"runs": [...]} as JSON')
+    for name, action in (
+        ("stats", actions.add_parser("stats", help="entries, size and age")),
+        ("prune", actions.add_parser("prune", help="delete replies older than an age, or old runs of the history")),
+        ("history", history),
+    ):
         action.add_argument(
             "--cache-store",
             default="sqlite",
@@ -60,10 +75,32 @@ def _parser() -> argparse.ArgumentParser:
         action.add_argument("--cache-dir", default=".weval_cache", metavar="DIR", help="default .weval_cache")
         if name == "stats":
             action.add_argument("--json", action="store_true", help="print the figures as JSON")
-        else:
-            action.add_argument("--older-than", required=True, type=parse_age, metavar="AGE", help="e.g. 30d, 12h")
+        elif name == "prune":
+            action.add_argument("--older-than", type=parse_age, metavar="AGE", help="e.g. 30d, 12h")
             action.add_argument("--dry-run", action="store_true", help="count what would go, delete nothing")
+            action.add_argument(
+                "--history-keep", type=_count, metavar="N", help="also forget all but the N newest recorded runs"
+            )
     return parser
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of at least 0")
+    return value
+
+
+def _history(store: str, args: argparse.Namespace) -> int:
+    history = history_for(store, args.cache_dir)
+    if not history.exists():
+        raise StoreError(f"no cache at {args.cache_dir}")
+    rows = history_rows(history.runs(), history.items, model=args.model, blueprint=args.blueprint, last=args.last)
+    print(json.dumps({"runs": rows}, indent=2) if args.json else "\n".join(history_table(rows)))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -81,6 +118,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if store.lower() in ("sqlite", "files"):
         store = store.lower()
     try:
+        if args.command == "history":
+            return _history(store, args)
+        if args.action == "prune" and args.older_than is None and args.history_keep is None:
+            print("cache prune: say what goes: --older-than AGE (replies), --history-keep N (runs)", file=sys.stderr)
+            return 2
         if args.action == "stats":
             stats = store_stats(store, args.cache_dir)
             if args.json:
@@ -88,13 +130,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 print("\n".join(stats.lines()))
             return 0
-        removed = prune_store(store, args.cache_dir, args.older_than, dry_run=args.dry_run)
+        removed = None
+        if args.older_than is not None:
+            removed = prune_store(store, args.cache_dir, args.older_than, dry_run=args.dry_run)
+        forgotten = None
+        if args.history_keep is not None:
+            forgotten = history_for(store, args.cache_dir).prune(args.history_keep, dry_run=args.dry_run)
     except StoreError as exc:
-        print(f"cache: {exc}", file=sys.stderr)
+        print(f"{args.command}: {exc}", file=sys.stderr)
         return 1
     where = redact_url(store) if store not in ("sqlite", "files") else f"{store} store in {args.cache_dir}"
     verb = "would remove" if args.dry_run else "removed"
-    print(f"{verb} {removed} entr{'y' if removed == 1 else 'ies'} older than {_age(args.older_than)} from {where}")
+    if removed is not None:
+        print(f"{verb} {removed} entr{'y' if removed == 1 else 'ies'} older than {_age(args.older_than)} from {where}")
+    if forgotten is not None:
+        print(
+            f"{verb} {forgotten} recorded run{'' if forgotten == 1 else 's'} from the history of {where} "
+            f"(kept the {args.history_keep} newest)"
+        )
     return 0
 
 

@@ -174,8 +174,9 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
     (
         "--weval-baseline",
         "weval_baseline",
-        "the --weval-out folder of an earlier run: compare each model's scores with it, on paired items, and "
-        "fail the session when a model regressed",
+        "the --weval-out folder of an earlier run, or last (last:BRANCH) for the store's history's previous run "
+        "(of that branch): compare each model's scores with it, on paired items, and fail the session when a "
+        "model regressed",
         "str",
         None,
     ),
@@ -275,7 +276,7 @@ class WevalSettings:
     allow_exec: bool = False
     borderline_fails: bool = False
     html_path: Path | None = None  # --weval-html
-    baseline: Path | None = None  # --weval-baseline
+    baseline: Path | str | None = None  # --weval-baseline: a folder, or 'last'/'last:<branch>' (the history's)
     alpha: float = 0.05  # --weval-alpha
     max_drop: float = 0.0  # --weval-max-drop
     repeat: int = 1  # --weval-repeat
@@ -375,6 +376,15 @@ def _number(
     return number
 
 
+def _baseline(config: pytest.Config) -> Path | str | None:
+    """--weval-baseline: ``last`` and ``last:<branch>`` name the history's previous run (a folder
+    called ``last`` is ``./last``); anything else is a folder."""
+    raw = _raw(config, "weval_baseline")
+    if isinstance(raw, str) and (raw.strip() == "last" or raw.strip().startswith("last:")):
+        return raw.strip()
+    return _path(config, raw)
+
+
 def _path(config: pytest.Config, value: object) -> Path | None:
     if value is None or value == "":
         return None
@@ -457,7 +467,7 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
         allow_exec=bool(_raw(config, "weval_allow_exec")),
         borderline_fails=_choice(config, "weval_borderline", BORDERLINE) == "fail",
         html_path=_path(config, _raw(config, "weval_html")),
-        baseline=_path(config, _raw(config, "weval_baseline")),
+        baseline=_baseline(config),
         alpha=_alpha(config),
         max_drop=_number(config, "weval_max_drop", float, minimum=0),
         repeat=_number(config, "weval_repeat", int, minimum=1),

@@ -37,6 +37,7 @@ from pytest_weval.engine.store.backends import StoreError, check_store, is_postg
 from pytest_weval.formats.discover import is_agent_eval_file
 from pytest_weval.plugin.agent_items import AgentEvalFile
 from pytest_weval.plugin.collect import BLUEPRINT_SUFFIXES, BlueprintFile, blueprint_rel_path, is_blueprint_path
+from pytest_weval.plugin.history import RunHistory
 from pytest_weval.plugin.items import WevalItem
 from pytest_weval.plugin.options import WevalSettings, option_name, options_in_effect, settings_from_config
 from pytest_weval.plugin.running import Runner, settle_collected_objects
@@ -44,6 +45,7 @@ from pytest_weval.plugin.warning_types import WevalWarning
 from pytest_weval.report._fmt import visible
 from pytest_weval.report.baseline import Baseline, BaselineError, read_baseline
 from pytest_weval.report.finish import FinishedRun, RunGates, finish_run, write_run_files
+from pytest_weval.report.history import is_history_baseline
 from pytest_weval.report.html import RunFacts
 from pytest_weval.report.terminal import render_summary
 from pytest_weval.report.weval_json import write_json_atomic
@@ -87,6 +89,7 @@ class WevalPlugin:
         self.plan: Plan | None = None
         self.stop_message: str | None = None  # the pre-flight stopped the run (xdist: said by the controller)
         self._xdist_run_id: str | None = None  # xdist controller: the run its workers share
+        self.history: RunHistory | None = None  # the store's history, at session end (docs/history.md)
 
     # -- what collection and items ask of the plugin ------------------------------------------
     @property
@@ -440,9 +443,18 @@ class WevalPlugin:
             alpha=settings.alpha,
             max_drop=settings.max_drop,
         )
-        self.finished = run = finish_run(
-            self.results, self._blueprints_by_path(), self.run_usage, gates, baseline=self.baseline
-        )
+        baseline = self.baseline
+        self.history = RunHistory.for_run(settings, self._started)
+        if is_history_baseline(settings.baseline):
+            baseline, missing = self.history.baseline(str(settings.baseline)) if self.history else (None, None)
+            if baseline is None:
+                gates = dataclasses.replace(gates, baseline=None)
+                if self.history is not None and missing:
+                    self.history.notes.append(f"weval: {missing}")
+        run = finish_run(self.results, self._blueprints_by_path(), self.run_usage, gates, baseline=baseline)
+        if self.history is not None:
+            run = self.history.finish(run, record=not interrupted)
+        self.finished = run
         if run.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         write_run_files(
@@ -499,6 +511,10 @@ class WevalPlugin:
             terminalreporter.write_line(f"weval results written to {self.settings.out_dir}")
         if self.settings.html_path is not None:
             terminalreporter.write_line(f"weval HTML report written to {self.settings.html_path}")
+        for note in self.history.notes if self.history is not None else ():
+            terminalreporter.write_line(visible(note), yellow=True)
+        if run.changes is not None:
+            terminalreporter.write_line(visible(run.changes.line()))
         if run.gate_lines:
             count = len(run.gate_lines)
             _gate_section(
@@ -587,8 +603,8 @@ def uncollected_hints(args: list[str], cwd: Path, limit: int = 10_000) -> list[s
 
 
 def _baseline(settings: WevalSettings) -> Baseline | None:
-    if settings.baseline is None:
-        return None
+    if settings.baseline is None or is_history_baseline(settings.baseline):
+        return None  # the history's run is read at the end, with the history
     try:
         return read_baseline(settings.baseline)
     except BaselineError as exc:

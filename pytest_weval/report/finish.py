@@ -26,6 +26,7 @@ from pytest_weval.report.baseline import (
     regression_lines,
 )
 from pytest_weval.report.gates import check_min_score
+from pytest_weval.report.history import Changes, HistoryView, is_history_baseline
 from pytest_weval.report.html import RunFacts, write_html
 from pytest_weval.report.rollup import Rollup, build_rollup
 from pytest_weval.report.run_record import MergeError, describe, identity, read_run_record, substance, write_run_record
@@ -63,6 +64,9 @@ class FinishedRun:
     gate_lines: list[str]  # --weval-min-score failures
     comparison: Comparison | None
     regression_lines: list[str]  # --weval-baseline failures
+    # the store's history (docs/history.md), set by the plugin; merge reads no history
+    changes: Changes | None = None
+    history: HistoryView | None = None
 
     @property
     def failed(self) -> bool:
@@ -84,6 +88,8 @@ def finish_run(
     rollup = build_rollup(results, usage=usage or None)
     gate_lines = check_min_score(rollup, gates.min_score) if gates.min_score is not None else []
     if baseline is None and gates.baseline is not None:
+        if is_history_baseline(gates.baseline):
+            raise BaselineError(f"{gates.baseline} names a run of the store's history, which only pytest reads")
         baseline = read_baseline(gates.baseline)
     comparison = None
     if baseline is not None:
@@ -119,6 +125,7 @@ def write_run_files(
             min_score=run.gates.min_score,
             gate_lines=run.gate_lines if run.gates.min_score is not None else None,
             comparison=run.comparison,
+            changes=run.changes.to_dict() if run.changes is not None else None,
         )
         written += write_agent_results(out_dir, run.results)
         # what `python -m pytest_weval merge` rebuilds every file from
@@ -126,7 +133,13 @@ def write_run_files(
     if html_path is not None:
         written.append(
             write_html(
-                html_path, run.blueprints, run.results, rollup=run.rollup, facts=facts, comparison=run.comparison
+                html_path,
+                run.blueprints,
+                run.results,
+                rollup=run.rollup,
+                facts=facts,
+                comparison=run.comparison,
+                history=run.history,
             )
         )
     return written

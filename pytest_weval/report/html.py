@@ -43,7 +43,11 @@ from pytest_weval.blueprint.model import Blueprint, Prompt
 from pytest_weval.files import write_atomic
 from pytest_weval.report._fmt import fmt_p, fmt_score, js_number, plural
 from pytest_weval.report.baseline import Comparison, ModelComparison, fmt_difference
+from pytest_weval.report.history import HistoryView
 from pytest_weval.report.html_assets import CSS, JS
+from pytest_weval.report.html_history import CSS as HISTORY_CSS
+from pytest_weval.report.html_history import JS as HISTORY_JS
+from pytest_weval.report.html_history import has_content, history_data, history_section
 from pytest_weval.report.rollup import (
     ROOT,
     BlueprintRollup,
@@ -769,10 +773,12 @@ def build_html(
     rollup: Rollup | None = None,
     facts: RunFacts | None = None,
     comparison: Comparison | None = None,
+    history: HistoryView | None = None,
 ) -> str:
     """The page for a run. ``blueprints_by_path`` is keyed by ``ItemResult.blueprint_path``, as
     for ``write_outputs``; a file missing from it (an agent eval file) is drawn from its results.
-    ``comparison`` (``--weval-baseline``) is shown beside the means and in the run's facts."""
+    ``comparison`` (``--weval-baseline``) is shown beside the means and in the run's facts;
+    ``history`` (the store's recorded runs) as trends and the items changed since the last run."""
     rollup = rollup if rollup is not None else build_rollup(results)
     facts = facts or RunFacts()
     groups: dict[str, list[ItemResult]] = {}
@@ -807,10 +813,11 @@ def build_html(
         '<meta name="generator" content="pytest-weval">',
         '<link rel="icon" href="data:,">',
         f"<title>weval report: {_e(summary)}</title>",
-        f"<style>{CSS}</style></head><body>",
+        f"<style>{CSS}{HISTORY_CSS if has_content(history) else ''}</style></head><body>",
         f'<header class="top"><h1>weval report</h1><p id="weval-summary">{_e(summary)}</p></header>',
         '<main><div id="weval-overview-view">',
         _facts(rollup, results, facts, comparison),
+        history_section(history) if history is not None and has_content(history) else "",
         '<section id="weval-heatmap"><h2>Mean score per blueprint and model</h2><div class="controls">',
         '<label><input type="checkbox" id="weval-group" checked> group by folder</label>',
         '<label>models: <select id="weval-model-order"><option value="name">by id</option>'
@@ -825,6 +832,10 @@ def build_html(
         # The script runs once the overview is parsed; the blueprints' data follows it.
         f'<script nonce="{nonce}">{JS}</script>\n',
     ]
+    if history is not None and has_content(history):
+        blob = script_json(history_data(history))
+        parts.append(f'<script type="application/json" id="weval-history-data">{blob}</script>\n')
+        parts.append(f'<script nonce="{nonce}">{HISTORY_JS}</script>\n')
     for path in sorted(groups):
         bp_rollup = rollup.blueprints.get(path)
         if bp_rollup is None:
@@ -843,10 +854,11 @@ def write_html(
     rollup: Rollup | None = None,
     facts: RunFacts | None = None,
     comparison: Comparison | None = None,
+    history: HistoryView | None = None,
 ) -> Path:
     """Write the page (to a temporary name, then renamed into place); returns its path."""
     target = Path(path)
-    page = build_html(blueprints_by_path, results, rollup=rollup, facts=facts, comparison=comparison)
+    page = build_html(blueprints_by_path, results, rollup=rollup, facts=facts, comparison=comparison, history=history)
     write_atomic(target, page.encode("utf-8"))
     return target
 

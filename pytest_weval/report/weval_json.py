@@ -333,6 +333,7 @@ def build_run_summary(
     gate_lines: Sequence[str] | None = None,
     files: Mapping[str, str] | None = None,
     comparison: Comparison | None = None,
+    changes: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``summary.json``: run totals, per blueprint x model and per folder means, usage, judge
     agreement, pass counts, the items and every error. Our format (not Weval's), camelCase."""
@@ -383,6 +384,8 @@ def build_run_summary(
         summary["minScore"] = {"threshold": min_score, "failures": list(gate_lines or [])}
     if comparison is not None:
         summary["baseline"] = comparison.to_dict()
+    if changes is not None:  # since the store's previous run (docs/history.md)
+        summary["changes"] = dict(changes)
     return js_data(_drop_absent(summary))
 
 
@@ -416,6 +419,7 @@ def write_outputs(
     gate_lines: Sequence[str] | None = None,
     include_prompt_weights: bool = False,
     comparison: Comparison | None = None,
+    changes: Mapping[str, Any] | None = None,
 ) -> list[Path]:
     """Write ``<blueprint-id>.json`` per blueprint that has results, then ``summary.json``.
 
@@ -459,6 +463,7 @@ def write_outputs(
         gate_lines=gate_lines,
         files=files,
         comparison=comparison,
+        changes=changes,
     )
     write_json_atomic(out / "summary.json", summary)
     written.append(out / "summary.json")

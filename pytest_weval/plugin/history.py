@@ -1,0 +1,149 @@
+"""The run's place in its store's history (docs/history.md), for the plugin at session end: read
+the runs recorded before this one (for "since the last run" and ``--weval-baseline=last``), then
+record this one. Once per run: on the xdist controller, and once per ``--weval-run-id`` however
+many machines share it (the store keeps the first record of an id).
+
+A history that cannot be read or written never fails the run: the terminal says why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import os
+import secrets
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from pytest_weval.engine.store.common import StoreError
+from pytest_weval.engine.store.history import History, history_for
+from pytest_weval.plugin.options import WevalSettings
+from pytest_weval.report.baseline import Baseline
+from pytest_weval.report.finish import FinishedRun
+from pytest_weval.report.history import (
+    baseline_of,
+    changes_since,
+    history_branch,
+    history_view,
+    is_history_baseline,
+    previous_run,
+    run_record,
+)
+
+GIT_TIMEOUT_S = 10
+# Where CI systems say the branch when the checkout is a detached HEAD.
+_BRANCH_VARS = ("GITHUB_HEAD_REF", "GITHUB_REF_NAME", "CI_COMMIT_REF_NAME", "BUILDKITE_BRANCH", "BRANCH_NAME")
+
+
+def new_run_id(started: float) -> str:
+    """A run id people can read and sort: its start in UTC and a few random letters."""
+    return f"{dt.datetime.fromtimestamp(started, dt.timezone.utc):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def git_facts(folder: Path) -> tuple[str | None, str | None]:
+    """(commit, branch) of the repository holding ``folder``, or Nones outside one."""
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() or None if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return None, None
+    branch = git("rev-parse", "--abbrev-ref", "HEAD")
+    if branch in (None, "HEAD"):
+        branch = next((os.environ[name] for name in _BRANCH_VARS if os.environ.get(name)), None)
+    return commit, branch
+
+
+@dataclasses.dataclass
+class RunHistory:
+    """One run's dealings with its store's history."""
+
+    settings: WevalSettings
+    started: float
+    run_id: str
+    notes: list[str] = dataclasses.field(default_factory=list)  # said in the terminal summary
+    _runs: list[dict[str, Any]] | None = None
+
+    @classmethod
+    def for_run(cls, settings: WevalSettings, started: float) -> RunHistory | None:
+        """None when the run keeps no store (``--weval-cache=off``)."""
+        if settings.cache_mode == "off":
+            return None
+        return cls(settings, started, settings.run_id or new_run_id(started))
+
+    @property
+    def records(self) -> bool:
+        """``ro`` reads the store and never writes it (committed recordings stay as they are)."""
+        return self.settings.cache_mode in ("rw", "refresh")
+
+    def _history(self) -> History:
+        return history_for(self.settings.cache_store, self.settings.cache_dir)
+
+    def _say(self, what: str, exc: StoreError) -> None:
+        self.notes.append(f"weval history: {what}: {exc}")
+
+    def earlier(self) -> list[dict[str, Any]]:
+        """The runs recorded so far, oldest first, read once."""
+        if self._runs is None:
+            try:
+                history = self._history()
+                self._runs = history.runs() if history.exists() else []
+            except StoreError as exc:
+                self._say("cannot read the earlier runs", exc)
+                self._runs = []
+        return self._runs
+
+    def items(self, run_id: str) -> list[dict[str, Any]]:
+        try:
+            return self._history().items(run_id)
+        except StoreError as exc:
+            self._say(f"cannot read the items of run {run_id}", exc)
+            return []
+
+    def finish(self, run: FinishedRun, *, record: bool) -> FinishedRun:
+        """Compare with the previous run, record this one (unless ``record`` is false: an
+        interrupted run is no point of the history), and give the run with its changes and
+        history view."""
+        runs = self.earlier()
+        previous = previous_run(runs, current_id=self.run_id, started=self.started)
+        changes = changes_since(previous, self.items(str(previous["id"])), run.results) if previous else None
+        commit, branch = git_facts(Path(self.settings.rootdir))
+        current, items = run_record(
+            run.results,
+            run.rollup,
+            run_id=self.run_id,
+            started=self.started,
+            ended=time.time(),
+            host=socket.gethostname(),
+            commit=commit,
+            branch=branch,
+            judges=self.settings.judges or (),
+        )
+        if record and self.records:
+            try:
+                self._history().record(current, items)
+            except StoreError as exc:
+                self._say("could not record this run", exc)
+        view = history_view(runs, current, changes)
+        return dataclasses.replace(run, changes=changes, history=view)
+
+    def baseline(self, setting: str) -> tuple[Baseline | None, str | None]:
+        """``--weval-baseline=last[:<branch>]``: the recorded run to compare with, or why there is none."""
+        if not is_history_baseline(setting):
+            return None, None
+        branch = history_branch(setting)
+        earlier = previous_run(self.earlier(), current_id=self.run_id, started=self.started, branch=branch)
+        if earlier is None:
+            where = f" of branch {branch}" if branch else ""
+            return None, f"--weval-baseline={setting}: the history holds no earlier run{where}: nothing to compare with"
+        return baseline_of(earlier, self.items(str(earlier["id"]))), None
