@@ -88,8 +88,7 @@ def test_three_runs_are_recorded_and_the_third_shows_what_got_worse(store: str, 
         second = pytest_run(tmp_path, env, option, "--weval-cache=refresh", "--weval-out=out2", "-n", "2")
         assert second.returncode == 0, second.stdout[-3000:]
         assert "since the last run: 0 items changed (0 better, 0 worse) [run " in second.stdout
-        server.rules = [
-Rule(model="gpt-b", contains=f"(q{j})", reply=f"alpha only, q{j}") for j in WORSE]
+        server.rules = [Rule(model="gpt-b", contains=f"(q{j})", reply=f"alpha only, q{j}") for j in WORSE]
         third = pytest_run(
             tmp_path, env, option, "--weval-cache=refresh", "--weval-out=out3", "--weval-baseline=last", "-rN"
         )
@@ -147,7 +146,9 @@ Rule(model="gpt-b", contains=f"(q{j})", reply=f"alpha only, q{j}") for j in WORS
     rows = table.stdout.splitlines()
     assert [row.split()[0] for row in rows[1:4]] == [run["id"] for run in runs]
     assert "0.75 -0.25 *" in rows[3] and rows[-1].startswith("* a change beyond noise")
-    only_a = json.loads(cli(tmp_path, env, "history", "--json", "--model", A, "--last", "2", *_store_args(store)).stdout)
+    only_a = json.loads(
+        cli(tmp_path, env, "history", "--json", "--model", A, "--last", "2", *_store_args(store)).stdout
+    )
     assert [list(run["models"]) for run in only_a["runs"]] == [[A], [A]]
     assert [run["id"] for run in only_a["runs"]] == [run["id"] for run in runs[1:]]
 
@@ -235,6 +236,8 @@ def test_a_store_written_before_the_history_gains_one_and_keeps_its_cache(kind: 
     assert replay.returncode == 0 and "4 passed" in replay.stdout, replay.stdout[-3000:]
     runs = json.loads(cli(tmp_path, env, "history", "--json", *_store_args(kind)).stdout)["runs"]
     assert len(runs) == 1
-    assert runs[0]["models"][A]["mean"] == json.loads((tmp_path / "out" / "summary.json").read_text())["models"][A]["mean"]
+    assert (
+        runs[0]["models"][A]["mean"] == json.loads((tmp_path / "out" / "summary.json").read_text())["models"][A]["mean"]
+    )
     stats = cli(tmp_path, env, "cache", "stats", "--json", *_store_args(kind))
     assert json.loads(stats.stdout)["entries"] == 4
