@@ -215,9 +215,11 @@ class SqliteHistory:
         return self.path.is_file()
 
     @contextlib.contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
+    def _connect(self, *, readonly: bool = False) -> Iterator[sqlite3.Connection]:
         try:
-            conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+            conn = (
+                self._open_readonly() if readonly else sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+            )
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the SQLite cache {self.path}: {exc}") from None
         try:
@@ -227,6 +229,20 @@ class SqliteHistory:
             raise StoreError(f"the history in {self.path}: {exc}") from None
         finally:
             conn.close()
+
+    def _open_readonly(self) -> sqlite3.Connection:
+        """Reading leaves the file as it was (``--weval-cache=ro``, committed or read-only
+        stores): read-only beside a writer; ``immutable`` when there is none, where a read-only
+        open of a WAL file could not make its shared-memory file."""
+        base = self.path.resolve().as_uri()
+        if Path(str(self.path) + "-wal").exists():
+            conn = sqlite3.connect(base + "?mode=ro", uri=True, timeout=30, isolation_level=None)
+            try:
+                conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+                return conn
+            except sqlite3.OperationalError:
+                conn.close()
+        return sqlite3.connect(base + "?immutable=1", uri=True, timeout=30, isolation_level=None)
 
     def _version(self, conn: sqlite3.Connection) -> int:
         found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'history_meta'").fetchone()
@@ -272,7 +288,7 @@ class SqliteHistory:
     def runs(self) -> list[dict[str, Any]]:
         if not self.exists():
             return []
-        with self._connect() as conn:
+        with self._connect(readonly=True) as conn:
             if not self._version(conn):
                 return []  # a store from before the history: nothing recorded yet (and nothing written here)
             rows = conn.execute(f"SELECT {_RUN_COLUMNS} FROM history_runs").fetchall()
@@ -281,7 +297,7 @@ class SqliteHistory:
     def items(self, run_id: str) -> list[dict[str, Any]]:
         if not self.exists():
             return []
-        with self._connect() as conn:
+        with self._connect(readonly=True) as conn:
             if not self._version(conn):
                 return []
             rows = conn.execute(
