@@ -123,6 +123,7 @@ class Engine:
         )  # shared through the claims file under xdist
         self._stores: set[asyncio.Task[bool]] = set()  # cache writes: finished even on Ctrl-C
         self._interrupted = False
+        self._cancel_at: float | None = None  # interrupted: when the requests in flight are given up
         # Lines for the person watching the run (a provider started throttling), taken by the
         # plugin as they come; appended on the engine's loop, taken from pytest's thread.
         self._notices: list[str] = []
@@ -209,6 +210,9 @@ class Engine:
         thread.join(timeout=30)
 
     async def _aclose(self) -> None:
+        if self._cancel_at is not None and self._flights:  # interrupted: the grace for replies on the wire
+            flights = [task for task, _priority in self._flights.values()]
+            await asyncio.wait(flights, timeout=max(0.0, self._cancel_at - time.monotonic()))
         if self._stores:  # replies received are written before anything is cancelled
             await asyncio.wait(list(self._stores), timeout=30)
         current = asyncio.current_task()
@@ -265,17 +269,26 @@ class Engine:
 
     # -- interruption, rate limits, notices ----------------------------------------------------
     def interrupt(self) -> None:
-        """The run was interrupted (Ctrl-C): from now on no request starts, and the requests in
-        flight are cancelled (their claims released). Replies already received stay in the
-        cache. Safe from any thread, and to call twice."""
+        """The run was interrupted (Ctrl-C, SIGTERM, a stop signal in the claims store): from now
+        on no request starts; the requests in flight have ``stop_grace_s`` to bring their replies
+        in (stored, so the next run does not buy them again), then they are cancelled and their
+        claims released. Safe from any thread, and to call twice."""
+        if self._interrupted:
+            return
         self._interrupted = True
+        self._cancel_at = time.monotonic() + self.settings.stop_grace_s
         loop = self.loop
         if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._cancel_flights)
+            loop.call_soon_threadsafe(loop.call_later, self.settings.stop_grace_s, self._cancel_flights)
 
     @property
     def interrupted(self) -> bool:
         return self._interrupted
+
+    @property
+    def in_flight(self) -> int:
+        """Distinct requests under way (waiting for a slot, on the wire or between retries)."""
+        return len(self._flights)
 
     def _cancel_flights(self) -> None:
         for task, _priority in list(self._flights.values()):

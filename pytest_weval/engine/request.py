@@ -97,6 +97,9 @@ class EngineSettings:
     retry_after_max_s: float = 60.0  # a faulty reply's Retry-After (503, say) is honoured up to this
     # Longest a request waits on rate limits (refusals and pacing) before it is an error.
     rate_limit_wait_s: float = 600.0
+    # After an interrupt: how long replies already on the wire may take to arrive (and be
+    # stored, so the next run does not buy them again) before they are cancelled.
+    stop_grace_s: float = 5.0
     max_reply_mb: float = 8.0  # a reply's body larger than this is an error, never read whole
     budget_usd: float | None = None  # stop sending once the run's spend reaches it
     prices: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # model id -> prices.Price (weval_prices)

@@ -123,6 +123,14 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
         8.0,
     ),
     (
+        "--weval-stop-grace",
+        "weval_stop_grace",
+        "after Ctrl-C or SIGTERM, how long replies already on the wire may take to arrive and be stored "
+        "before they are given up, in seconds (default 5); a second signal stops at once",
+        "float",
+        5.0,
+    ),
+    (
         "--weval-missing-keys",
         "weval_missing_keys",
         "when a provider key the run needs is not set: stop (default: before any item runs), error or skip "
@@ -264,6 +272,7 @@ class WevalSettings:
     timeout_s: float
     max_attempts: int
     rate_limit_wait_s: float
+    stop_grace_s: float
     missing_keys: str  # stop | error | skip
     budget_usd: float | None
     prices: dict[str, Price]  # ini weval_prices, over genai-prices
@@ -295,6 +304,7 @@ class WevalSettings:
             provider_concurrency=self.provider_concurrency,
             max_attempts=self.max_attempts,
             rate_limit_wait_s=self.rate_limit_wait_s,
+            stop_grace_s=self.stop_grace_s,
             max_reply_mb=self.max_reply_mb,
             budget_usd=self.budget_usd,
             prices=self.prices,
@@ -455,6 +465,7 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
         timeout_s=_number(config, "weval_timeout", float, positive=True),
         max_attempts=_number(config, "weval_max_attempts", int, minimum=1),
         rate_limit_wait_s=_number(config, "weval_rate_limit_wait", float, minimum=0),
+        stop_grace_s=_number(config, "weval_stop_grace", float, minimum=0),
         missing_keys=_choice(config, "weval_missing_keys", MISSING_KEYS),
         budget_usd=_number(config, "weval_budget", float, minimum=0),
         prices=_prices(config),

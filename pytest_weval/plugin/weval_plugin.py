@@ -41,8 +41,9 @@ from pytest_weval.plugin.history import RunHistory
 from pytest_weval.plugin.items import WevalItem
 from pytest_weval.plugin.options import WevalSettings, option_name, options_in_effect, settings_from_config
 from pytest_weval.plugin.running import Runner, settle_collected_objects
+from pytest_weval.plugin.signals import StopSignals
 from pytest_weval.plugin.warning_types import WevalWarning
-from pytest_weval.report._fmt import visible
+from pytest_weval.report._fmt import plural, visible
 from pytest_weval.report.baseline import Baseline, BaselineError, read_baseline
 from pytest_weval.report.finish import FinishedRun, RunGates, finish_run, write_run_files
 from pytest_weval.report.history import is_history_baseline
@@ -90,6 +91,11 @@ class WevalPlugin:
         self.stop_message: str | None = None  # the pre-flight stopped the run (xdist: said by the controller)
         self._xdist_run_id: str | None = None  # xdist controller: the run its workers share
         self.history: RunHistory | None = None  # the store's history, at session end (docs/history.md)
+        self._reported: set[str] = set()  # node ids that reported an outcome (what an interrupt left unrun)
+        self.signals = StopSignals(self._stop_sending)
+        self.signals.install()
+        if hasattr(config, "workerinput"):
+            self.signals.watch_parent()
 
     # -- what collection and items ask of the plugin ------------------------------------------
     @property
@@ -344,6 +350,8 @@ class WevalPlugin:
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or report.outcome != "passed":
+            self._reported.add(report.nodeid)
         for notice in getattr(report, "weval_notices", None) or ():
             self._say(notice)
         data = getattr(report, "weval_result", None)
@@ -360,6 +368,10 @@ class WevalPlugin:
             return
         self._said.add(line)
         _write_lines(self.config, line, yellow=True)
+
+    def _stop_sending(self) -> None:
+        if self._weval is not None:
+            self._weval.engine.interrupt()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
@@ -421,6 +433,14 @@ class WevalPlugin:
         interrupted = (
             bool(session.shouldstop or session.shouldfail) or session.exitstatus == pytest.ExitCode.INTERRUPTED
         )
+        if self._weval is not None and self._weval.engine.interrupted and self._weval.engine.in_flight:
+            _write_lines(
+                self.config,
+                f"weval: interrupted: waiting up to {self.settings.stop_grace_s:g} s for "
+                f"{plural(self._weval.engine.in_flight, 'reply', 'replies')} on the way "
+                "(--weval-stop-grace; Ctrl-C again stops at once)",
+                yellow=True,
+            )
         self.close(drain=not interrupted)
         if ran_items:
             # The results held here stay until exit, where each full collection of the heap
@@ -434,7 +454,9 @@ class WevalPlugin:
         if self.stop_message is not None:  # xdist: a worker's pre-flight stopped the run
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
             return
-        if not self.results:
+        # Ctrl-C, SIGTERM, -x: the reports say how many selected items never ran
+        not_run = max(0, session.testscollected - len(self._reported)) if interrupted else None
+        if not self.results and not (not_run and session.testscollected):
             return
         settings = self.settings
         gates = RunGates(
@@ -451,20 +473,26 @@ class WevalPlugin:
                 gates = dataclasses.replace(gates, baseline=None)
                 if self.history is not None and missing:
                     self.history.notes.append(f"weval: {missing}")
-        run = finish_run(self.results, self._blueprints_by_path(), self.run_usage, gates, baseline=baseline)
+        run = finish_run(
+            self.results, self._blueprints_by_path(), self.run_usage, gates, baseline=baseline, not_run=not_run
+        )
         if self.history is not None:
             run = self.history.finish(run, record=not interrupted)
         self.finished = run
+        if not_run is not None:
+            _junit_property(
+                self.config, "weval_interrupted", f"{not_run} of {session.testscollected} items did not run"
+            )
         if run.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         write_run_files(
             run,
             out_dir=settings.out_dir,
             html_path=settings.html_path,
-            facts=self._run_facts() if settings.html_path is not None else None,
+            facts=self._run_facts(not_run) if settings.html_path is not None else None,
         )
 
-    def _run_facts(self) -> RunFacts:
+    def _run_facts(self, not_run: int | None) -> RunFacts:
         """When the run began, how long it took and what shaped it, for the HTML report."""
         option = self.config.option
         shown = options_in_effect(self.config)
@@ -480,6 +508,7 @@ class WevalPlugin:
             duration_s=time.time() - self._started,
             options=tuple(shown),
             judges=self.settings.judges or (),
+            not_run=not_run,
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -515,6 +544,12 @@ class WevalPlugin:
             terminalreporter.write_line(visible(note), yellow=True)
         if run.changes is not None:
             terminalreporter.write_line(visible(run.changes.line()))
+        if run.not_run is not None:
+            terminalreporter.write_line(
+                f"weval: the run was stopped early: {plural(run.not_run, 'item')} did not run; "
+                "the scores above cover the items that did",
+                red=True,
+            )
         if run.gate_lines:
             count = len(run.gate_lines)
             _gate_section(
@@ -536,6 +571,7 @@ class WevalPlugin:
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.close()
+        self.signals.restore()
 
     def close(self, *, drain: bool = False) -> None:
         """``drain``: the run ended normally, so evaluations another xdist worker may be
@@ -559,6 +595,21 @@ def _write_lines(config: pytest.Config, text: str, **markup: bool) -> None:
     if terminal._tw.width_of_current_line:
         terminal._tw.line()
     terminal.write_line(visible(text), **markup)
+
+
+def _junit_property(config: pytest.Config, name: str, value: str) -> None:
+    """A ``<property>`` of the junit test suite (``--junitxml``), as pytest's
+    ``record_testsuite_property`` fixture adds one."""
+    for plugin in config.pluginmanager.get_plugins():
+        add = getattr(plugin, "add_global_property", None)
+        if callable(add):
+            add(name, value)
+
+
+def _store_error(settings: WevalSettings, exc: StoreError) -> pytest.UsageError:
+    """A store that cannot be used ends the session in one line, before anything is sent."""
+    where = option_name("weval_cache_store") if is_postgres(settings.cache_store) else "weval cache"
+    return pytest.UsageError(f"{where}: {exc}")
 
 
 def _items_that_need(count: int, missing_keys: str) -> str:

@@ -64,6 +64,7 @@ class FinishedRun:
     gate_lines: list[str]  # --weval-min-score failures
     comparison: Comparison | None
     regression_lines: list[str]  # --weval-baseline failures
+    not_run: int | None = None  # the run was stopped early (Ctrl-C, SIGTERM, -x): selected items that never ran
     # the store's history (docs/history.md), set by the plugin; merge reads no history
     changes: Changes | None = None
     history: HistoryView | None = None
@@ -81,6 +82,7 @@ def finish_run(
     gates: RunGates,
     *,
     baseline: Baseline | None = None,
+    not_run: int | None = None,
 ) -> FinishedRun:
     """Roll the results up and apply the gates. ``baseline`` is ``gates.baseline`` already read
     (the plugin reads it before anything runs, so a folder that cannot be read stops the run
@@ -103,6 +105,7 @@ def finish_run(
         gate_lines=gate_lines,
         comparison=comparison,
         regression_lines=regression_lines(comparison) if comparison is not None else [],
+        not_run=not_run,
     )
 
 
@@ -125,6 +128,7 @@ def write_run_files(
             min_score=run.gates.min_score,
             gate_lines=run.gate_lines if run.gates.min_score is not None else None,
             comparison=run.comparison,
+            not_run=run.not_run,
             changes=run.changes.to_dict() if run.changes is not None else None,
         )
         written += write_agent_results(out_dir, run.results)

@@ -89,6 +89,7 @@ class RunFacts:
     duration_s: float | None = None
     options: tuple[tuple[str, str], ...] = ()  # (name, value) of the settings that shaped the run
     judges: tuple[str, ...] = ()  # the judges asked for (--weval-judges); the ones that answered are read from results
+    not_run: int | None = None  # the run was stopped early (Ctrl-C, SIGTERM, -x): selected items that never ran
 
 
 # ---------------------------------------------------------------- colours and escaping
@@ -766,6 +767,15 @@ def _legend() -> str:
 # ---------------------------------------------------------------- the page
 
 
+def _stopped(facts: RunFacts) -> str:
+    if facts.not_run is None:
+        return ""
+    return (
+        '<p class="error-text" id="weval-interrupted">This run was stopped early: '
+        f"{_e(plural(facts.not_run, 'item'))} did not run; the figures cover the items that did.</p>"
+    )
+
+
 def build_html(
     blueprints_by_path: Mapping[str, Blueprint],
     results: Sequence[ItemResult],
@@ -814,7 +824,7 @@ def build_html(
         '<link rel="icon" href="data:,">',
         f"<title>weval report: {_e(summary)}</title>",
         f"<style>{CSS}{HISTORY_CSS if has_content(history) else ''}</style></head><body>",
-        f'<header class="top"><h1>weval report</h1><p id="weval-summary">{_e(summary)}</p></header>',
+        f'<header class="top"><h1>weval report</h1><p id="weval-summary">{_e(summary)}</p>{_stopped(facts)}</header>',
         '<main><div id="weval-overview-view">',
         _facts(rollup, results, facts, comparison),
         history_section(history) if history is not None and has_content(history) else "",

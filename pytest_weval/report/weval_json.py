@@ -333,6 +333,7 @@ def build_run_summary(
     gate_lines: Sequence[str] | None = None,
     files: Mapping[str, str] | None = None,
     comparison: Comparison | None = None,
+    not_run: int | None = None,
     changes: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``summary.json``: run totals, per blueprint x model and per folder means, usage, judge
@@ -380,6 +381,9 @@ def build_run_summary(
         "items": items,
         "files": dict(files) if files else None,
     }
+    if not_run is not None:  # stopped early: the figures cover only the items that ran
+        summary["interrupted"] = True
+        summary["notRun"] = not_run
     if min_score is not None:
         summary["minScore"] = {"threshold": min_score, "failures": list(gate_lines or [])}
     if comparison is not None:
@@ -419,6 +423,7 @@ def write_outputs(
     gate_lines: Sequence[str] | None = None,
     include_prompt_weights: bool = False,
     comparison: Comparison | None = None,
+    not_run: int | None = None,
     changes: Mapping[str, Any] | None = None,
 ) -> list[Path]:
     """Write ``<blueprint-id>.json`` per blueprint that has results, then ``summary.json``.
@@ -463,6 +468,7 @@ def write_outputs(
         gate_lines=gate_lines,
         files=files,
         comparison=comparison,
+        not_run=not_run,
         changes=changes,
     )
     write_json_atomic(out / "summary.json", summary)

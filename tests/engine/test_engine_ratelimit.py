@@ -160,7 +160,7 @@ def test_interrupt_cancels_what_is_in_flight_and_sends_nothing_more(make_engine,
     from pytest_weval.engine.errors import RunInterrupted
 
     server.rules.append(Rule(contains="slow", fault="hang"))
-    engine = make_engine(timeout_s=600)  # the hang ends only if the interrupt cancels it
+    engine = make_engine(timeout_s=600, stop_grace_s=0.5)  # the hang ends only if the interrupt cancels it
     assert engine.complete_sync(request("openai:m", "quick")).text == "echo: quick"
     slow = engine.run_coroutine(engine.complete(request("openai:m", "slow")))
     while server.count < 2:
@@ -174,6 +174,24 @@ def test_interrupt_cancels_what_is_in_flight_and_sends_nothing_more(make_engine,
     engine.close()
     next_run = make_engine()  # the reply received before the interrupt is in the cache
     assert next_run.complete_sync(request("openai:m", "quick")).cached and server.count == 2
+
+
+def test_after_an_interrupt_a_reply_already_on_the_wire_is_received_and_stored(make_engine, server):
+    from pytest_weval.engine.errors import RunInterrupted
+
+    server.rules.append(Rule(contains="slow", latency_ms=1500))
+    engine = make_engine(timeout_s=600, stop_grace_s=60)
+    slow = engine.run_coroutine(engine.complete(request("openai:m", "slow")))
+    while server.count < 1:
+        time.sleep(0.01)
+    engine.interrupt()
+    with pytest.raises(RunInterrupted):
+        engine.complete_sync(request("openai:m", "after"))
+    engine.close()  # waits for the reply on the wire (within the grace) and stores it
+    assert slow.result(timeout=60).text == "echo: slow"
+    assert server.count == 1
+    next_run = make_engine()  # what arrived during the grace is in the cache
+    assert next_run.complete_sync(request("openai:m", "slow")).cached and server.count == 1
 
 
 def test_a_stop_recorded_in_the_claims_store_reaches_every_worker_of_the_run(make_engine, server):

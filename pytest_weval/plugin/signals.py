@@ -1,0 +1,80 @@
+"""Stopping a run as pytest users expect (docs/engine.md, 'Stopping a run').
+
+The first SIGINT or SIGTERM stops sending at once (the engine starts no request from then on and
+gives the replies on the wire ``--weval-stop-grace`` to arrive and be stored), then pytest unwinds
+as it does for Ctrl-C: every report is still written, marked interrupted, and the exit code is
+pytest's ``INTERRUPTED``. SIGTERM counts as Ctrl-C because CI systems cancel a job with it and
+kill the job a few seconds later: dying at once would lose the reports and the replies paid for.
+A second signal is the user saying "now": one line, and the process ends (no traceback).
+
+An xdist worker whose controller died (SIGKILL, an OOM kill) would go on sending for the items it
+holds, with nobody to report to: a watchdog notices the parent is gone and stops it the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+import pytest
+
+_DEFAULT_HANDLERS = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+_PARENT_POLL_S = 0.5  # a worker notices a dead controller within this (the issue asks a second or two)
+
+
+class StopSignals:
+    """This process's SIGINT and SIGTERM handlers while the session runs. ``stop`` is called on
+    the first signal, before pytest unwinds (from the main thread, between two bytecodes: it must
+    only flag, never block)."""
+
+    def __init__(self, stop: Callable[[], None]):
+        self._stop = stop
+        self.received: str | None = None  # the first signal's name
+        self._previous: dict[int, Any] = {}
+        self._closed = threading.Event()
+
+    def install(self) -> None:
+        """Take over SIGINT and SIGTERM where they still have Python's defaults (a program that
+        embeds pytest and set its own keeps them)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum, default in _DEFAULT_HANDLERS.items():
+            if signal.getsignal(signum) is default:
+                self._previous[signum] = default
+                signal.signal(signum, self._handle)
+
+    def restore(self) -> None:
+        self._closed.set()
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum, previous in self._previous.items():
+            if signal.getsignal(signum) == self._handle:
+                signal.signal(signum, previous)
+        self._previous.clear()
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if self.received is not None:
+            # os.write and os._exit: nothing here may wait on a lock the interrupted code holds
+            os.write(2, f"\nweval: {name} again: stopped at once; replies still on the wire are not stored\n".encode())
+            os._exit(int(pytest.ExitCode.INTERRUPTED))
+        self.received = name
+        self._stop()
+        raise KeyboardInterrupt(name)
+
+    def watch_parent(self) -> None:
+        """xdist worker: stop as if signalled once the controller that started it is gone."""
+        parent = os.getppid()
+
+        def watch() -> None:
+            while not self._closed.wait(_PARENT_POLL_S):
+                if os.getppid() != parent:
+                    self._stop()  # from this thread at once: no request starts while the signal travels
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    return
+
+        threading.Thread(target=watch, name="weval-controller-watch", daemon=True).start()
