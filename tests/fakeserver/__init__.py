@@ -7,7 +7,9 @@ model, a substring of the last user message and/or the path; first match wins); 
 reply is ``echo: <last user message>``. Faults — ``500``, ``429`` (+ Retry-After),
 ``malformed`` (a 200 whose body is not JSON), ``hang`` (never answers), ``drop`` (closes the
 connection without a response), ``blank`` (an empty completion), or any ``status`` — come from
-rules or from a seeded rate. Every model request is logged.
+rules or from a seeded rate. Every model request is logged. ``GET <base>/models`` answers with
+the ids in ``server.model_lists`` for that provider (404 when it has none), logged apart in
+``server.listings``.
 
 In-process::
 

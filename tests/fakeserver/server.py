@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -270,6 +271,14 @@ class FakeServer:
         self._handlers: set[asyncio.Task] = set()
         self.in_flight = 0
         self.max_in_flight = 0  # most model requests being answered at once
+        # GET .../models (the providers' model lists): provider -> the ids it lists. A provider
+        # not here answers 404, as a server that lists nothing does. Logged apart from the
+        # model requests (``listings``), so counts of those stay as they were.
+        self.model_lists: dict[str, list[str]] = {}
+        self.list_status: int | None = None  # every listing answers this error status instead
+        self.list_page_size = 2  # Anthropic's and Gemini's lists come in pages this long
+        self.unlisted_models: list[str] = []  # known when asked about alone, left out of the list (aliases)
+        self.listings: list[dict[str, Any]] = []
 
     # -- lifecycle ------------------------------------------------------------------------
     @property
@@ -359,17 +368,21 @@ class FakeServer:
     def reset(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.listings.clear()
             self.max_in_flight = 0
 
     def log(self) -> dict[str, Any]:
         with self._lock:
             requests = [r.as_dict() for r in self.requests]
         bodies = self.bodies()
+        with self._lock:
+            listings = list(self.listings)
         return {
             "count": len(requests),
             "distinct": len(set(bodies)),
             "max_in_flight": self.max_in_flight,
             "requests": requests,
+            "listings": listings,
         }
 
     # -- HTTP -------------------------------------------------------------------------------
@@ -444,6 +457,14 @@ class FakeServer:
             self.reset()
             await self._send(writer, 200, "{}")
             return True
+        if path == "/__lists" and method == "POST":
+            with self._lock:
+                self.model_lists = json.loads(raw or b"{}")
+            await self._send(writer, 200, "{}")
+            return True
+        if method == "GET" and "/models" in path:
+            await self._list_models(path, target, headers, writer)
+            return True
         if path == "/__rules" and method == "POST":
             rules = [Rule.from_dict(r) for r in json.loads(raw or b"[]")]
             with self._lock:
@@ -493,6 +514,51 @@ class FakeServer:
         finally:
             with self._lock:
                 self.in_flight -= 1
+
+    async def _list_models(self, path: str, target: str, headers: dict[str, str], writer: asyncio.StreamWriter) -> None:
+        """A provider's model list (``GET <base>/models``, paged for Anthropic and Gemini) or
+        one model (``GET <base>/models/<id>``), in that provider's shape."""
+        provider = path.split("/")[1]
+        query = dict(urllib.parse.parse_qsl(target.partition("?")[2]))
+        with self._lock:
+            self.listings.append({"path": path, "query": query, "headers": headers, "at": time.time()})
+            ids = self.model_lists.get(provider)
+            status = self.list_status
+        if status is not None or ids is None:
+            status = status or 404
+            error = {"error": {"message": f"fake {status}", "type": "fake_error", "code": status}}
+            await self._send(writer, status, json.dumps(error))
+            return
+        one = path.partition("/models/")[2]
+        if one:
+            name = urllib.parse.unquote(one)
+            if name.removeprefix("models/") in ids or name in self.unlisted_models:
+                await self._send(writer, 200, json.dumps({"id": name, "name": f"models/{name}"}))
+            else:
+                error = {"error": {"message": f"model: {name} not found", "type": "not_found_error", "code": 404}}
+                await self._send(writer, 404, json.dumps(error))
+            return
+        size = self.list_page_size
+        if provider == "anthropic":
+            after = query.get("after_id")
+            start = ids.index(after) + 1 if after in ids else 0
+            page = ids[start : start + size]
+            more = start + size < len(ids)
+            body: dict[str, Any] = {
+                "data": [{"id": i, "type": "model", "display_name": i} for i in page],
+                "has_more": more,
+                "first_id": page[0] if page else None,
+                "last_id": page[-1] if page else None,
+            }
+        elif provider == "google":
+            start = int(query.get("pageToken") or 0)
+            page = ids[start : start + size]
+            body = {"models": [{"name": f"models/{i}", "displayName": i} for i in page]}
+            if start + size < len(ids):
+                body["nextPageToken"] = str(start + size)
+        else:
+            body = {"object": "list", "data": [{"id": i, "object": "model", "owned_by": "fake"} for i in ids]}
+        await self._send(writer, 200, json.dumps(body))
 
     async def _refuse(
         self,
@@ -616,6 +682,11 @@ class FakeServerProcess:
         import httpx
 
         httpx.post(self.url + "/__rules", json=[dataclasses.asdict(r) for r in rules], timeout=10)
+
+    def set_model_lists(self, lists: dict[str, list[str]]) -> None:
+        import httpx
+
+        httpx.post(self.url + "/__lists", json=lists, timeout=10)
 
     def stop(self) -> None:
         if self.process.poll() is None:

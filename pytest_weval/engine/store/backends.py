@@ -102,6 +102,26 @@ class StoreBackend(Protocol):
     def prune(self, cutoff: float, *, dry_run: bool) -> int: ...
 
 
+def _ignored_by_git(folder: Path) -> None:
+    # A database of replies is run-time state, never committed: as pytest does for
+    # .pytest_cache/. (The files store holds recordings meant to be committed.)
+    write_atomic(folder / ".gitignore", b"# Created by pytest-weval automatically.\n*\n")
+
+
+def state_file(store: str, cache_dir: Path | str, name: str) -> Path | None:
+    """A small file of run-time state kept beside the SQLite cache (the providers' model lists),
+    or None for the other stores: a files store holds recordings meant to be committed, and a
+    PostgreSQL store has no local folder. A folder made for it is ignored by git, as the
+    SQLite store's own is."""
+    if store != "sqlite":
+        return None
+    folder = Path(cache_dir)
+    if not folder.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        _ignored_by_git(folder)
+    return folder / name
+
+
 def backend_for(store: str, cache_dir: Path | str) -> StoreBackend:
     """The one place a ``cache_store`` setting becomes a backend."""
     if is_postgres(store):
@@ -127,9 +147,7 @@ class SqliteBackend:
         db = SqliteDB(self.path)
         await db.run(lambda conn: None)  # create the file and schema now
         if new_folder:
-            # A database of replies is run-time state, never committed: as pytest does for
-            # .pytest_cache/. (The files store holds recordings meant to be committed.)
-            write_atomic(self.cache_dir / ".gitignore", b"# Created by pytest-weval automatically.\n*\n")
+            _ignored_by_git(self.cache_dir)
 
         async def close() -> None:
             db.close()
