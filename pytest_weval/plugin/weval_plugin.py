@@ -565,7 +565,7 @@ class WevalPlugin:
                 terminalreporter,
                 "--weval-baseline",
                 run.regression_lines,
-                f"{count} model{'s' if count != 1 else ''} regressed against the baseline {self.settings.baseline}",
+                f"{count} model{'s' if count != 1 else ''} regressed against the baseline {_baseline_name(run, self.settings)}",
                 "regressed",
             )
 
@@ -651,6 +651,13 @@ def uncollected_hints(args: list[str], cwd: Path, limit: int = 10_000) -> list[s
                 "ini weval_globs (e.g. weval_globs = evals/*.yml)"
             )
     return hints
+
+
+def _baseline_name(run: FinishedRun, settings: WevalSettings) -> str:
+    """The baseline as people know it: its folder, or which of the history's runs ``last`` was."""
+    if is_history_baseline(settings.baseline) and run.comparison is not None:
+        return f"{settings.baseline} ({run.comparison.directory})"
+    return str(settings.baseline)
 
 
 def _baseline(settings: WevalSettings) -> Baseline | None:

@@ -116,6 +116,7 @@ def test_three_runs_are_recorded_and_the_third_shows_what_got_worse(store: str, 
     assert sorted((c["nodeid"], c["old"], c["new"]) for c in changes["items"]) == sorted(
         (f"blueprints/letters.yml::q{j}[{B}]", 1, 0.5) for j in WORSE
     )
+    assert f"1 model regressed against the baseline last (the history's run {runs[1]['id']}, " in third.stdout
     line = [x for x in third.stdout.splitlines() if x.startswith("since the last run:")]
     assert len(line) == 1 and line[0].startswith(
         f"since the last run: 10 items changed (0 better, 10 worse) [run {runs[1]['id']}, "
@@ -190,6 +191,17 @@ def test_a_read_only_run_records_nothing(tmp_path: Path):
     assert replay.returncode == 0, replay.stdout[-3000:]
     assert "since the last run: 0 items changed" in replay.stdout
     assert len(json.loads(cli(tmp_path, env, "history", "--json").stdout)["runs"]) == 1
+
+
+def test_without_a_cache_there_is_no_history(tmp_path: Path):
+    _suite(tmp_path, prompts=2)
+    with FakeServer() as server:
+        env = _env(server)
+        for _ in range(2):
+            run = pytest_run(tmp_path, env, "--weval-cache=off", "--weval-out=out")
+            assert run.returncode == 0 and "since the last run" not in run.stdout, run.stdout[-3000:]
+    assert not (tmp_path / ".weval_cache").exists()
+    assert "changes" not in json.loads((tmp_path / "out" / "summary.json").read_text())
 
 
 def test_two_machines_sharing_a_postgres_run_record_it_once(pg_url: str, tmp_path: Path):
