@@ -109,3 +109,15 @@ def test_a_run_id_of_any_text_stays_in_the_files_folder(tmp_path: Path):
     assert path.parent == tmp_path / "cache" / "history"
     assert [run["id"] for run in history.runs()] == [odd] and len(history.items(odd)) == 2
     assert history.record(_run(odd, 2.0), []) is False
+
+
+def test_a_files_history_without_hard_links_still_records_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    def no_links(*args: object) -> None:
+        raise PermissionError("hard links not supported")
+
+    monkeypatch.setattr("os.link", no_links)
+    history = history_for("files", tmp_path)
+    assert history.record(_run("r1", 1.0), _items("x")) is True
+    assert history.record(_run("r1", 2.0), _items("y")) is False
+    assert history.runs() == [_run("r1", 1.0)] and history.items("r1") == _items("x")
+    assert [p.name for p in (tmp_path / "history").iterdir() if p.name.startswith(".tmp")] == []

@@ -360,6 +360,12 @@ class FilesHistory:
                 os.link(temp, target)  # fails if the run is there: recorded once, whoever is first
             except FileExistsError:
                 return False
+            except OSError:  # a file system without hard links: exclusive creation instead
+                try:
+                    with open(target, "x", encoding="utf-8") as out:
+                        out.write(Path(temp).read_text(encoding="utf-8"))
+                except FileExistsError:
+                    return False
             return True
         finally:
             Path(temp).unlink(missing_ok=True)
