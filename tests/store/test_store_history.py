@@ -152,6 +152,13 @@ def test_three_runs_are_recorded_and_the_third_shows_what_got_worse(store: str, 
     )
     assert [list(run["models"]) for run in only_a["runs"]] == [[A], [A]]
     assert [run["id"] for run in only_a["runs"]] == [run["id"] for run in runs[1:]]
+    # Over one blueprint's recorded items, the same figures (the run has no other blueprint).
+    for blueprint in ("letters", "blueprints/letters.yml"):
+        by_blueprint = cli(tmp_path, env, "history", "--json", "--blueprint", blueprint, *_store_args(store))
+        assert [run["models"] for run in json.loads(by_blueprint.stdout)["runs"]] == [run["models"] for run in runs]
+    assert json.loads(cli(tmp_path, env, "history", "--json", "--blueprint", "nope", *_store_args(store)).stdout) == {
+        "runs": []
+    }
 
 
 def test_a_baseline_of_last_with_no_earlier_run_says_so_and_passes(tmp_path: Path):
