@@ -79,8 +79,6 @@ def judges_of(results: Iterable[ItemResult]) -> list[str]:
     seen: set[str] = set()
     for r in results:
         for p in r.points:
-            if p.judge_model_id:
-                seen.update(j.strip() for j in p.judge_model_id.split(",") if j.strip())
             for verdict in p.individual_judgements or ():
                 seen.add(verdict.judge_model_id)
     return sorted(seen)
