@@ -43,6 +43,7 @@ ErrorKind = Literal[
     "circuit_open",  # the model failed many times in a row; requests to it stopped
     "provider",  # the provider could not be reached or answered with an error
     "config",  # the model id or custom model definition cannot be used
+    "unknown_model",  # the provider says it has no model by this id (HTTP 404)
     "budget",  # --weval-budget was reached before this item's requests were sent
     "too_large",  # a reply was larger than --weval-max-reply-mb
     "store",  # the cache could not keep replies (disk full), so no request was sent

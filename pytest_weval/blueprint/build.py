@@ -79,6 +79,7 @@ def build_blueprint(
         title=effective["title"],
         description=_optional_text(effective.get("description")),
         models=tuple(models.specs),
+        model_locations={spec.id: models.locations[spec.id] for spec in models.specs if spec.id in models.locations},
         temperatures=tuple(axes.temperatures),
         systems=tuple(axes.systems),
         sets_temperature=axes.sets_temperature,

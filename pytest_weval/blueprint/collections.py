@@ -39,6 +39,8 @@ class ResolvedModels:
     # What the reference's run config holds at hash time: strings and custom objects (docs/format.md, 'Run label').
     entries: list[Any]
     findings: list[Finding] = field(default_factory=list)
+    # Where each id was first named (a collection's members: where the collection is named).
+    locations: dict[str, Location] = field(default_factory=dict)
 
 
 def find_collections_dir(start: Path) -> Path | None:
@@ -81,9 +83,11 @@ def resolve_models(
     custom_models = custom_models or {}
     findings: list[Finding] = []
     resolved: list[Any] = []
+    locations: dict[str, Location] = {}
     for index, entry in enumerate(entries):
         if isinstance(entry, dict):
             resolved.append(entry)
+            locations.setdefault(str(entry["id"]), locate(index))
             continue
         model_id = normalize_model_string(entry)
         if model_id != entry:
@@ -96,6 +100,7 @@ def resolve_models(
             )
         if not is_placeholder(model_id) or model_id in custom_models:
             resolved.append(model_id)
+            locations.setdefault(model_id, locate(index))
             continue
         if collections_dir is None:
             if keep_unresolved_placeholders:
@@ -108,7 +113,10 @@ def resolve_models(
                 hint=f"set ini weval_collections_dir to a folder holding models/{model_id}.json, "
                 "or pass --weval-models=provider:model,...",
             )
-        resolved.extend(_collection_members(model_id, collections_dir, locate(index), findings, origin))
+        members = _collection_members(model_id, collections_dir, locate(index), findings, origin)
+        resolved.extend(members)
+        for member in members:
+            locations.setdefault(member, locate(index))
     unique: dict[str, Any] = {}
     for entry in resolved:
         unique.setdefault(entry["id"] if isinstance(entry, dict) else entry, entry)
@@ -121,7 +129,7 @@ def resolve_models(
         else _plain_model(model_id)
         for model_id, entry in unique.items()
     ]
-    return ResolvedModels(specs=specs, entries=entries_out, findings=findings)
+    return ResolvedModels(specs=specs, entries=entries_out, findings=findings, locations=locations)
 
 
 @lru_cache(maxsize=4096)

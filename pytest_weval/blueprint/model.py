@@ -122,6 +122,9 @@ class Blueprint(BaseModel):
     title: str
     description: str | None = None
     models: tuple[ModelSpec, ...] = ()
+    # Where each model id is named (its entry in `models`, or the collection it came from), for
+    # messages about the id (the pre-flight's check against a provider's list).
+    model_locations: dict[str, Location] = Field(default_factory=dict)
     # Permutation axes (docs/format.md, 'Temperatures and system prompts'): `temperatures` if non-empty else [temperature] (may be [None]);
     # `systems` if non-empty else [system].
     temperatures: tuple[float | None, ...] = (None,)

@@ -35,6 +35,7 @@ from pytest_weval.engine.errors import (
     ReplayMissError,
     ReplyTooLargeError,
     RunInterrupted,
+    UnknownModelError,
     rebuild_error,
 )
 from pytest_weval.engine.prices import Budget, PriceBook
@@ -101,6 +102,7 @@ class Engine:
             adaptive=self.settings.adaptive,
         )
         self.breaker = Breaker(self.settings.breaker_threshold, self.settings.breaker_cooldown_s)
+        self._unknown_models: dict[str, UnknownModelError] = {}  # model id -> the provider's 404
         self._close_store: Callable[[], Awaitable[None]] = _nothing_to_close
         self.cache = ResponseCache(None, self.settings.cache_mode)
         self.coordinator: Coordinator | None = None
@@ -458,6 +460,7 @@ class Engine:
                 f"re-record with --weval-cache=rw",
                 model_id=model_id,
             )
+        self._unknown_model(model_id)
         self.breaker.check(model_id)
         adapter.connect(self.settings.environ, self.redactor)  # MissingKeyError before any claim
         if self.coordinator is None:
@@ -592,6 +595,7 @@ class Engine:
                     async with self.limits.global_slot(priority):
                         if pacer.paused:  # told to wait while this one waited for a slot: wait too
                             continue
+                        self._unknown_model(model_id)  # told while this one waited for a slot
                         outcome, info = await self._attempt(adapter, call, timeout, model_id)
                     if self.budget.limit_usd is not None and isinstance(outcome, ModelReply):
                         cost = self.prices.cost(model_id, outcome.input_tokens, outcome.output_tokens) or 0.0
@@ -640,6 +644,13 @@ class Engine:
             await asyncio.sleep(delay)
         self.breaker.failure(model_id, self.redactor.redact(failure.message))
         tries = f" after {attempt} attempt{'s' if attempt != 1 else ''}" if failure.retryable else ""
+        if failure.status == 404 and "model" in failure.message.lower():
+            # The provider names the model it does not have (a wrong path says "Not Found").
+            unknown = UnknownModelError(
+                404, f"{model_id}: the provider has no such model ({failure.message})", model_id=model_id
+            )
+            self._unknown_models[model_id] = unknown
+            raise unknown
         raise ProviderError(
             failure.status,
             f"{model_id}: {failure.message}{tries}",
@@ -647,6 +658,12 @@ class Engine:
             rate_limited=failure.rate_limited,
             timed_out=failure.timed_out,
         )
+
+    def _unknown_model(self, model_id: str) -> None:
+        """The provider said it has no such model: asking again would cost a request and say the same."""
+        unknown = self._unknown_models.get(model_id)
+        if unknown is not None:
+            raise UnknownModelError(unknown.status, unknown.message, model_id=model_id)
 
     def _waited_too_long(self, model_id: str, waited: float, refused: int, why: str) -> ProviderError:
         self.breaker.release_probe(model_id)

@@ -89,6 +89,17 @@ class ProviderError(ModelCallError):
         return "provider"
 
 
+class UnknownModelError(ProviderError):
+    """The provider answered 404 naming the model: it has no model by this id (a typo the
+    pre-flight could not catch). Said once per model: later requests for it fail at once."""
+
+    kind = "unknown_model"
+
+    @property
+    def error_kind(self) -> ErrorKind:
+        return "unknown_model"
+
+
 class RunInterrupted(ModelCallError):
     """The run was interrupted (Ctrl-C): no request is sent any more. Never shared with other
     processes as a request's outcome: the request was not answered, so it is asked again next run."""
@@ -131,6 +142,7 @@ _KINDS: dict[str, ErrorKind] = {
     "interrupted": "interrupted",
     "budget": "budget",
     "circuit_open": "circuit_open",
+    "unknown_model": "unknown_model",
     "too_large": "too_large",
     "store": "store",
 }
@@ -148,10 +160,12 @@ ERROR_KINDS: dict[str, type[ModelCallError]] = {
     )
 }
 
+ERROR_KINDS[UnknownModelError.kind] = UnknownModelError
+
 
 def rebuild_error(kind: str, message: str, status: int | None, model_id: str | None) -> ModelCallError:
     """An error another process recorded for a shared request (claims), as the same class."""
     cls = ERROR_KINDS.get(kind, ModelCallError)
-    if cls is ProviderError:
-        return ProviderError(status, message, model_id=model_id)
+    if issubclass(cls, ProviderError):
+        return cls(status, message, model_id=model_id)
     return cls(message, model_id=model_id)

@@ -24,6 +24,7 @@ from pytest_weval.engine.store.backends import is_postgres, redact_url
 from pytest_weval.run.pipeline import PipelineSettings
 
 MISSING_KEYS = ("stop", "error", "skip")
+ON_OFF = ("on", "off")
 BORDERLINE = ("pass", "fail")
 
 N = TypeVar("N", int, float)
@@ -137,6 +138,14 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
         "the items that need it",
         "str",
         "stop",
+    ),
+    (
+        "--weval-check-models",
+        "weval_check_models",
+        "before anything is sent, check each model id against the list its provider publishes (OpenAI, "
+        "Anthropic, Gemini, OpenRouter; kept a day in the cache folder): on (default) or off",
+        "str",
+        "on",
     ),
     (
         "--weval-budget",
@@ -291,6 +300,7 @@ class WevalSettings:
     repeat: int = 1  # --weval-repeat
     run_id: str | None = None  # --weval-run-id / WEVAL_RUN_ID: a run shared by several machines
     fixtures: Path | None = None  # --weval-fixtures
+    check_models: bool = True  # --weval-check-models
     max_reply_mb: float = 8.0  # --weval-max-reply-mb
 
     def engine_settings(self, workerinput: Mapping[str, Any] | None) -> EngineSettings:
@@ -484,6 +494,7 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
         repeat=_number(config, "weval_repeat", int, minimum=1),
         run_id=_run_id(config),
         fixtures=_path(config, _raw(config, "weval_fixtures")),
+        check_models=_choice(config, "weval_check_models", ON_OFF) == "on",
         max_reply_mb=_number(config, "weval_max_reply_mb", float, positive=True),
     )
 

@@ -33,7 +33,16 @@ from pytest_weval.blueprint import load_blueprint, load_model_defs
 from pytest_weval.blueprint.fixtures import ResponseFixtures, load_fixtures
 from pytest_weval.blueprint.model import Blueprint, BlueprintError, Location
 from pytest_weval.engine.prices import PriceBook
-from pytest_weval.engine.store.backends import StoreError, check_store, is_postgres, redact_url, request_stop
+from pytest_weval.engine.store.backends import (
+    StoreError,
+    check_store,
+    is_postgres,
+    redact_url,
+    request_stop,
+    state_file,
+)
+from pytest_weval.engine.transport.model_lists import FILE_NAME as MODEL_LISTS_FILE
+from pytest_weval.engine.transport.model_lists import ModelLists
 from pytest_weval.formats.discover import is_agent_eval_file
 from pytest_weval.plugin.agent_items import AgentEvalFile
 from pytest_weval.plugin.collect import BLUEPRINT_SUFFIXES, BlueprintFile, blueprint_rel_path, is_blueprint_path
@@ -222,6 +231,7 @@ class WevalPlugin:
             custom_models=self.custom_models,
             keys_needed=settings.cache_mode != "ro",
             prices=PriceBook(settings.prices) if settings.budget_usd is not None else None,
+            model_lists=self._model_lists(),
         )
         # Under xdist every worker holds the whole selection, so one (gw0) makes the plan for all.
         planner = getattr(self.config, "workerinput", {}).get("workerid", "gw0") == "gw0"
@@ -254,6 +264,28 @@ class WevalPlugin:
                 blocked=checked.blocked,
                 blocked_outcome="skipped" if settings.missing_keys == "skip" else "error",
             )
+
+    def _model_lists(self) -> ModelLists | None:
+        """The providers' model lists for the pre-flight's check of model ids: not when nothing
+        is sent (a dry run, replay) or when --weval-check-models=off. Kept beside a SQLite cache
+        (not with --weval-cache=off), where every xdist worker of the run finds the list the
+        first one fetched."""
+        settings = self.settings
+        if self.dry_run or not settings.check_models or settings.cache_mode == "ro":
+            return None
+        workerinput = getattr(self.config, "workerinput", None) or {}
+        cache_file = None
+        if settings.cache_mode != "off":
+            try:
+                cache_file = state_file(settings.cache_store, settings.cache_dir, MODEL_LISTS_FILE)
+            except OSError:  # a folder that cannot be made: the engine says so when it stores
+                cache_file = None
+        return ModelLists(
+            os.environ,
+            cache_file=cache_file,
+            run_started=float(workerinput.get("weval_run_started") or self._started),
+            reuse=settings.cache_mode != "refresh",
+        )
 
     def _make_plan(self, selected: list[WevalItem], checked: Preflight) -> None:
         """What the run would send (--collect-only, and the header of a run at -v): said on

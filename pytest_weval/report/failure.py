@@ -253,6 +253,10 @@ _CAUSES: dict[ErrorKind, tuple[str, str]] = {
         "The model id or its definition cannot be used.",
         "Check the model id (and weval_model_defs), then run again.",
     ),
+    "unknown_model": (
+        "The provider has no model by this id (it answered 404).",
+        "Fix the model id where it is named ({named}); the provider's model list has the exact ids.",
+    ),
     "budget": (
         "The run's budget was reached before this item's requests were sent.",
         "Raise --weval-budget to continue: what was received is kept in the cache.",
@@ -310,7 +314,10 @@ def _cause(result: ItemResult) -> tuple[str, str]:
     if kind is None:
         return ("The item could not be scored.", "See the message; run again if it was a passing problem.")
     words, todo = _CAUSES[kind]
-    return words.format(source=result.source), todo.format(source=result.source, where=_mistake_place(result))
+    named = _located(result, result.error_line) if result.error_line else "--weval-models or the blueprint's models"
+    return words.format(source=result.source), todo.format(
+        source=result.source, where=_mistake_place(result), named=named
+    )
 
 
 def explain_error(result: ItemResult, detail: Detail = "normal") -> str:
@@ -348,6 +355,11 @@ def crash_line(result: ItemResult) -> tuple[int | None, str]:
         return p.line or result.prompt_line, text
     if result.not_run or result.error_kind == "budget":
         return result.prompt_line, f"not run: {shorten(one_line(result.error or ''), CRASH_DETAIL_CHARS)}"
+    if result.error_kind == "unknown_model":  # one short line: every item of the model says the same
+        return (
+            result.error_line or result.prompt_line,
+            f"no score: the provider has no model {result.model_id} (HTTP 404)",
+        )
     words, _ = _cause(result)
     details = shorten(one_line(result.error or ""), CRASH_DETAIL_CHARS)
     mistaken = [p.line for p in result.points if p.authoring_error and p.line]

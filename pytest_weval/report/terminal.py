@@ -25,7 +25,7 @@ from pytest_weval.report._fmt import (
     shorten,
 )
 from pytest_weval.report.baseline import Comparison, fmt_difference
-from pytest_weval.report.rollup import ROOT, Rollup, Tally
+from pytest_weval.report.rollup import ROOT, ItemProblem, Rollup, Tally
 
 GAP = "  "
 MAX_MODEL_COLUMNS = 6  # beyond this a wide table is hard to read: one line per model instead
@@ -342,11 +342,23 @@ def render_item_errors(rollup: Rollup, width: int = 80, limit: int = 20) -> list
     if not every:
         return []
     stopped = [p for p in every if p.kind == "budget"]
-    problems = [p for p in every if p.kind != "budget"]
+    unknown: dict[str, list[ItemProblem]] = {}  # a model the provider does not have: one line for all its items
+    for p in every:
+        if p.kind == "unknown_model":
+            unknown.setdefault(p.model.split("[", 1)[0], []).append(p)
+    problems = [p for p in every if p.kind not in ("budget", "unknown_model")]
     lines = [fit(f"Items that could not be scored ({len(every)}):", width)]
     if stopped:
         text = (
             f"- {plural(len(stopped), 'item')} stopped by --weval-budget: {shorten(one_line(stopped[-1].error), 300)}"
+        )
+        lines += textwrap.wrap(text, width, subsequent_indent="    ")
+    for model, items in unknown.items():
+        files = sorted({p.blueprint_path for p in items})
+        named = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+        text = (
+            f"- {plural(len(items), 'item')} of {model} (in {named}): the provider has no such model (HTTP 404); "
+            "fix the id where it is named"
         )
         lines += textwrap.wrap(text, width, subsequent_indent="    ")
     for p in problems[:limit]:

@@ -232,6 +232,9 @@ class Pipeline:
         if conversation.error:
             result.error = f"generation failed for {work.model.id}: {conversation.error}"
             result.error_kind = conversation.error_kind or "provider"
+            named = work.blueprint.model_locations.get(work.model.id)
+            if result.error_kind == "unknown_model" and named is not None and named.line:
+                result.error_line = named.line  # the mistake is where the id is written
             return
 
         points = list(prompt.points)

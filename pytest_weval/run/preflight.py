@@ -1,7 +1,8 @@
 """The pre-flight: once per run, after collection and before any request, every model id of the
 selection is checked and so are the provider keys its items need (docs/rulings.md, ruling 13).
 
-A bad model id (unknown provider, malformed id) stops the run. A missing key is said once,
+A bad model id (unknown provider, malformed id, or a name its provider does not list) stops the
+run. A missing key is said once,
 naming the variable, the models and judges that need it, and the fix; by default it stops the
 run too, else the items that need it become one-line errors or skips (``--weval-missing-keys``),
 and nothing is sent for them.
@@ -10,7 +11,8 @@ and nothing is sent for them.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from typing import Protocol
 
 from pytest_weval import judges as judging
 from pytest_weval.blueprint.model import ModelSpec, Prompt
@@ -20,6 +22,15 @@ from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.transport.providers import adapter_for
 from pytest_weval.run.agent import AgentWork, judge_models
 from pytest_weval.run.pipeline import BUILTIN_MODELS, ItemWork, Work
+
+
+class ModelLists(Protocol):
+    """The models a provider lists (``engine.transport.model_lists.ModelLists``)."""
+
+    def unlisted(self, provider: str, names: Collection[str]) -> dict[str, str | None] | None:
+        """The names the provider does not have, each with its closest listed name; None when
+        the provider cannot be checked."""
+        ...
 
 
 @dataclasses.dataclass
@@ -97,6 +108,7 @@ class _Checker:
         self.custom = custom
         self.bad: dict[str, str] = {}
         self.asked: set[str] = set()  # every model id the run would send to
+        self.named: dict[str, str] = {}  # provider:model id -> where it is first named, for messages
         self._missing: dict[str, str | None] = {}
 
     def variable_missing(self, model: ModelSpec) -> str | None:
@@ -116,6 +128,29 @@ class _Checker:
     def spec(self, model_id: str) -> ModelSpec:
         return ModelSpec(id=model_id, custom=self.custom.get(model_id))
 
+    def note_named(self, model: ModelSpec, where: str) -> None:
+        """A provider's model id (not a custom model or a built-in) and where it is named."""
+        if model.custom is None and model.id not in BUILTIN_MODELS and model.id not in self.named:
+            self.named[model.id] = where
+
+    def unlisted(self, model_lists: ModelLists) -> dict[str, str]:
+        """One located line per model id its provider does not list (ids whose key is set only:
+        the others are said missing a key, and their provider cannot be asked)."""
+        by_provider: dict[str, dict[str, str]] = {}  # provider -> name -> model id
+        for model_id in sorted(self.named):
+            if model_id in self.bad or self._missing.get(model_id, "") is not None or ":" not in model_id:
+                continue
+            provider, name = model_id.split(":", 1)
+            by_provider.setdefault(provider.strip().lower(), {})[name.strip()] = model_id
+        lines: dict[str, str] = {}
+        for provider, names in sorted(by_provider.items()):
+            unknown = model_lists.unlisted(provider, list(names))
+            for name, close in sorted((unknown or {}).items()):
+                model_id = names[name]
+                hint = f"; did you mean '{provider}:{close}'?" if close else ""
+                lines[model_id] = f"{self.named[model_id]}: {model_id} is not among the models {provider} lists{hint}"
+        return lines
+
 
 def preflight(
     works: Sequence[Work],
@@ -126,9 +161,12 @@ def preflight(
     custom_models: Mapping[str, dict],
     keys_needed: bool,
     prices: PriceBook | None = None,
+    model_lists: ModelLists | None = None,
 ) -> Preflight:
     """Check the selection. ``keys_needed`` is False when nothing will be sent (replay only);
-    ``prices`` is given under a budget: then every model asked must have a known price."""
+    ``prices`` is given under a budget: then every model asked must have a known price;
+    ``model_lists`` checks each provider model id whose key is set against its provider's list
+    (docs/engine.md, 'Model lists')."""
     checker = _Checker(env, allowed_env, custom_models)
     result = Preflight()
     panels: dict[str, judging.JudgePanel] = {}
@@ -139,6 +177,7 @@ def preflight(
             _block(result, work, reasons, keys_needed)
             continue
         variable = checker.variable_missing(work.model)
+        checker.note_named(work.model, _where_named(work))
         if variable is not None:
             _note(result, variable, work).models.add(work.model.id)
             reasons.setdefault(variable, []).append(f"model {work.model.id}")
@@ -151,9 +190,11 @@ def preflight(
                     )
                 except judging.JudgeConfigError:
                     continue  # the item says so when it runs (a located blueprint mistake)
-            for variable, who in _judge_keys(result, checker, panel, work):
+            for variable, who in _judge_keys(result, checker, panel, work, judges):
                 reasons.setdefault(variable, []).append(who)
         _block(result, work, reasons, keys_needed)
+    if model_lists is not None and keys_needed:
+        checker.bad.update(checker.unlisted(model_lists))
     result.bad_models = checker.bad
     if prices is not None and keys_needed:
         result.unpriced = {m for m in checker.asked if m not in checker.bad and prices.price(m) is None}
@@ -178,20 +219,44 @@ def _agent_keys(
     if work.case.problem or work.target.problem:
         return
     model = work.target.model
+    where = work.nodeid.split("::")[0]
     if model is not None:
+        checker.note_named(model, where)
         variable = checker.variable_missing(model)
         if variable is not None:
             _note(result, variable, work).models.add(model.id)
             reasons.setdefault(variable, []).append(f"model {model.id}")
     for judge in sorted(judge_models(work, judges)):
+        checker.note_named(checker.spec(judge), "--weval-judges" if judges else where)
         variable = checker.variable_missing(checker.spec(judge))
         if variable is not None:
             _note(result, variable, work).judges.add(judge)
             reasons.setdefault(variable, []).append(f"judge {judge}")
 
 
+def _where_named(work: ItemWork) -> str:
+    location = work.blueprint.model_locations.get(work.model.id)
+    if location is None:
+        return f"{work.blueprint.path} (models)"
+    if location.field and location.field.startswith("--weval-models"):
+        return "--weval-models"
+    return str(location)
+
+
+def _where_judges(work: ItemWork, judges: Sequence[str] | None) -> str:
+    if judges:
+        return "--weval-judges"
+    if work.blueprint.evaluation_config:
+        return f"{work.blueprint.path} (evaluationConfig)"
+    return "the default judges"
+
+
 def _judge_keys(
-    result: Preflight, checker: _Checker, panel: judging.JudgePanel, work: ItemWork
+    result: Preflight,
+    checker: _Checker,
+    panel: judging.JudgePanel,
+    work: ItemWork,
+    judges: Sequence[str] | None,
 ) -> list[tuple[str, str]]:
     """(variable, who needs it) for the judges of one item whose key is missing."""
     reasons = []
@@ -203,6 +268,7 @@ def _judge_keys(
             )
             continue
         variable = checker.variable_missing(checker.spec(judge.model))
+        checker.note_named(checker.spec(judge.model), _where_judges(work, judges))
         if variable is not None:
             _note(result, variable, work).judges.add(judge.model)
             reasons.append((variable, f"judge {judge.model}"))
