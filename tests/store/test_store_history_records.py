@@ -121,3 +121,10 @@ def test_a_files_history_without_hard_links_still_records_once(tmp_path: Path, m
     assert history.record(_run("r1", 2.0), _items("y")) is False
     assert history.runs() == [_run("r1", 1.0)] and history.items("r1") == _items("x")
     assert [p.name for p in (tmp_path / "history").iterdir() if p.name.startswith(".tmp")] == []
+
+
+def test_a_history_that_cannot_be_written_is_a_store_error(tmp_path: Path):
+    (tmp_path / "cache").write_text("a file where the folder should be")
+    for kind in ("files", "sqlite"):
+        with pytest.raises(StoreError, match="cannot record the run in"):
+            history_for(kind, tmp_path / "cache").record(_run("r1", 1.0), _items("x"))

@@ -264,7 +264,10 @@ class SqliteHistory:
         conn.execute("INSERT OR REPLACE INTO history_meta (name, value) VALUES ('version', ?)", (str(HISTORY_VERSION),))
 
     def record(self, run: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> bool:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot record the run in {self.path}: {exc}") from None
         with self._connect() as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -345,6 +348,12 @@ class FilesHistory:
         return self.folder / f"{stem}-{digest}.json"
 
     def record(self, run: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> bool:
+        try:
+            return self._record(run, items)
+        except OSError as exc:  # a full disk or a read-only folder: the store's error, not a crash
+            raise StoreError(f"cannot record the run in {self.folder}: {exc}") from None
+
+    def _record(self, run: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> bool:
         document = {
             "historyVersion": HISTORY_VERSION,
             "run": _run_from(_run_row(run)),
