@@ -128,3 +128,27 @@ def test_a_history_that_cannot_be_written_is_a_store_error(tmp_path: Path):
     for kind in ("files", "sqlite"):
         with pytest.raises(StoreError, match="cannot record the run in"):
             history_for(kind, tmp_path / "cache").record(_run("r1", 1.0), _items("x"))
+
+
+def test_a_postgres_store_from_before_the_history_gains_one_and_keeps_its_cache(pg_url: str, tmp_path: Path):
+    import asyncio
+
+    import psycopg
+
+    from pytest_weval.engine.store import postgres as store_pg
+
+    asyncio.run(store_pg.check(pg_url))  # the cache's tables, as every version so far makes them
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO weval_responses (key, model, request, text, created) VALUES ('k', 'openai:m', '{}', 'kept', 1)"
+        )
+    history = history_for(pg_url, tmp_path)
+    assert history.runs() == []  # reading adds nothing
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute("SELECT to_regclass('weval_history_runs')").fetchone() == (None,)
+    assert history.record(_run("r1", 1.0), _items("x")) is True
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute("SELECT text FROM weval_responses").fetchall() == [("kept",)]
+        meta = dict(conn.execute("SELECT name, value FROM weval_meta").fetchall())
+    assert meta == {"schema_version": str(store_pg.SCHEMA_VERSION), "history_version": str(HISTORY_VERSION)}
+    asyncio.run(store_pg.check(pg_url))  # the cache's own version check still passes
