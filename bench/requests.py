@@ -17,6 +17,7 @@ import asyncio
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -62,15 +63,30 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=20)
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--store",
+        choices=("off", "sqlite", "sqlite-claims"),
+        default="off",
+        help="off: no cache; sqlite: replies written to a SQLite cache; sqlite-claims: the same, each request "
+        "claimed first (what a serial run does by default, so that two runs on one cache never buy a reply twice)",
+    )
     args = parser.parse_args()
 
     with FakeServerProcess("--latency-ms", str(args.latency_ms)) as server:
-        settings = EngineSettings(env=server.env(), cache_mode="off", provider_concurrency={"openai": args.concurrency})
+        cache_dir = tempfile.mkdtemp(prefix="weval-bench-")
+        settings = EngineSettings(
+            env=server.env(),
+            cache_mode="off" if args.store == "off" else "rw",
+            cache_dir=cache_dir,
+            coordinate={"off": None, "sqlite": False, "sqlite-claims": None}[args.store],
+            provider_concurrency={"openai": args.concurrency},
+        )
         with Engine(settings) as engine:
             run_round(engine, requests_for("warm-up", min(args.requests, 200)))
             print(
                 f"{args.requests} requests per round, concurrency {args.concurrency}, latency "
-                f"{args.latency_ms:g} ms; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}"
+                f"{args.latency_ms:g} ms, store {args.store} (claims {'on' if engine.coordinator else 'off'}); "
+                f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}"
             )
             per_request: list[float] = []
             for n in range(args.rounds):

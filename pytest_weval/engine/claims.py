@@ -115,6 +115,7 @@ class Coordinator:
         lease_s: float,
         poll_s: float,
         on_signal: Callable[[str, float], None] | None = None,
+        shares_outcomes: bool = True,
     ):
         if isinstance(store, SqliteDB):
             store = SqliteClaims(store)
@@ -134,6 +135,11 @@ class Coordinator:
         self._writes: set[asyncio.Task[Any]] = set()
         self.on_signal = on_signal  # (name, until): "stop", or "pause:<group>" until a wall-clock time
         self.takeovers = 0
+        # False for a run of one process (its own flights and memo serve a repeated request):
+        # its claims only keep other runs on the same store from sending the same request.
+        self.shares_outcomes = shares_outcomes
+        self._claim_queue: dict[str, list[asyncio.Future[Landed | bool]]] = {}
+        self._claimer: asyncio.Task[None] | None = None
 
     def dead(self, host: str, pid: int) -> bool:
         """A holder known to be gone: another process on this host that is no longer alive
@@ -178,8 +184,40 @@ class Coordinator:
     # -- claiming ----------------------------------------------------------------------
     async def claim(self, key: str) -> Landed | bool:
         """A Landed outcome if one is already recorded, True if we now hold the claim, False
-        if another live process holds it."""
-        return (await self.claim_many([key]))[key]
+        if another live process holds it. Claims asked for while one transaction is on its way
+        go together in the next (every request of a serial run is claimed: one transaction each
+        would cost more than the request's HTTP exchange)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Landed | bool] = loop.create_future()
+        self._claim_queue.setdefault(key, []).append(future)
+        if self._claimer is None or self._claimer.done():
+            self._claimer = loop.create_task(self._claim_queued())
+        return await future
+
+    async def _claim_queued(self) -> None:
+        while self._claim_queue:
+            queue, self._claim_queue = self._claim_queue, {}
+            try:
+                outcomes = await self.claim_many(list(queue))
+            except BaseException as exc:
+                for futures in queue.values():
+                    for future in futures:
+                        if not future.done():
+                            future.set_exception(exc if isinstance(exc, Exception) else asyncio.CancelledError())
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            for key, futures in queue.items():
+                # Several callers of one key in one batch: the first holds the claim, the
+                # others wait for its outcome like any other holder's.
+                first, *others = futures
+                if not first.done():
+                    first.set_result(outcomes[key])
+                elif outcomes[key] is True:  # its caller left meanwhile: nobody will send it
+                    await self.abandon(key)
+                for future in others:
+                    if not future.done():
+                        future.set_result(False if outcomes[key] is True else outcomes[key])
 
     async def claim_many(self, keys: list[str]) -> dict[str, Landed | bool]:
         """``claim`` for several keys in one transaction (the scheduler claims items in runs)."""
@@ -210,6 +248,9 @@ class Coordinator:
         error_message: str | None = None,
     ) -> None:
         """Record the outcome for this run and drop the claim, in one transaction."""
+        if not self.shares_outcomes:
+            await self.abandon(key)
+            return
         landed = Landed(
             in_store=in_store,
             text=None if in_store else text,
@@ -280,10 +321,10 @@ class Coordinator:
     async def close(self) -> None:
         if self._writes:
             await asyncio.wait(list(self._writes), timeout=5)
-        for task in (self._poller, self._heartbeat, self._watcher):
+        for task in (self._poller, self._heartbeat, self._watcher, self._claimer):
             if task is not None:
                 task.cancel()
-        for task in (self._poller, self._heartbeat, self._watcher):
+        for task in (self._poller, self._heartbeat, self._watcher, self._claimer):
             if task is not None:
                 try:
                     await task

@@ -184,6 +184,7 @@ class Engine:
                 lease_s=settings.claim_lease_s,
                 poll_s=settings.poll_interval_s,
                 on_signal=self._on_signal,
+                shares_outcomes=settings.shares_items,
             )
             await self.coordinator.start()
             if settings.budget_usd is not None:
@@ -496,6 +497,9 @@ class Engine:
         while True:
             outcome = await coordinator.claim(key)
             if outcome is True:
+                stored = await self._stored_meanwhile(request, key)
+                if stored is not None:
+                    return stored
                 try:
                     reply = await self._send(adapter, request, key, priority)
                 except (RunInterrupted, BudgetReached):  # not an answer: whoever needs it asks again
@@ -542,6 +546,24 @@ class Engine:
                     reply = reply_from_entry(entry)
                     self._count(key, request.model.id, reply, sent=False)
                     return reply
+
+    async def _stored_meanwhile(self, request: ModelRequest, key: str) -> ModelReply | None:
+        """Another session (a second run on this cache, with its own run id) may have stored the
+        reply between our look in the cache and our claim: its outcome is recorded under its run
+        id, not ours, so only the store tells. Then the claim is dropped and nothing is sent."""
+        coordinator = self.coordinator
+        if coordinator is None or not self.cache.readable(request):
+            return None
+        entry = await self.cache.get(key)
+        if entry is None:
+            return None
+        await coordinator.finish(key, in_store=True)
+        if _created_at(entry) >= self.run_started and self.settings.shares_items:
+            return reply_from_entry(entry, cached=False)  # this run's own (another worker's): counted there
+        self._counts["cache_hits"] += 1
+        reply = reply_from_entry(entry)
+        self._count(key, request.model.id, reply, sent=False)
+        return reply
 
     async def _from_landed(self, landed: Landed, key: str, model_id: str) -> ModelReply | None:
         if landed.error_kind is not None:

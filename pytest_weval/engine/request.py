@@ -114,7 +114,9 @@ class EngineSettings:
     # When the run began (all xdist workers share the controller's): a stored reply created
     # since then was fetched by this run, not replayed from an earlier one.
     run_started: float | None = None
-    coordinate: bool | None = None  # cross-process claims; None: when worker_count > 1
+    # Cross-process claims on requests; None: whenever another process may share the store
+    # (``coordinating``). True also shares items out (a run id given by the user).
+    coordinate: bool | None = None
     claim_lease_s: float = 30.0  # a claim's lease, renewed by its holder every lease/3
     poll_interval_s: float = 0.05  # how often a waiter looks for a result another process sends
     coordination_dir: Path | str | None = None  # files store: where the claims DB lives
@@ -139,4 +141,16 @@ class EngineSettings:
 
     @property
     def coordinating(self) -> bool:
-        return self.worker_count > 1 if self.coordinate is None else self.coordinate
+        """Requests are claimed in the store before they are sent: under xdist, and whenever
+        replies are written to a store that a second run (another terminal, another CI job) may
+        be writing at the same time, so the two never buy the same reply (docs/engine.md,
+        'Cross-process claims')."""
+        if self.coordinate is not None:
+            return self.coordinate
+        return self.worker_count > 1 or self.cache_mode in ("rw", "refresh")
+
+    @property
+    def shares_items(self) -> bool:
+        """Items, not only requests, are shared out: the workers of one xdist session, or the
+        machines that give one ``--weval-run-id``."""
+        return self.worker_count > 1 or self.coordinate is True

@@ -35,7 +35,7 @@ class Runner:
         self.blocked_outcome = blocked_outcome
         workers = self.engine.settings.worker_count
         # xdist workers, or machines joined by --weval-run-id: items are shared out through the claims
-        exchange = self.engine.coordinator is not None
+        exchange = self.engine.coordinator is not None and self.engine.settings.shares_items
         cap = concurrency or 64
         if exchange:
             # Small: a worker claims only what its share of the caps can start soon, so the

@@ -228,14 +228,23 @@ class ItemScheduler:
 
     async def _await_elsewhere(self, item: ScheduledItem) -> None:
         assert self._coordinator is not None
-        landed = await self._coordinator.wait(self._item_prefix + item.work.nodeid)
-        if item.phase is not Phase.ELSEWHERE:
-            return
-        if landed is not None:
-            self._receive(item, landed)
-            item.phase = Phase.DONE
-        else:  # the holder gave it up without a result: whoever asks for it claims it
+        while True:
+            landed = await self._coordinator.wait(self._item_prefix + item.work.nodeid)
+            if item.phase is not Phase.ELSEWHERE:
+                return
+            if landed is not None:
+                self._receive(item, landed)
+                item.phase = Phase.DONE
+                return
+            # The holder gave it up without a result (it died, or was interrupted). The feeder
+            # has passed this item, so claim it again now: left for pytest to ask, the items of
+            # a dead peer would be evaluated one at a time, at the end of the run.
             item.phase = Phase.WAITING
+            await self._claim([item])  # ELSEWHERE again: this task goes on following it
+            if item.phase is Phase.LOCAL:
+                self._evaluate_here(item, item.position, None)
+            if item.phase is not Phase.ELSEWHERE:
+                return
 
     def _evaluate_here(self, item: ScheduledItem, priority: int, slots: asyncio.Semaphore | None) -> None:
         item.phase = Phase.LOCAL

@@ -107,3 +107,53 @@ def test_serial_scheduler_answers_items_in_any_order(tmp_path):
     assert last.response == "echo: question 11"
     assert [r.outcome for r in firsts] == ["passed"] * 11
     assert scheduler.evaluated_here == 12 and scheduler.received == 0
+
+
+def test_items_of_a_peer_that_dies_go_back_to_the_feeder_not_to_pytest(tmp_path):
+    # A peer (another machine's or worker's process) holds claims on some items when the feeder
+    # passes them, then dies. Its items must be evaluated ahead, at the run's concurrency, as
+    # the others were: not one at a time when pytest reaches each (no result is asked here).
+    import socket
+    import sqlite3
+    import time
+
+    from pytest_weval.engine.store.backends import claims_path
+
+    items, held = 30, range(0, 30, 3)
+    blueprint = parse_blueprint_text(blueprint_text(items), fmt="yaml", rel_path="sched.yml")
+    works = [
+        ItemWork(
+            nodeid=f"sched.yml::{p.id}", blueprint=blueprint, prompt=p, model=blueprint.models[0],
+            temperature=None, system_index=0,
+        )
+        for p in blueprint.prompts
+    ]  # fmt: skip
+    peer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    with FakeServer(latency_ms=20) as server:
+        settings = EngineSettings(
+            cache_dir=str(tmp_path / "cache"), env=server.env(), run_id="run-peer", worker_id="gw0", worker_count=2
+        )
+        engine = Engine(settings).start()
+        try:
+            with sqlite3.connect(claims_path(settings)) as db:
+                db.executemany(
+                    "INSERT INTO claims (key, owner, host, pid, expires) VALUES (?, 'peer', ?, ?, ?)",
+                    [
+                        (f"item:run-peer:sched.yml::p{n}", socket.gethostname(), peer.pid, time.time() + 3600)
+                        for n in held
+                    ],
+                )
+            scheduler = ItemScheduler(engine, Pipeline(engine, PipelineSettings()), works, window=8, exchange=True)
+            wait_until(lambda: server.count == items - len(held))  # the feeder passed the peer's items
+            peer.kill()
+            peer.wait()
+            wait_until(lambda: server.count == items)  # no result asked for: the feeder's work
+            results = [scheduler.result(work.nodeid) for work in works]
+            scheduler.close(drain=True)
+        finally:
+            engine.close()
+            if peer.poll() is None:
+                peer.kill()
+        assert server.count == server.log()["distinct"] == items
+    assert [r.outcome for r in results] == ["passed"] * items
+    assert scheduler.evaluated_here == items
