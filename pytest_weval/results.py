@@ -84,7 +84,8 @@ class ItemResult(BaseModel):
     # that runs the item again) asks the model again as sample 1, 2, ... (docs/engine.md, 'Reruns').
     sample: int = 0
     # --weval-repeat=N: the scores of the item's N samples, when N > 1 (``score`` is their mean,
-    # the other fields are those of the lowest-scoring sample; docs/statistics.md, 'Repeats').
+    # the other fields are those of the lowest-scoring sample; docs/statistics.md, 'Repeats');
+    # under --weval-repeat=auto as many as it took (docs/sampling.md).
     sample_scores: list[float] = Field(default_factory=list)
     # Agent eval files only: AgentV's verdict, pass (>= 0.8), borderline (>= 0.6) or fail; a
     # borderline case passes with a warning unless --weval-borderline=fail.
@@ -111,3 +112,16 @@ class ItemResult(BaseModel):
     @property
     def point_errors(self) -> list[PointAssessment]:
         return [p for p in self.points if p.error and p.coverage_extent is None]
+
+    @property
+    def samples(self) -> int:
+        """How many samples the item's score rests on (1 without --weval-repeat)."""
+        return len(self.sample_scores) or 1
+
+    @property
+    def flaky(self) -> bool:
+        """Its samples fall on both sides of its threshold (the pass rule is ``score >= threshold``,
+        run/outcome.py): the outcome is still its mean's (docs/sampling.md)."""
+        return any(s >= self.threshold for s in self.sample_scores) and any(
+            s < self.threshold for s in self.sample_scores
+        )

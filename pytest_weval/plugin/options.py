@@ -214,9 +214,24 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
     (
         "--weval-repeat",
         "weval_repeat",
-        "samples per item, each under its own cache key; the item's score is their mean (default 1)",
-        "int",
+        "samples per item, each under its own cache key; the item's score is their mean (default 1); "
+        "auto: as many as the item's outcome needs, at most --weval-max-repeat (docs/sampling.md)",
+        "str",
         1,
+    ),
+    (
+        "--weval-max-repeat",
+        "weval_max_repeat",
+        "most samples per item under --weval-repeat=auto (default 8)",
+        "int",
+        8,
+    ),
+    (
+        "--weval-fail-flaky",
+        "weval_fail_flaky",
+        "a flaky item (its samples on both sides of its threshold) fails the session",
+        "flag",
+        False,
     ),
 ]
 
@@ -297,7 +312,9 @@ class WevalSettings:
     baseline: Path | str | None = None  # --weval-baseline: a folder, or 'last'/'last:<branch>' (the history's)
     alpha: float = 0.05  # --weval-alpha
     max_drop: float = 0.0  # --weval-max-drop
-    repeat: int = 1  # --weval-repeat
+    repeat: int = 1  # --weval-repeat=N (under auto: --weval-max-repeat)
+    repeat_auto: bool = False  # --weval-repeat=auto (docs/sampling.md)
+    fail_flaky: bool = False  # --weval-fail-flaky
     run_id: str | None = None  # --weval-run-id / WEVAL_RUN_ID: a run shared by several machines
     fixtures: Path | None = None  # --weval-fixtures
     check_models: bool = True  # --weval-check-models
@@ -340,6 +357,7 @@ class WevalSettings:
             allow_exec=self.allow_exec,
             borderline_fails=self.borderline_fails,
             repeat=self.repeat,
+            repeat_auto=self.repeat_auto,
             fixtures=fixtures,
         )
 
@@ -491,7 +509,8 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
         baseline=_baseline(config),
         alpha=_alpha(config),
         max_drop=_number(config, "weval_max_drop", float, minimum=0),
-        repeat=_number(config, "weval_repeat", int, minimum=1),
+        **_repeat(config),
+        fail_flaky=bool(_raw(config, "weval_fail_flaky")),
         run_id=_run_id(config),
         fixtures=_path(config, _raw(config, "weval_fixtures")),
         check_models=_choice(config, "weval_check_models", ON_OFF) == "on",
@@ -541,6 +560,19 @@ def _run_id(config: pytest.Config) -> str | None:
     if len(value) > 200 or not value.isprintable():
         raise pytest.UsageError(f"{option_name('weval_run_id')}: a run id is at most 200 printable characters")
     return value
+
+
+def _repeat(config: pytest.Config) -> dict[str, Any]:
+    """--weval-repeat=N, or auto with --weval-max-repeat as its most samples."""
+    value = _raw(config, "weval_repeat")
+    if str(value).strip().lower() == "auto":
+        return {"repeat": _number(config, "weval_max_repeat", int, minimum=1), "repeat_auto": True}
+    try:
+        return {"repeat": _number(config, "weval_repeat", int, minimum=1), "repeat_auto": False}
+    except pytest.UsageError:
+        raise pytest.UsageError(
+            f"{option_name('weval_repeat')} = {value!r}: expected a whole number of at least 1, or auto"
+        ) from None
 
 
 def _alpha(config: pytest.Config) -> float:

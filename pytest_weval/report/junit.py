@@ -14,6 +14,8 @@ JUNIT_NAMES = frozenset(
         "weval_blueprint_id",
         "weval_attempt",
         "weval_fixture",
+        "weval_samples",
+        "weval_flaky",
     }
 )
 
@@ -22,7 +24,9 @@ def junit_properties(result: ItemResult) -> list[tuple[str, str]]:
     """``weval_score`` (omitted when the item has no score, e.g. it errored), ``weval_threshold``,
     ``weval_model`` (the effective id), ``weval_prompt_id``, ``weval_blueprint_id``, and
     ``weval_attempt`` (2, 3, ...) when a rerun asked the model again, and ``weval_fixture``
-    (``final`` or ``turns``) when the answer came from --weval-fixtures.
+    (``final`` or ``turns``) when the answer came from --weval-fixtures; with --weval-repeat,
+    ``weval_samples`` (how many samples the score is the mean of) and ``weval_flaky`` (``true``
+    when they fall on both sides of the threshold, else ``false``).
 
     Numbers are printed as JavaScript prints them (``0.42``, ``1``), like the Weval JSON.
     """
@@ -39,4 +43,7 @@ def junit_properties(result: ItemResult) -> list[tuple[str, str]]:
         props.append(("weval_attempt", str(result.sample + 1)))
     if result.fixture is not None:
         props.append(("weval_fixture", result.fixture))
+    if result.sample_scores:
+        props.append(("weval_samples", str(len(result.sample_scores))))
+        props.append(("weval_flaky", "true" if result.flaky else "false"))
     return props

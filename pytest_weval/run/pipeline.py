@@ -24,6 +24,7 @@ from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
 from pytest_weval.engine.transport.external import ExternalExecutor
 from pytest_weval.judges.config import JudgePanel
 from pytest_weval.results import ItemResult, Outcome, PointAssessment, Usage
+from pytest_weval.run import sampling
 from pytest_weval.run.agent import AgentRunner, AgentWork
 from pytest_weval.run.outcome import decide, mistakes_message, passes
 from pytest_weval.run.programs.runner import ProgramRunner
@@ -88,7 +89,8 @@ class PipelineSettings:
     custom_models: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     allow_exec: bool = False  # agent eval files: code judges and cli targets may run
     borderline_fails: bool = False  # agent eval files: a borderline verdict fails
-    repeat: int = 1  # --weval-repeat: samples per blueprint item, their mean its score
+    repeat: int = 1  # --weval-repeat: samples per blueprint item, their mean its score (auto: the most)
+    repeat_auto: bool = False  # --weval-repeat=auto: as many samples as the outcome needs (run/sampling.py)
     fixtures: ResponseFixtures | None = None  # --weval-fixtures: canned answers (docs/fixtures.md)
 
 
@@ -114,7 +116,7 @@ class Pipeline:
     async def evaluate(self, work: Work) -> ItemResult:
         if isinstance(work, AgentWork):
             return await self.agents.evaluate(work)
-        if self.settings.repeat > 1 and work.blocked is None:
+        if (self.settings.repeat > 1 or self.settings.repeat_auto) and work.blocked is None:
             return await self._evaluate_repeated(work, self.settings.repeat)
         return await self._evaluate_once(work)
 
@@ -125,12 +127,26 @@ class Pipeline:
         all N. The score is the mean of the samples' scores, the outcome that mean against the
         threshold; the response and points shown are the lowest-scoring sample's. A sample that
         could not be scored makes the item that sample's error (or skip): a mean over the
-        samples that happened to work would hide it."""
+        samples that happened to work would hide it.
+
+        Under auto (docs/sampling.md), ``repeat`` is the most samples: the first ones are asked
+        at once, then one at a time until ``sampling.should_stop`` says the outcome is settled.
+        Sample k keeps its key, so a cached run replays the same samples and stops where the
+        first run stopped."""
         started = time.monotonic()
         first = work.sample * repeat
-        samples = await asyncio.gather(
-            *(self._evaluate_once(dataclasses.replace(work, sample=first + k)) for k in range(repeat))
+        auto = self.settings.repeat_auto
+        count = sampling.first_samples(repeat) if auto else repeat
+        samples = list(
+            await asyncio.gather(
+                *(self._evaluate_once(dataclasses.replace(work, sample=first + k)) for k in range(count))
+            )
         )
+        threshold = self._threshold(work)
+        while auto and all(s.outcome in ("passed", "failed") and s.score is not None for s in samples):
+            if sampling.should_stop([s.score or 0.0 for s in samples], threshold, repeat):
+                break
+            samples.append(await self._evaluate_once(dataclasses.replace(work, sample=first + len(samples))))
         usage: dict[str, Usage] = {}
         for sample in samples:
             for model, used in sample.usage.items():
@@ -138,8 +154,9 @@ class Pipeline:
         unscored = next((s for s in samples if s.outcome not in ("passed", "failed") or s.score is None), None)
         if unscored is not None:
             number = samples.index(unscored)
+            of = f"at most {repeat}" if auto else str(repeat)
             result = unscored.model_copy(
-                update={"error": f"sample {number + 1} of {repeat}: {unscored.error or 'no score'}"}
+                update={"error": f"sample {number + 1} of {of}: {unscored.error or 'no score'}"}
             )
         else:
             scores = [s.score for s in samples if s.score is not None]

@@ -7,7 +7,9 @@ model, a substring of the last user message and/or the path; first match wins); 
 reply is ``echo: <last user message>``. Faults — ``500``, ``429`` (+ Retry-After),
 ``malformed`` (a 200 whose body is not JSON), ``hang`` (never answers), ``drop`` (closes the
 connection without a response), ``blank`` (an empty completion), or any ``status`` — come from
-rules or from a seeded rate. Every model request is logged. ``GET <base>/models`` answers with
+rules or from a seeded rate. A flaky model: a rule's ``flaky_term`` is left out of its reply
+with probability ``flaky_rate`` (seeded by ``flaky_seed``, the same whatever the order of
+the requests). Every model request is logged. ``GET <base>/models`` answers with
 the ids in ``server.model_lists`` for that provider (404 when it has none), logged apart in
 ``server.listings``.
 

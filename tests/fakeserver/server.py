@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import datetime as _dt
 import email.utils
+import hashlib
 import json
 import math
 import os
@@ -61,6 +62,13 @@ class Rule:
     latency_ms: float | None = None
     echo_header: str | None = None  # the error body quotes this request header's value
     body: str | None = None  # raw error body
+    # A flaky model: the reply leaves out the text ``flaky_term`` with probability ``flaky_rate``,
+    # decided per request by a hash of (flaky_seed, model, last user message, how many times this
+    # model was asked it before), so a run sees the same flakiness whatever order its requests
+    # arrive in, and another seed is another run of the same model.
+    flaky_term: str | None = None
+    flaky_rate: float | None = None
+    flaky_seed: int | None = None
 
     def matches(self, model: str | None, last_user: str, path: str) -> bool:
         if self.times is not None and self.times <= 0:
@@ -279,6 +287,7 @@ class FakeServer:
         self.list_page_size = 2  # Anthropic's and Gemini's lists come in pages this long
         self.unlisted_models: list[str] = []  # known when asked about alone, left out of the list (aliases)
         self.listings: list[dict[str, Any]] = []
+        self._asked: dict[tuple[Any, ...], int] = {}  # (flaky seed, model, last user) -> times asked
 
     # -- lifecycle ------------------------------------------------------------------------
     @property
@@ -595,6 +604,13 @@ class FakeServer:
         )
         return True
 
+    def _leaves_out(self, rule: Rule, model: str | None, last_user: str) -> bool:
+        key = (rule.flaky_seed or 0, model, last_user)
+        with self._lock:
+            nth = self._asked.get(key, 0)
+            self._asked[key] = nth + 1
+        return _flaky_draw(rule.flaky_seed or 0, model, last_user, nth) < (rule.flaky_rate or 0.0)
+
     async def _answer(
         self,
         rule: Rule | None,
@@ -640,10 +656,17 @@ class FakeServer:
             text = ""
         elif rule is not None and rule.reply is not None:
             text = rule.reply.replace("{last}", last_user).replace("{model}", model or "")
+            if rule.flaky_term and self._leaves_out(rule, model, last_user):
+                text = text.replace(rule.flaky_term, "")
         else:
             text = f"echo: {last_user}"
         await self._send(writer, 200, json.dumps(render_reply(path, model, text, last_user)), rate_headers)
         return True
+
+
+def _flaky_draw(seed: int, model: str | None, last_user: str, nth: int) -> float:
+    digest = hashlib.sha256(json.dumps([seed, model, last_user, nth]).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
 
 
 class FakeServerProcess:

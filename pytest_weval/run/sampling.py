@@ -1,0 +1,92 @@
+"""``--weval-repeat=auto``: how many samples an item needs before its outcome can be trusted
+(docs/sampling.md).
+
+Each sample votes pass or fail (its own score against the item's threshold). The item takes
+``FIRST`` samples; when they agree it stops there. Once they disagree it goes on, one sample at
+a time, until one side leads by ``LEAD`` votes, or no sample left under ``max_samples`` could
+change the outcome, or it holds ``max_samples``. The outcome is the mean's, as with
+``--weval-repeat=N``. Read as a test, the middle part is Wald's sequential probability ratio test
+between "a sample passes with probability q" and "with probability 1 - q" (the gambler's ruin
+walk with barriers at +-LEAD); the first step is cheaper, so that an item that never varies
+costs ``FIRST`` samples and the items near their threshold pay for the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+FIRST = 2  # samples an item always takes (fewer only when --weval-max-repeat is lower)
+LEAD = 3  # once the samples disagree, the lead in votes that ends the sampling
+DEFAULT_MAX = 8  # --weval-max-repeat
+
+
+def first_samples(max_samples: int) -> int:
+    return min(FIRST, max_samples)
+
+
+def should_stop(scores: Sequence[float], threshold: float, max_samples: int) -> bool:
+    """Whether an item whose samples scored ``scores`` (each in 0..1) needs no more of them."""
+    n = len(scores)
+    if n >= max_samples:
+        return True
+    if n < first_samples(max_samples):
+        return False
+    ayes = sum(1 for s in scores if s >= threshold)
+    if ayes in (0, n):  # every sample on one side (after a disagreement this cannot come back)
+        return True
+    if abs(2 * ayes - n) >= LEAD:
+        return True
+    # Curtailed: the samples still allowed could not move the mean across the threshold even
+    # if they all scored 0 or all scored 1, so asking for them would change nothing.
+    left = max_samples - n
+    total = math.fsum(scores)
+    return (total / max_samples >= threshold) == ((total + left) / max_samples >= threshold)
+
+
+@dataclasses.dataclass(frozen=True)
+class Expectation:
+    """What the rule does to an item whose samples score ``high`` with probability ``q`` and
+    ``low`` otherwise (the worked example: both terms 1.0, one term 0.5, threshold 0.75)."""
+
+    q: float
+    samples: float  # expected samples
+    passes: float  # probability the item's outcome is pass
+
+
+def expect(q: float, max_samples: int, high: float = 1.0, low: float = 0.5, threshold: float = 0.75) -> Expectation:
+    """Exact, by walking every sequence of samples the rule can stop on (merged by counts: the
+    rule reads only how many samples scored high, and whether they disagreed, which the counts
+    say too)."""
+    samples = passes = 0.0
+    paths: dict[int, float] = {0: 1.0}  # samples that scored high -> probability, at n samples
+    n = 0
+    while paths:
+        n += 1
+        more: dict[int, float] = {}
+        for highs, prob in paths.items():
+            for is_high, p in ((True, q), (False, 1.0 - q)):
+                if p == 0.0:
+                    continue
+                h = highs + is_high
+                scores = [high] * h + [low] * (n - h)
+                if not should_stop(scores, threshold, max_samples):
+                    more[h] = more.get(h, 0.0) + prob * p
+                    continue
+                samples += n * prob * p
+                if math.fsum(scores) / n >= threshold:
+                    passes += prob * p
+        paths = more
+    return Expectation(q, samples, passes)
+
+
+def expected_samples(max_samples: int) -> float:
+    """Samples per item the plan expects of an item it knows nothing about: the rule's expected
+    count for a two-valued item, averaged over a uniform pass probability (Simpson's rule)."""
+    steps = 40
+    total = 0.0
+    for i in range(steps + 1):
+        weight = 1 if i in (0, steps) else (4 if i % 2 else 2)
+        total += weight * expect(i / steps, max_samples).samples
+    return total / (3 * steps)
