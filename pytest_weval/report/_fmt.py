@@ -126,5 +126,12 @@ def fit_left(text: str, width: int) -> str:
     return ELLIPSIS + text[-(width - 1) :]
 
 
+def judge_label(judge_model_id: str) -> str:
+    """A judge as people read it: ``holistic-x (openai:y)``. The Weval JSON keeps the
+    reference's ``judgeModelId`` (``holistic-x(openai:y)``, no space) exactly."""
+    head, sep, rest = judge_model_id.partition("(")
+    return f"{head} ({rest}" if sep and head and not head.endswith(" ") else judge_model_id
+
+
 def plural(count: int, word: str, words: str | None = None) -> str:
     return f"{count} {word if count == 1 else (words or word + 's')}"

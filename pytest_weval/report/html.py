@@ -41,7 +41,7 @@ from urllib.parse import quote
 
 from pytest_weval.blueprint.model import Blueprint, Prompt
 from pytest_weval.files import write_atomic
-from pytest_weval.report._fmt import fmt_p, fmt_score, js_number, plural
+from pytest_weval.report._fmt import fmt_p, fmt_score, js_number, judge_label, plural
 from pytest_weval.report.baseline import Comparison, ModelComparison, fmt_difference
 from pytest_weval.report.history import HistoryView
 from pytest_weval.report.html_assets import CSS, JS
@@ -401,7 +401,7 @@ def blueprint_json(
             for vid in variant_ids
         ],
         "prompts": prompt_data,
-        "judges": list(judges),
+        "judges": [judge_label(j) for j in judges],
         "items": items,
     }
 
@@ -707,7 +707,7 @@ def _facts(rollup: Rollup, results: Sequence[ItemResult], facts: RunFacts, compa
         ("Models", ", ".join(rollup.models) or "\u2014"),
     ]
     judges = _judges_seen(results)
-    judge_text = ", ".join(f"{j} ({plural(n, 'assessment')})" for j, n in judges.items())
+    judge_text = ", ".join(f"{judge_label(j)} ({plural(n, 'assessment')})" for j, n in judges.items())
     if facts.judges:
         judge_text = "asked for: " + ", ".join(facts.judges) + ("; answered: " + judge_text if judge_text else "")
     rows.append(("Judges", judge_text or "none (no judged point)"))

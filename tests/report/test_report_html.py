@@ -19,7 +19,7 @@ from report_data import GEMINI, GPT, PRIVACY, TONE, TOP, TRIAGE, A, B, function,
 
 from pytest_weval.blueprint.model import Blueprint, Location, Message, ModelSpec, Prompt
 from pytest_weval.files import FILE_MODE
-from pytest_weval.report._fmt import fmt_score, js_number
+from pytest_weval.report._fmt import fmt_score, js_number, judge_label
 from pytest_weval.report.baseline import BaselineItem, Comparison, ModelComparison, Pair, Unpaired
 from pytest_weval.report.html import RunFacts, build_html, score_colours, script_json, write_html
 from pytest_weval.report.rollup import build_rollup
@@ -158,7 +158,8 @@ def test_run_facts_usage_judges_and_options(results, blueprints):
     assert "<dt>Duration</dt><dd>1 min 15 s</dd>" in text
     assert f"--weval-models={A},{B}; -n=2" in text
     assert "asked for: openrouter:google/gemini-2.5-flash" in text
-    assert "holistic-gpt-4-1-mini(openrouter:openai/gpt-4.1-mini) (3 assessments)" in text
+    # shown with a space, as people read it (issue 34); the Weval JSON keeps the reference's id
+    assert "holistic-gpt-4-1-mini (openrouter:openai/gpt-4.1-mini) (3 assessments)" in text
     assert "Krippendorff&#x27;s alpha" in text
     usage = re.search(r'<table class="plain" id="weval-usage">.*?</table>', text)
     assert usage is not None
@@ -181,7 +182,7 @@ def test_blueprint_blobs_hold_every_item_for_the_lazy_grids(results, blueprints)
     judged = chest["points"][2]
     assert judged["weight"] == "2" and judged["kind"] == "judged"
     # judges by index into the blueprint's list; the consensus sentence (the score says it) left out
-    assert [triage["judges"][j] for j, _, _ in judged["judges"]] == [GEMINI, GPT]
+    assert [triage["judges"][j] for j, _, _ in judged["judges"]] == [judge_label(GEMINI), judge_label(GPT)]
     assert judged["judges"][0][1:] == [0.125, "It only vaguely suggests getting help and never says to call."]
     assert "reflection" not in judged
     assert chest["points"][3]["error"] == "All judges failed in consensus mode."
