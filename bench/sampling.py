@@ -61,7 +61,14 @@ def run_mode(server: FakeServerProcess, project: Path, mode: str, seed: int, max
     before = server.log()["count"]
     out = project / f"out-{mode}-{seed}"
     env = {**os.environ, **server.env(), "PYTHONPATH": str(ROOT)}
-    args = [f"--weval-repeat={mode}", f"--weval-max-repeat={max_repeat}", "--weval-cache=off", "-q", "-p", "no:randomly"]
+    args = [
+        f"--weval-repeat={mode}",
+        f"--weval-max-repeat={max_repeat}",
+        "--weval-cache=off",
+        "-q",
+        "-p",
+        "no:randomly",
+    ]
     subprocess.run(
         [sys.executable, "-m", "pytest", "blueprints", *args, f"--weval-out={out}"],
         cwd=project,
@@ -91,7 +98,9 @@ def main() -> None:
     )
     with FakeServerProcess() as server:
         for mode in ("1", "5", "auto"):
-            runs = [run_mode(server, project, mode, 1000 * (n + 1) + len(mode), args.max_repeat) for n in range(args.seeds)]
+            runs = [
+                run_mode(server, project, mode, 1000 * (n + 1) + len(mode), args.max_repeat) for n in range(args.seeds)
+            ]
             wrongs = [wrong_outcomes(outcomes) for outcomes, _ in runs]
             requests = [count for _, count in runs]
             pairs = [(a, b) for i, (a, _) in enumerate(runs) for (b, _) in runs[i + 1 :]]

@@ -496,6 +496,7 @@ class WevalPlugin:
             baseline=str(settings.baseline) if settings.baseline is not None else None,
             alpha=settings.alpha,
             max_drop=settings.max_drop,
+            fail_flaky=settings.fail_flaky,
         )
         baseline = self.baseline
         self.history = RunHistory.for_run(settings, self._started)
@@ -566,6 +567,7 @@ class WevalPlugin:
             width=terminalreporter._tw.fullwidth,
             comparison=run.comparison,
             quiet=config.get_verbosity() < 0,
+            results=run.results,
         ):
             terminalreporter.write_line(visible(line))
         if self.settings.out_dir is not None:
@@ -599,6 +601,14 @@ class WevalPlugin:
                 run.regression_lines,
                 f"{count} model{'s' if count != 1 else ''} regressed against the baseline {_baseline_name(run, self.settings)}",
                 "regressed",
+            )
+        if run.flaky_lines:
+            _gate_section(
+                terminalreporter,
+                "--weval-fail-flaky",
+                run.flaky_lines,
+                f"{plural(len(run.flaky_lines), 'item')} flaky (samples on both sides of the threshold)",
+                "flaky",
             )
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:

@@ -25,6 +25,7 @@ from pytest_weval.report.baseline import (
     read_baseline,
     regression_lines,
 )
+from pytest_weval.report.flaky import flaky_gate_lines
 from pytest_weval.report.gates import check_min_score
 from pytest_weval.report.history import Changes, HistoryView, is_history_baseline
 from pytest_weval.report.html import RunFacts, write_html
@@ -42,6 +43,7 @@ class RunGates:
     baseline: str | None = None  # --weval-baseline: the earlier run's folder
     alpha: float = 0.05  # --weval-alpha
     max_drop: float = 0.0  # --weval-max-drop
+    fail_flaky: bool = False  # --weval-fail-flaky
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -64,6 +66,7 @@ class FinishedRun:
     gate_lines: list[str]  # --weval-min-score failures
     comparison: Comparison | None
     regression_lines: list[str]  # --weval-baseline failures
+    flaky_lines: list[str] = dataclasses.field(default_factory=list)  # --weval-fail-flaky failures
     not_run: int | None = None  # the run was stopped early (Ctrl-C, SIGTERM, -x): selected items that never ran
     # the store's history (docs/history.md), set by the plugin; merge reads no history
     changes: Changes | None = None
@@ -72,7 +75,7 @@ class FinishedRun:
     @property
     def failed(self) -> bool:
         """A session gate failed (each item was still judged on its own threshold)."""
-        return bool(self.gate_lines or self.regression_lines)
+        return bool(self.gate_lines or self.regression_lines or self.flaky_lines)
 
 
 def finish_run(
@@ -105,6 +108,7 @@ def finish_run(
         gate_lines=gate_lines,
         comparison=comparison,
         regression_lines=regression_lines(comparison) if comparison is not None else [],
+        flaky_lines=flaky_gate_lines(results) if gates.fail_flaky else [],
         not_run=not_run,
     )
 

@@ -285,6 +285,10 @@ def _item_json(
         "verdict": result.verdict,
         "weight": result.prompt_weight,
         "sample": result.sample or None,
+        # --weval-repeat: every sample's score (the score is their mean) and whether they fall
+        # on both sides of the threshold
+        "samples": list(result.sample_scores) or None,
+        "flaky": result.flaky or None,
         "duration": round(result.duration_s, 3) if result.duration_s else None,
         "agreement": result.judge_agreement or None,
         "usage": {model: usage_dict(u) for model, u in sorted(result.usage.items())} or None,

@@ -400,6 +400,9 @@ JS = r"""
       item.verdict ? h("span", { class: "badge" }, `verdict ${item.verdict}`) : null,
       item.weight !== null && item.weight !== undefined ? h("span", { class: "badge" }, `prompt weight ${item.weight}`) : null,
       item.sample ? h("span", { class: "badge" }, `attempt ${item.sample + 1}`) : null,
+      item.samples ? h("span", { class: "badge", "data-weval-samples": item.samples.join(" ") },
+        `${plural(item.samples.length, "sample")}: ${item.samples.map(fmt).join(", ")}`) : null,
+      item.flaky ? h("span", { class: "badge failed", "data-weval-flaky": true }, "flaky: samples on both sides of the pass mark") : null,
       typeof item.duration === "number" ? h("span", { class: "badge" }, `${item.duration.toFixed(2)} s`) : null,
     ];
     const turns = item.turns.map((turn) => (typeof turn === "number" ? [...prompt.messages[turn], 0] : turn)).map(([role, content, flag]) =>

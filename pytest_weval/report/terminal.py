@@ -25,7 +25,9 @@ from pytest_weval.report._fmt import (
     shorten,
 )
 from pytest_weval.report.baseline import Comparison, fmt_difference
+from pytest_weval.report.flaky import render_flaky
 from pytest_weval.report.rollup import ROOT, ItemProblem, Rollup, Tally
+from pytest_weval.results import ItemResult
 
 GAP = "  "
 MAX_MODEL_COLUMNS = 6  # beyond this a wide table is hard to read: one line per model instead
@@ -370,20 +372,29 @@ def render_item_errors(rollup: Rollup, width: int = 80, limit: int = 20) -> list
 
 
 def render_summary(
-    rollup: Rollup, *, width: int = 80, limit: int = 20, comparison: Comparison | None = None, quiet: bool = False
+    rollup: Rollup,
+    *,
+    width: int = 80,
+    limit: int = 20,
+    comparison: Comparison | None = None,
+    quiet: bool = False,
+    results: Sequence[ItemResult] = (),
 ) -> list[str]:
     """Every section, separated by blank lines, each line at most ``width`` characters.
-    ``quiet`` (``-q``): the overview, the score table and the baseline only; each failed or
-    errored item has said its own reason above."""
+    ``quiet`` (``-q``): the overview, the score table, repeats, flaky items and the baseline
+    only; each failed or errored item has said its own reason above. ``results``: the items,
+    for the flaky ones among them."""
     width = max(int(width or 80), 40)
     if quiet:
         sections = [render_overview(rollup, width), render_score_table(rollup, width, note=False)]
-        sections += [render_repeats(rollup, width), render_baseline(comparison, width, limit)]
+        sections += [render_repeats(rollup, width), render_flaky(results, width)]
+        sections += [render_baseline(comparison, width, limit)]
         return [line for section in sections if section for line in section]
     sections = [
         render_overview(rollup, width),
         render_score_table(rollup, width),
         render_repeats(rollup, width),
+        render_flaky(results, width),
         render_folder_tree(rollup, width),
         render_baseline(comparison, width, limit),
         render_usage(rollup, width),

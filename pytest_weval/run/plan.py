@@ -21,6 +21,7 @@ from pytest_weval import judges as judging
 from pytest_weval.blueprint.model import EvalPoint
 from pytest_weval.engine import Engine, ModelCallError, ModelReply, ModelRequest
 from pytest_weval.engine.prices import Price, PriceBook, estimate_input_tokens
+from pytest_weval.run import sampling
 from pytest_weval.run.pipeline import ItemWork, Pipeline, PipelineSettings, judged_subject, mistaken_points
 from pytest_weval.run.preflight import Preflight, needs_judges
 
@@ -51,6 +52,10 @@ class PlanClient:
         self.by_model: dict[str, ModelPlan] = {}
         self._replies: dict[Any, Any] = {}  # key -> the cached reply, None, or a Future while read
         self._foreseen: set[int] = set()
+        # --weval-repeat=auto: requests of samples an item takes only while its samples disagree
+        self.later_samples = 0
+        self.first_samples: int | None = None  # samples every item takes, under auto
+        self.max_samples = 1
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         key = self._key(request)
@@ -67,6 +72,8 @@ class PlanClient:
             self._count(
                 request.model.id, request.purpose, estimate_input_tokens(request), max_output, reply is not None
             )
+            if self.first_samples is not None and request.sample % self.max_samples >= self.first_samples:
+                self.later_samples += 1
         else:
             reply = known
         if reply is None:
@@ -146,6 +153,7 @@ class Plan:
     missing_keys: list[dict[str, Any]]
     # model ids the run's pre-flight refuses (the run stops there): nothing of theirs is counted
     unusable_models: list[str] = dataclasses.field(default_factory=list)
+    auto: AutoPlan | None = None  # --weval-repeat=auto: the rows count every item at its most samples
 
     @property
     def total(self) -> int:
@@ -166,6 +174,7 @@ class Plan:
             },
             "missing_keys": self.missing_keys,
             "unusable_models": self.unusable_models,
+            **({"repeat_auto": self.auto.to_dict(self.total)} if self.auto is not None else {}),
             "cost_usd": {
                 "low": round(sum(m.cost_low or 0 for m in priced), 6),
                 "high": round(sum(m.cost_high or 0 for m in priced), 6),
@@ -213,7 +222,47 @@ class Plan:
             out.append(f"missing key: {missing['variable']} (needed by {'; '.join(needed)})")
         for why in self.unusable_models:
             out.append(f"cannot run: {why} (the run stops at its pre-flight; nothing of it is counted above)")
+        if self.auto is not None:
+            out.append(self.auto.line(self.total))
         return out
+
+
+@dataclasses.dataclass(frozen=True)
+class AutoPlan:
+    """--weval-repeat=auto (docs/sampling.md): the plan's rows count each item at its most
+    samples (what the run may send, and what the cost range's high end is), and ``later``
+    of those requests belong to samples an item takes only while its samples disagree. The
+    expected count takes the rule's expected samples for an item nothing is known of (a pass
+    probability anywhere in 0..1, ``sampling.expected_samples``) in place of the most."""
+
+    first: int
+    most: int
+    later: int
+
+    @property
+    def per_item(self) -> float:
+        return sampling.expected_samples(self.most)
+
+    def expected(self, total: int) -> int:
+        if self.most <= self.first:
+            return total
+        return round(total - self.later + self.later * (self.per_item - self.first) / (self.most - self.first))
+
+    def to_dict(self, total: int) -> dict[str, Any]:
+        return {
+            "first_samples": self.first,
+            "max_samples": self.most,
+            "expected_samples_per_item": round(self.per_item, 2),
+            "requests_expected": self.expected(total),
+            "requests_max": total,
+        }
+
+    def line(self, total: int) -> str:
+        return (
+            f"--weval-repeat=auto: at most {total:,} requests (the rows above: every item at "
+            f"{self.most} samples); expected about {self.expected(total):,} ({self.first} samples per item, "
+            f"more while they disagree: {self.per_item:.1f} on average for an item not yet seen; docs/sampling.md)"
+        )
 
 
 def make_plan(
@@ -227,6 +276,8 @@ def make_plan(
     """The plan of ``works``: runs on ``engine``'s loop, reading its cache, sending nothing."""
     client = PlanClient(engine, prices)
     pipeline = Pipeline(client, settings)
+    if settings.repeat_auto:
+        client.first_samples, client.max_samples = sampling.first_samples(settings.repeat), settings.repeat
     if settings.repeat > 1:  # --weval-repeat: each item is asked N times, each sample its own request
         works = [dataclasses.replace(work, sample=k) for work in works for k in range(settings.repeat)]
 
@@ -239,7 +290,10 @@ def make_plan(
         {"variable": m.variable, "models": sorted(m.models), "judges": sorted(m.judges), "items": m.items}
         for m in sorted((checked.missing if checked else {}).values(), key=lambda m: m.variable)
     ]
-    return Plan(client.by_model, missing, sorted((checked.bad_models if checked else {}).values()))
+    auto = None
+    if client.first_samples is not None:
+        auto = AutoPlan(client.first_samples, client.max_samples, client.later_samples)
+    return Plan(client.by_model, missing, sorted((checked.bad_models if checked else {}).values()), auto)
 
 
 async def _plan_item(pipeline: Pipeline, client: PlanClient, work: ItemWork) -> None:
