@@ -10,6 +10,11 @@
         sqlite (default), files or a postgresql:// URL (password from PGPASSWORD or ~/.pgpass),
         as --weval-cache-store; the folder defaults to .weval_cache. The history of runs stays
         unless --history-keep N is given (then all but the N newest runs go).
+    python -m pytest_weval cache check [--cache-store STORE] [--cache-dir DIR] [--json]
+    python -m pytest_weval cache repair [--cache-store STORE] [--cache-dir DIR]
+        read every entry back (exit 1 when some cannot be read: the cache is damaged); keep every
+        entry that can still be read and set the damaged file (or files) aside. Run them while
+        no pytest run uses the cache.
     python -m pytest_weval history [--cache-store STORE] [--cache-dir DIR] [--model M] [--blueprint B]
                                    [--last N] [--json]
         the runs recorded in the store, oldest first, each model's mean and its change
@@ -21,12 +26,20 @@ Exit status: 0 done, 1 the operation failed (one line on stderr), 2 a usage erro
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
 from collections.abc import Sequence
 
-from pytest_weval.engine.store.backends import StoreError, prune_store, redact_url, store_stats
+from pytest_weval.engine.store.backends import (
+    StoreError,
+    prune_store,
+    redact_url,
+    repair_store,
+    store_health,
+    store_stats,
+)
 from pytest_weval.engine.store.history import history_for
 from pytest_weval.report.finish import merge_outputs
 from pytest_weval.report.history import history_rows, history_table
@@ -64,6 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     for name, action in (
         ("stats", actions.add_parser("stats", help="entries, size and age")),
         ("prune", actions.add_parser("prune", help="delete replies older than an age, or old runs of the history")),
+        ("check", actions.add_parser("check", help="read every entry back: is the cache damaged, what is lost")),
+        ("repair", actions.add_parser("repair", help="keep every entry that can be read; set the damaged aside")),
         ("history", history),
     ):
         action.add_argument(
@@ -73,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
             help="sqlite (default), files or postgresql://user@host:port/database",
         )
         action.add_argument("--cache-dir", default=".weval_cache", metavar="DIR", help="default .weval_cache")
-        if name == "stats":
+        if name in ("stats", "check"):
             action.add_argument("--json", action="store_true", help="print the figures as JSON")
         elif name == "prune":
             action.add_argument("--older-than", type=parse_age, metavar="AGE", help="e.g. 30d, 12h")
@@ -120,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "history":
             return _history(store, args)
+        if args.action in ("check", "repair"):
+            return _check_or_repair(store, args)
         if args.action == "prune" and args.older_than is None and args.history_keep is None:
             print("cache prune: say what goes: --older-than AGE (replies), --history-keep N (runs)", file=sys.stderr)
             return 2
@@ -148,6 +165,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{verb} {forgotten} recorded run{'' if forgotten == 1 else 's'} from the history of {where} "
             f"(kept the {args.history_keep} newest)"
         )
+    return 0
+
+
+def _check_or_repair(store: str, args: argparse.Namespace) -> int:
+    """``cache check``: exit 1 when entries cannot be read; ``cache repair``: keep the others."""
+    if args.action == "check":
+        health = store_health(store, args.cache_dir)
+        if args.json:
+            print(json.dumps(dataclasses.asdict(health) | {"damaged": health.damaged}, indent=2))
+        else:
+            print("\n".join(health.lines()))
+        return 1 if health.damaged else 0
+    repaired = repair_store(store, args.cache_dir)
+    lost = "an unknown number (the file no longer says)" if repaired.lost is None else repaired.lost
+    print(
+        f"{repaired.store}: kept {repaired.kept} entries, lost {lost} (bought again when next needed); "
+        f"the damaged copy: {repaired.damaged_copy}"
+    )
     return 0
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import dataclasses
 import datetime as _dt
 import json
@@ -35,14 +36,16 @@ from pytest_weval.engine.errors import (
     ReplayMissError,
     ReplyTooLargeError,
     RunInterrupted,
+    StoreFullError,
     UnknownModelError,
     rebuild_error,
 )
 from pytest_weval.engine.prices import Budget, PriceBook
 from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
-from pytest_weval.engine.store.backends import backend_for, scrub
-from pytest_weval.engine.store.cache import ResponseCache, cache_key, make_entry, reply_from_entry
+from pytest_weval.engine.store.backends import backend_for, scrub, store_shown
+from pytest_weval.engine.store.cache import ResponseCache, StoreFaults, cache_key, make_entry, reply_from_entry
+from pytest_weval.engine.store.sqlite_health import fix_command, is_full, is_unwritable
 from pytest_weval.engine.transport.http import ReplyTooLarge, async_client, read_capped
 from pytest_weval.engine.transport.limits import Limits, Priority
 from pytest_weval.engine.transport.providers import (
@@ -173,7 +176,7 @@ class Engine:
         opened = await backend_for(settings.cache_store, settings.cache_dir).open(settings, self.redactor)
         self._close_store = opened.close
         if opened.responses is not None:
-            self.cache = ResponseCache(opened.responses, settings.cache_mode)
+            self.cache = ResponseCache(opened.responses, settings.cache_mode, where=store_shown(settings))
         claims = opened.claims
         if settings.coordinating:
             assert claims is not None  # a coordinating run's backend opens its claims
@@ -461,6 +464,8 @@ class Engine:
                 f"re-record with --weval-cache=rw",
                 model_id=model_id,
             )
+        self._notice_store_faults()
+        self._check_storable(request)
         self._unknown_model(model_id)
         self.breaker.check(model_id)
         adapter.connect(self.settings.environ, self.redactor)  # MissingKeyError before any claim
@@ -483,7 +488,51 @@ class Engine:
         write = asyncio.ensure_future(self.cache.put(entry))
         self._stores.add(write)
         write.add_done_callback(self._stores.discard)
-        return await asyncio.shield(write)
+        stored = await asyncio.shield(write)
+        if not stored:
+            self._notice_store_faults()
+        return stored
+
+    def _check_storable(self, request: ModelRequest) -> None:
+        """No request is sent once the store cannot keep replies: each would be paid for and lost
+        (and bought again by the next run). ``--weval-cache=off`` stores nothing, so never stops."""
+        if self.cache.writable(request) and self.cache.stopped:
+            raise StoreFullError(
+                f"not sent: the cache at {self.cache.faults.where} cannot store replies ({self.cache.stopped}), "
+                "so this reply would be paid for and lost; free space, or run with --weval-cache=off",
+                model_id=request.model.id,
+            )
+
+    def _store_broke(self, exc: BaseException, request: ModelRequest) -> bool:
+        """A write of the shared store (a claim, an outcome) failed for want of space or
+        permission: from now on nothing is sent (``_check_storable``). True when it was that."""
+        if not (is_full(exc) or is_unwritable(exc)) or not self.cache.writable(request):
+            return False
+        faults = self.cache.faults
+        faults.stop = faults.stop or ("disk full" if is_full(exc) else "read-only")
+        self._notice_store_faults()
+        return True
+
+    def _notice_store_faults(self) -> None:
+        """Say at once (not only in a log) that the store stopped keeping replies or is damaged."""
+        faults = self.cache.faults
+        if faults.stop and "store-stop" not in self._noticed:
+            self._noticed.add("store-stop")
+            self._notices.append(
+                f"weval: the cache at {faults.where} cannot store replies ({faults.stop}): no new request is "
+                "sent, as each would be paid for and lost; free space, or run with --weval-cache=off"
+            )
+        if faults.damaged and "store-damaged" not in self._noticed:
+            self._noticed.add("store-damaged")
+            self._notices.append(
+                f"weval: the cache at {faults.where} is damaged ({faults.damaged}): its unreadable entries are "
+                f"bought again; after the run, {fix_command(self.settings.cache_dir)} keeps every entry it can "
+                "still read"
+            )
+
+    def store_faults(self) -> StoreFaults:
+        """What went wrong with the store in this process (nothing: no line at the end)."""
+        return self.cache.faults
 
     async def _coordinated(
         self, adapter: Adapter, request: ModelRequest, key: str, summary: dict, priority: Priority
@@ -495,15 +544,22 @@ class Engine:
         coordinator = self.coordinator
         assert coordinator is not None
         while True:
-            outcome = await coordinator.claim(key)
+            self._check_storable(request)
+            try:
+                outcome = await coordinator.claim(key)
+            except Exception as exc:
+                if self._store_broke(exc, request):
+                    self._check_storable(request)
+                raise
             if outcome is True:
                 stored = await self._stored_meanwhile(request, key)
                 if stored is not None:
                     return stored
                 try:
                     reply = await self._send(adapter, request, key, priority)
-                except (RunInterrupted, BudgetReached):  # not an answer: whoever needs it asks again
-                    await asyncio.shield(coordinator.abandon(key))
+                except (RunInterrupted, BudgetReached, StoreFullError):  # not an answer: asked again
+                    with contextlib.suppress(Exception):  # else its lease runs out (a full store)
+                        await asyncio.shield(coordinator.abandon(key))
                     raise
                 except ModelCallError as exc:
                     await coordinator.finish(
@@ -525,10 +581,14 @@ class Engine:
                         input_tokens=reply.input_tokens,
                         output_tokens=reply.output_tokens,
                     )
-                except BaseException:
+                except BaseException as exc:
                     if key in coordinator.held:
-                        await asyncio.shield(coordinator.abandon(key))
-                    raise
+                        with contextlib.suppress(Exception):
+                            await asyncio.shield(coordinator.abandon(key))
+                    # A full store cannot share the outcome, but the reply is paid for: this
+                    # item keeps it (whoever else waits asks again, and is told not to send).
+                    if not self._store_broke(exc, request):
+                        raise
                 return reply
             landed = outcome if isinstance(outcome, Landed) else await coordinator.wait(key)
             if landed is not None:
@@ -611,6 +671,7 @@ class Engine:
                 waited += paced
                 usage.rate_wait_s += paced
                 self._check_running()
+                self._check_storable(request)  # the store filled while this one waited for a slot
                 reserved = await self.budget.reserve(request, adapter.max_tokens(request))
                 cost = 0.0  # what the budget is charged for this attempt: its reply, if any
                 try:

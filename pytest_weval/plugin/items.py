@@ -150,7 +150,7 @@ class WevalItem(pytest.Item):
             text = "" if isinstance(error, WevalScoreFailure) else f"{crash}\n"
         elif isinstance(error, WevalScoreFailure):
             text = explain_failure(result, detail)
-        elif result.not_run or result.error_kind == "budget":  # said once, in full, by the pre-flight or the summary
+        elif result.not_run or result.error_kind in ("budget", "store"):  # said once, in full, by the summary
             text = (result.error or "") + "\n"
         else:
             text = explain_error(result, detail)

@@ -37,10 +37,13 @@ from pytest_weval.engine.store.backends import (
     StoreError,
     check_store,
     is_postgres,
+    mark_store_checked,
     redact_url,
     request_stop,
     state_file,
 )
+from pytest_weval.engine.store.cache import StoreFaults
+from pytest_weval.engine.store.sqlite_health import fix_command
 from pytest_weval.engine.transport.model_lists import FILE_NAME as MODEL_LISTS_FILE
 from pytest_weval.engine.transport.model_lists import ModelLists
 from pytest_weval.formats.discover import is_agent_eval_file
@@ -67,6 +70,7 @@ from pytest_weval.run.programs.runner import provider_key_reason
 
 BLUEPRINTS_OUTPUT = "weval_blueprints"  # workeroutput key: blueprint path -> Blueprint JSON
 STOP_OUTPUT = "weval_stop"  # workeroutput key: why the pre-flight stopped the run
+STORE_FAULTS_OUTPUT = "weval_store_faults"  # workeroutput key: the worker's StoreFaults as a dict
 USAGE_OUTPUT = "weval_usage"  # workeroutput key: model id -> Usage JSON, as the worker's engine counted it
 
 
@@ -99,6 +103,8 @@ class WevalPlugin:
         self.plan: Plan | None = None
         self.stop_message: str | None = None  # the pre-flight stopped the run (xdist: said by the controller)
         self._xdist_run_id: str | None = None  # xdist controller: the run its workers share
+        self.store_faults = StoreFaults()  # replies not stored, entries not read (all workers)
+        self._store_checked = False  # the store passed the session-start check
         self.history: RunHistory | None = None  # the store's history, at session end (docs/history.md)
         self._reported: set[str] = set()  # node ids that reported an outcome (what an interrupt left unrun)
         self.signals = StopSignals(self._stop_sending)
@@ -129,7 +135,7 @@ class WevalPlugin:
                     pipeline_settings=self.settings.pipeline_settings(self.custom_models, self.fixtures),
                 )
             except StoreError as exc:  # checked at session start; gone since (or an xdist worker)
-                raise pytest.UsageError(f"{option_name('weval_cache_store')}: {exc}") from None
+                raise _store_error(self.settings, exc) from None
         return self._weval
 
     def pytest_report_header(self, config: pytest.Config) -> str | None:
@@ -146,12 +152,13 @@ class WevalPlugin:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """A PostgreSQL store is reachable, and its tables of this version, before anything is
         collected or sent: else the session ends on one line (docs/engine.md, 'Claims across machines')."""
-        if hasattr(self.config, "workerinput") or self.dry_run or not is_postgres(self.settings.cache_store):
+        if hasattr(self.config, "workerinput") or self.dry_run:
             return
         try:
             check_store(self.settings.engine_settings(None))
         except StoreError as exc:
-            raise pytest.UsageError(f"{option_name('weval_cache_store')}: {exc}") from None
+            raise _store_error(self.settings, exc) from None
+        self._store_checked = True
 
     def load(self, path: Path) -> Blueprint:
         if path not in self.blueprints:
@@ -302,7 +309,7 @@ class WevalPlugin:
                     pipeline_settings=self.settings.pipeline_settings(self.custom_models, self.fixtures),
                 )
             except StoreError as exc:
-                raise pytest.UsageError(f"{option_name('weval_cache_store')}: {exc}") from None
+                raise _store_error(self.settings, exc) from None
         else:
             weval = self.weval()
         try:
@@ -438,6 +445,8 @@ class WevalPlugin:
             self.stop_message = output[STOP_OUTPUT]
         for model, data in output.get(USAGE_OUTPUT, {}).items():
             self.run_usage.setdefault(model, Usage()).add(Usage.model_validate_json(data))
+        if output.get(STORE_FAULTS_OUTPUT):
+            self.store_faults.add(StoreFaults(**output[STORE_FAULTS_OUTPUT]))
 
     def _send_to_controller(self, workeroutput: dict[str, Any]) -> None:
         """xdist worker: the blueprints of the items this worker reported, and what its engine
@@ -449,6 +458,7 @@ class WevalPlugin:
             if blueprint.path in ran
         }
         workeroutput[USAGE_OUTPUT] = {model: used.model_dump_json() for model, used in self.run_usage.items()}
+        workeroutput[STORE_FAULTS_OUTPUT] = self.store_faults.to_dict()
         if self.stop_message is not None:
             workeroutput[STOP_OUTPUT] = self.stop_message
 
@@ -558,6 +568,9 @@ class WevalPlugin:
                 terminalreporter.write_line(line)
             if self.settings.out_dir is not None:
                 terminalreporter.write_line(f"plan written to {Path(self.settings.out_dir) / 'plan.json'}")
+        # Replies paid for and not kept, entries bought again: said at the end of every run
+        for line in self.store_faults.lines(fix_command(self.settings.cache_dir)):
+            terminalreporter.write_line(line, red=True)
         run = self.finished
         if run is None:
             return
@@ -613,6 +626,10 @@ class WevalPlugin:
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.close()
+        if self._store_checked and not self.store_faults.damaged:
+            # Checked at start, every writer done (workers, the history): the next run need
+            # not check the file again unless it changes.
+            mark_store_checked(self.settings.engine_settings(None))
         self.signals.restore()
 
     def close(self, *, drain: bool = False) -> None:
@@ -625,6 +642,7 @@ class WevalPlugin:
             weval, self._weval = self._weval, None
             for model, used in weval.engine.run_usage().items():  # the fixtures' requests too
                 self.run_usage.setdefault(model, Usage()).add(used)
+            self.store_faults.add(weval.engine.store_faults())
             weval.close()
 
 

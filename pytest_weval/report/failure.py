@@ -353,7 +353,7 @@ def crash_line(result: ItemResult) -> tuple[int | None, str]:
             f"; lost most on point {worst.index + 1}, {_point_label(p, result.source)} ({fmt_score(p.coverage_extent)})"
         )
         return p.line or result.prompt_line, text
-    if result.not_run or result.error_kind == "budget":
+    if result.not_run or result.error_kind in ("budget", "store"):
         return result.prompt_line, f"not run: {shorten(one_line(result.error or ''), CRASH_DETAIL_CHARS)}"
     if result.error_kind == "unknown_model":  # one short line: every item of the model says the same
         return (

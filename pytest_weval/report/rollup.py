@@ -359,7 +359,7 @@ def _problems(results: Sequence[ItemResult]) -> tuple[tuple[PointProblem, ...], 
                     r.error_kind,
                 )
             )
-            if r.error_kind == "budget":  # its points failed for the same reason: said once, by the item
+            if r.error_kind in ("budget", "store"):  # its points failed for the same reason: said once, by the item
                 continue
         for p in r.points:
             if p.error and not p.authoring_error:  # an authoring mistake is the item's error

@@ -348,12 +348,16 @@ def render_item_errors(rollup: Rollup, width: int = 80, limit: int = 20) -> list
     for p in every:
         if p.kind == "unknown_model":
             unknown.setdefault(p.model.split("[", 1)[0], []).append(p)
-    problems = [p for p in every if p.kind not in ("budget", "unknown_model")]
+    unsent = [p for p in every if p.kind == "store"]  # the cache could keep no reply: one stop, one message
+    problems = [p for p in every if p.kind not in ("budget", "unknown_model", "store")]
     lines = [fit(f"Items that could not be scored ({len(every)}):", width)]
     if stopped:
         text = (
             f"- {plural(len(stopped), 'item')} stopped by --weval-budget: {shorten(one_line(stopped[-1].error), 300)}"
         )
+        lines += textwrap.wrap(text, width, subsequent_indent="    ")
+    if unsent:
+        text = f"- {plural(len(unsent), 'item')} not sent: {shorten(one_line(unsent[-1].error), 300)}"
         lines += textwrap.wrap(text, width, subsequent_indent="    ")
     for model, items in unknown.items():
         files = sorted({p.blueprint_path for p in items})

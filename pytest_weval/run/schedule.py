@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 from pytest_weval.engine import Engine
 from pytest_weval.engine.claims import Coordinator, Landed
+from pytest_weval.engine.store.sqlite_health import is_full, is_unwritable
 from pytest_weval.results import ItemResult
 from pytest_weval.run.pipeline import Pipeline, Work
 
@@ -207,6 +208,17 @@ class ItemScheduler:
             if item.phase is Phase.ELSEWHERE:
                 self._follow(item)
 
+    async def _claim_or_keep(self, item: ScheduledItem) -> None:
+        """Claim one item; when the shared store takes no claim (disk full, read-only), the item
+        is evaluated here unclaimed, where the engine sends nothing it could not store, so it
+        ends in one line instead of a store traceback."""
+        try:
+            await self._claim([item])
+        except Exception as exc:
+            if not (is_full(exc) or is_unwritable(exc)):
+                raise
+            item.phase = Phase.LOCAL
+
     @staticmethod
     def _decide(item: ScheduledItem) -> None:
         decided, item.decided = item.decided, None
@@ -240,7 +252,7 @@ class ItemScheduler:
             # has passed this item, so claim it again now: left for pytest to ask, the items of
             # a dead peer would be evaluated one at a time, at the end of the run.
             item.phase = Phase.WAITING
-            await self._claim([item])  # ELSEWHERE again: this task goes on following it
+            await self._claim_or_keep(item)  # ELSEWHERE again: this task goes on following it
             if item.phase is Phase.LOCAL:
                 self._evaluate_here(item, item.position, None)
             if item.phase is not Phase.ELSEWHERE:
@@ -288,6 +300,12 @@ class ItemScheduler:
                 )
             except Exception as exc:  # noqa: BLE001 - a worker waiting for it takes the item over
                 log.warning("weval: could not publish the result of %s: %s", nodeid, exc)
+                # Given up at once, not when this process ends: the worker waiting for it
+                # takes it over now.
+                try:
+                    await asyncio.shield(self._coordinator.abandon(self._item_prefix + nodeid))
+                except Exception as release_error:  # noqa: BLE001 - the lease runs out instead
+                    log.warning("weval: could not release the claim on %s: %s", nodeid, release_error)
 
     def _receive(self, item: ScheduledItem, landed: Landed) -> None:
         if item.future.done():
@@ -322,7 +340,7 @@ class ItemScheduler:
                 elif item.phase in (Phase.LOCAL, Phase.DONE):
                     return  # the running evaluation resolves the future
                 elif item.phase is Phase.WAITING:
-                    await self._claim([item])
+                    await self._claim_or_keep(item)
                     if item.phase is Phase.LOCAL:
                         self._evaluate_here(item, -1, None)
                 else:  # elsewhere: its follower takes the result in, or gives the item back

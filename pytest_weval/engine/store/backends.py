@@ -22,6 +22,7 @@ import datetime as _dt
 import hashlib
 import json
 import logging
+import os
 import sqlite3
 import tempfile
 import time
@@ -51,6 +52,17 @@ from pytest_weval.engine.store.db import SqliteDB
 from pytest_weval.engine.store.files import FilesStore
 from pytest_weval.engine.store.sqlite import FILENAME as SQLITE_FILENAME
 from pytest_weval.engine.store.sqlite import SqliteStore
+from pytest_weval.engine.store.sqlite_health import (
+    fix_command,
+    forget_good,
+    inspect,
+    is_damage,
+    mark_good,
+    open_error,
+    raw_entries,
+    unopenable_line,
+)
+from pytest_weval.engine.store.sqlite_health import repair as repair_sqlite
 from pytest_weval.files import write_atomic
 
 log = logging.getLogger("pytest_weval.engine")
@@ -61,16 +73,22 @@ __all__ = [
     "OpenStore",
     "StoreBackend",
     "StoreError",
+    "StoreHealth",
+    "StoreRepair",
     "StoreStats",
     "backend_for",
     "check_store",
     "claims_path",
     "is_postgres",
+    "mark_store_checked",
     "one_line",
     "prune_store",
     "redact_url",
+    "repair_store",
     "request_stop",
     "scrub",
+    "store_health",
+    "store_shown",
     "store_stats",
     "url_password",
 ]
@@ -93,13 +111,17 @@ async def _nothing() -> None:
 class StoreBackend(Protocol):
     async def open(self, settings: EngineSettings, redactor: Redactor) -> OpenStore: ...
 
-    def check(self) -> None: ...
+    def check(self, settings: EngineSettings) -> None: ...
 
     def request_stop(self, settings: EngineSettings, run_id: str, name: str) -> None: ...
 
     def stats(self) -> StoreStats: ...
 
     def prune(self, cutoff: float, *, dry_run: bool) -> int: ...
+
+    def health(self) -> StoreHealth: ...
+
+    def repair(self) -> StoreRepair: ...
 
 
 def _ignored_by_git(folder: Path) -> None:
@@ -143,23 +165,96 @@ class SqliteBackend:
     async def open(self, settings: EngineSettings, redactor: Redactor) -> OpenStore:
         if settings.cache_mode == "off" and not settings.coordinating:
             return OpenStore()
+        readonly = settings.cache_mode == "ro"
+        # Checked here too (not only at session start), for every process that opens it: quick
+        # when the file is as the last check or clean close left it (the stamp).
+        known_good = await asyncio.to_thread(self.verify, readonly) if settings.cache_mode != "off" else False
+        if readonly:
+            return await self._open_readonly(settings)
         new_folder = not self.cache_dir.exists()
         db = SqliteDB(self.path)
-        await db.run(lambda conn: None)  # create the file and schema now
+        try:
+            await db.run(lambda conn: None)  # create the file and schema now
+        except (sqlite3.Error, OSError) as exc:
+            db.close()
+            raise open_error(self.path, exc, readonly=False) from None
         if new_folder:
             _ignored_by_git(self.cache_dir)
+        responses = SqliteStore(db) if settings.cache_mode != "off" else None
 
         async def close() -> None:
             db.close()
+            # This run wrote to a file known good at open and met no damage: the next run
+            # need not check it again.
+            if responses is not None and known_good and not responses.damaged:
+                await asyncio.to_thread(mark_good, self.path)
+            elif responses is not None and responses.damaged:
+                await asyncio.to_thread(forget_good, self.path)
 
         return OpenStore(
-            responses=SqliteStore(db) if settings.cache_mode != "off" else None,
+            responses=responses,
             claims=SqliteClaims(db) if settings.coordinating else None,
             close=close,
         )
 
-    def check(self) -> None:
-        return None
+    async def _open_readonly(self, settings: EngineSettings) -> OpenStore:
+        """Replay: the file is read, never written or created (no file: every request is a
+        replay miss); a run's claims go to a file of their own outside the cache."""
+        dbs: list[SqliteDB] = []
+        responses = None
+        if self.path.exists():
+            db = SqliteDB(self.path, readonly=True)
+            dbs.append(db)
+            try:
+                await db.run(lambda conn: conn.execute("SELECT 1 FROM responses LIMIT 1").fetchall())
+            except (sqlite3.Error, OSError) as exc:
+                db.close()
+                raise open_error(self.path, exc, readonly=True) from None
+            responses = SqliteStore(db)
+        claims = None
+        if settings.coordinating:
+            claims_db = SqliteDB(claims_path(settings))
+            dbs.append(claims_db)
+            await claims_db.run(lambda conn: None)
+            claims = SqliteClaims(claims_db)
+
+        async def close() -> None:
+            for db in dbs:
+                db.close()
+
+        return OpenStore(responses=responses, claims=claims, close=close)
+
+    def verify(self, readonly: bool) -> bool:
+        """The file can be used as the mode needs, and is not damaged (``PRAGMA quick_check``
+        when it changed since it was last known good). Returns whether it is known good; raises
+        ``StoreError``, one line naming the file and what to do. ``readonly`` writes and creates
+        nothing, and a missing file is no error (every request is then a replay miss)."""
+        if self.cache_dir.exists() and not self.cache_dir.is_dir():
+            raise open_error(self.path, FileExistsError(), readonly=readonly)
+        if readonly and not self.path.exists():
+            return False
+        if not readonly and not self.cache_dir.exists():
+            try:
+                self.cache_dir.mkdir(parents=True, exist_ok=True)
+                _ignored_by_git(self.cache_dir)
+            except OSError as exc:
+                raise open_error(self.path, exc, readonly=False) from None
+        try:
+            health = inspect(self.path, readonly=readonly)
+        except (sqlite3.Error, OSError) as exc:
+            if is_damage(exc):  # cannot be opened as a database: what its pages still hold
+                raise StoreError(unopenable_line(self.path, exc, len(raw_entries(self.path)))) from None
+            raise open_error(self.path, exc, readonly=readonly) from None
+        if health.damaged:
+            raise StoreError(health.line())
+        return True
+
+    def check(self, settings: EngineSettings) -> None:
+        if settings.cache_mode == "off":
+            if settings.coordinating and self.cache_dir.exists() and not self.cache_dir.is_dir():
+                raise open_error(self.path, FileExistsError(), readonly=False)
+            return
+        self.verify(settings.cache_mode == "ro")
 
     def request_stop(self, settings: EngineSettings, run_id: str, name: str) -> None:
         _sqlite_request_stop(claims_path(settings), run_id, name)
@@ -189,6 +284,20 @@ class SqliteBackend:
                 conn.execute("VACUUM")  # give the space back (it waits for concurrent writers)
         return int(removed)
 
+    def health(self) -> StoreHealth:
+        if not self.path.exists():
+            raise StoreError(f"no SQLite cache at {self.path}")
+        try:
+            found = inspect(self.path, readonly=True, full=True)
+        except sqlite3.Error as exc:
+            salvable = len(raw_entries(self.path))
+            return StoreHealth(str(self.path), salvable, 0, [str(exc)], fix_command(self.cache_dir), unopenable=True)
+        return StoreHealth(str(self.path), found.readable, found.lost, found.problems, fix_command(self.cache_dir))
+
+    def repair(self) -> StoreRepair:
+        kept, lost, damaged = repair_sqlite(self.path)
+        return StoreRepair(str(self.path), kept, lost, str(damaged))
+
 
 class FilesBackend:
     """Recordings committed with a project: one JSON file per reply; the claims, run-time
@@ -209,8 +318,31 @@ class FilesBackend:
 
         return OpenStore(responses=responses, claims=SqliteClaims(db), close=close)
 
-    def check(self) -> None:
-        return None
+    def check(self, settings: EngineSettings) -> None:
+        """The folder of recordings can be used as the mode needs: read (``ro``, which creates
+        nothing) or written."""
+        folder = self.cache_dir
+        if settings.cache_mode == "off":
+            return
+        if folder.exists() and not folder.is_dir():
+            raise StoreError(
+                f"the cache folder {folder} is a file, not a folder: move it away, or choose another folder "
+                "with --weval-cache-dir"
+            )
+        if settings.cache_mode == "ro":
+            if folder.exists() and not os.access(folder, os.R_OK | os.X_OK):
+                raise StoreError(f"cannot read the files cache {folder}: check the folder's permissions")
+            return
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=folder, prefix=".weval-probe-"):
+                pass
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write the files cache in {folder} ({exc.strerror or type(exc).__name__}): make the "
+                "folder writable, choose another with --weval-cache-dir, or replay it without writing with "
+                "--weval-cache=ro"
+            ) from None
 
     def request_stop(self, settings: EngineSettings, run_id: str, name: str) -> None:
         _sqlite_request_stop(claims_path(settings), run_id, name)
@@ -251,6 +383,37 @@ class FilesBackend:
                     path.unlink(missing_ok=True)
         return removed
 
+    def _unreadable(self) -> tuple[int, list[Path]]:
+        folder = self.cache_dir
+        if not folder.is_dir():
+            raise StoreError(f"no files cache at {folder}")
+        readable, bad = 0, []
+        for path in sorted(folder.glob("??/*.json")):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                ok = isinstance(data, dict) and isinstance((data.get("reply") or {}).get("text"), str)
+            except (OSError, ValueError):
+                ok = False
+            if ok:
+                readable += 1
+            else:
+                bad.append(path)
+        return readable, bad
+
+    def health(self) -> StoreHealth:
+        readable, bad = self._unreadable()
+        problems = [f"{path.relative_to(self.cache_dir)}: not a readable entry" for path in bad]
+        fix = f"python -m pytest_weval cache repair --cache-store files --cache-dir {self.cache_dir}"
+        return StoreHealth(f"files store in {self.cache_dir}", readable, len(bad), problems, fix)
+
+    def repair(self) -> StoreRepair:
+        """Unreadable entry files are moved aside (``<name>.damaged``): a recording is in git, so
+        nothing is deleted."""
+        readable, bad = self._unreadable()
+        for path in bad:
+            os.replace(path, path.with_name(path.name + ".damaged"))
+        return StoreRepair(f"files store in {self.cache_dir}", readable, len(bad), "beside each, as <name>.damaged")
+
 
 class PostgresBackend:
     """One database shared by machines: the cache and the claims (docs/engine.md, 'Claims
@@ -271,7 +434,7 @@ class PostgresBackend:
             close=pg.aclose,
         )
 
-    def check(self) -> None:
+    def check(self, settings: EngineSettings) -> None:
         asyncio.run(store_pg.check(self.url))
 
     def request_stop(self, settings: EngineSettings, run_id: str, name: str) -> None:
@@ -286,12 +449,65 @@ class PostgresBackend:
     def prune(self, cutoff: float, *, dry_run: bool) -> int:
         return asyncio.run(store_pg.prune(self.url, cutoff, dry_run=dry_run))
 
+    def health(self) -> StoreHealth:
+        raise StoreError("cache check and repair are for the sqlite and files stores: PostgreSQL checks its own pages")
+
+    def repair(self) -> StoreRepair:
+        return self.health()  # type: ignore[return-value]  # raises
+
+
+@dataclasses.dataclass
+class StoreHealth:
+    store: str  # as shown
+    readable: int
+    lost: int  # entries the store knows of that cannot be read
+    problems: list[str]
+    fix: str
+    unopenable: bool = False  # not a database any more: ``readable`` is what its pages still hold
+
+    @property
+    def damaged(self) -> bool:
+        return bool(self.problems) or self.lost > 0 or self.unopenable
+
+    def lines(self) -> list[str]:
+        if not self.damaged:
+            return [f"{self.store}: sound, {self.readable} entries"]
+        if self.unopenable:
+            return [
+                f"{self.store}: damaged: it cannot be opened as a database ({self.problems[0]}); "
+                f"{self.readable} entries can still be read from its pages",
+                f"{self.fix} keeps them (the others are bought again when next needed)",
+            ]
+        return [
+            f"{self.store}: damaged: {self.lost} of {self.readable + self.lost} entries cannot be read",
+            *(f"  {problem}" for problem in self.problems[:10]),
+            f"{self.fix} keeps the {self.readable} others (the lost ones are bought again when next needed)",
+        ]
+
+
+@dataclasses.dataclass
+class StoreRepair:
+    store: str
+    kept: int
+    lost: int | None  # None: the file no longer says how many entries it had
+    damaged_copy: str  # where the damaged file (or files) went
+
+
+def store_health(store: str, cache_dir: Path | str) -> StoreHealth:
+    """Every entry of the cache read back (``python -m pytest_weval cache check``)."""
+    return backend_for(store, cache_dir).health()
+
+
+def repair_store(store: str, cache_dir: Path | str) -> StoreRepair:
+    """Keep every entry that can still be read, set the damaged rest aside (``cache repair``)."""
+    return backend_for(store, cache_dir).repair()
+
 
 def claims_path(settings: EngineSettings) -> Path:
     """The SQLite file holding a run's claims and signals: the cache's own database, or, with
     the files store, one outside the folder of committed recordings (claims are run-time state)."""
     cache_dir = Path(settings.cache_dir)
-    if settings.cache_store == "sqlite":
+    if settings.cache_store == "sqlite" and settings.cache_mode != "ro":  # replay writes nothing there
         return cache_dir / SQLITE_FILENAME
     where = (
         Path(settings.coordination_dir) if settings.coordination_dir else Path(tempfile.gettempdir()) / "pytest-weval"
@@ -300,10 +516,30 @@ def claims_path(settings: EngineSettings) -> Path:
     return where / f"claims-{digest}.sqlite"
 
 
+def store_shown(settings: EngineSettings) -> str:
+    """The store as messages name it: the SQLite file, the folder of recordings, or the URL
+    with its password masked."""
+    if is_postgres(settings.cache_store):
+        return redact_url(settings.cache_store)
+    if settings.cache_store == "files":
+        return str(settings.cache_dir)
+    return str(Path(settings.cache_dir) / SQLITE_FILENAME)
+
+
+def mark_store_checked(settings: EngineSettings) -> None:
+    """A session that checked the SQLite cache at start and met no damage has ended, every
+    writer with it: stamp the file as it is now, so the next run's check is skipped unless the
+    file changes meanwhile."""
+    if settings.cache_store == "sqlite" and settings.cache_mode in ("rw", "refresh"):
+        mark_good(Path(settings.cache_dir) / SQLITE_FILENAME)
+
+
 def check_store(settings: EngineSettings) -> None:
     """Before anything is sent: a PostgreSQL store is reachable, its tables are made if missing
-    and of this version. Raises ``StoreError`` (one line). SQLite and files need no check."""
-    backend_for(settings.cache_store, settings.cache_dir).check()
+    and of this version; a SQLite or files cache can be read (``ro``, which creates nothing) or
+    written, and a SQLite file is not damaged. Raises ``StoreError``, one line naming the store
+    and what to do."""
+    backend_for(settings.cache_store, settings.cache_dir).check(settings)
 
 
 def request_stop(settings: EngineSettings, run_id: str, name: str = "stop") -> None:

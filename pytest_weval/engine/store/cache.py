@@ -10,6 +10,7 @@ the store both ways.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -17,6 +18,7 @@ import time
 from typing import Any, Protocol
 
 from pytest_weval.engine.request import ModelReply, ModelRequest
+from pytest_weval.engine.store.sqlite_health import is_damage, is_full, is_unwritable
 
 log = logging.getLogger("pytest_weval.engine")
 KEY_VERSION = 1
@@ -80,10 +82,63 @@ def reply_from_entry(entry: dict[str, Any], cached: bool = True) -> ModelReply:
     )
 
 
+@dataclasses.dataclass
+class StoreFaults:
+    """What went wrong with the store during a run, for the line at its end (issue 31, item 3):
+    a failed write is a reply the next run buys again, and a failed read one bought again now."""
+
+    where: str = ""  # the store as shown (a file, a folder, a redacted URL)
+    unstored: int = 0  # replies that could not be stored
+    unreadable: int = 0  # entries that could not be read
+    stop: str | None = None  # why no reply can be stored any more ("disk full", "read-only")
+    damaged: str | None = None  # the first sign that the file is damaged
+    last_write_error: str | None = None
+
+    def add(self, other: StoreFaults) -> None:
+        self.where = self.where or other.where
+        self.unstored += other.unstored
+        self.unreadable += other.unreadable
+        self.stop = self.stop or other.stop
+        self.damaged = self.damaged or other.damaged
+        self.last_write_error = self.last_write_error or other.last_write_error
+
+    def lines(self, fix: str | None = None) -> list[str]:
+        """The end-of-run lines, or none when nothing went wrong."""
+        lines = []
+        if self.unstored:
+            why = self.stop or self.last_write_error or "write failed"
+            lines.append(
+                f"weval: {_replies(self.unstored)} could not be stored: {why} at {self.where}; "
+                "the next run will buy them again"
+            )
+        if self.stop:
+            lines.append(
+                f"weval: the cache at {self.where} could not store replies ({self.stop}), so no request was sent "
+                "after that; free space, or run with --weval-cache=off"
+            )
+        if self.damaged or self.unreadable:
+            what = f"damaged ({self.damaged})" if self.damaged else "unreadable"
+            lines.append(
+                f"weval: {self.unreadable} cache entr{'y' if self.unreadable == 1 else 'ies'} could not be read, "
+                f"the cache at {self.where} is {what}: they were bought again"
+                + (f"; {fix} keeps every entry it can still read" if fix and self.damaged else "")
+            )
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _replies(n: int) -> str:
+    return f"{n} repl{'y' if n == 1 else 'ies'}"
+
+
 class ResponseCache:
-    def __init__(self, store: Store | None, mode: str):
+    def __init__(self, store: Store | None, mode: str, where: str = ""):
         self.store = store
         self.mode = mode
+        self.faults = StoreFaults(where=where)
+        self._unreadable: set[str] = set()
 
     def readable(self, request: ModelRequest) -> bool:
         return self.store is not None and self.mode in ("rw", "ro") and not request.no_cache
@@ -98,6 +153,10 @@ class ResponseCache:
             return await self.store.get(key)
         except Exception as exc:  # noqa: BLE001 - an unreadable entry is a miss, not a crash
             log.warning("weval cache: cannot read entry %s: %s", key, exc)
+            self._unreadable.add(key)  # a key is read again after its claim: counted once
+            self.faults.unreadable = len(self._unreadable)
+            if is_damage(exc) and self.faults.damaged is None:
+                self.faults.damaged = str(exc)
             return None
 
     async def put(self, entry: dict[str, Any]) -> bool:
@@ -106,6 +165,20 @@ class ResponseCache:
         try:
             await self.store.put(entry)
             return True
-        except Exception as exc:  # noqa: BLE001 - a failed write costs a re-request later
+        except Exception as exc:  # noqa: BLE001 - a failed write costs a re-request later, counted and said
             log.warning("weval cache: cannot write entry %s: %s", entry.get("key"), exc)
+            self.faults.unstored += 1
+            self.faults.last_write_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if is_full(exc):
+                self.faults.stop = "disk full"
+            elif is_unwritable(exc):
+                self.faults.stop = "read-only"
+            elif is_damage(exc) and self.faults.damaged is None:
+                self.faults.damaged = str(exc)
             return False
+
+    @property
+    def stopped(self) -> str | None:
+        """Why no reply can be stored any more (a write failed for want of space or permission),
+        or None: a request sent now would be paid for and lost."""
+        return self.faults.stop

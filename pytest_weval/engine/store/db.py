@@ -60,15 +60,38 @@ CREATE TABLE IF NOT EXISTS run_signals (
 BUSY_TIMEOUT_MS = 30_000
 
 
+def open_readonly(path: Path) -> sqlite3.Connection:
+    """A connection that writes and creates nothing (``--weval-cache=ro``): no journal-mode
+    switch, no schema, and no ``-wal``/``-shm`` files left behind. ``immutable`` when no writer
+    has the file open (no ``-wal`` beside it) or on a read-only medium, where a plain read-only
+    open of a WAL database cannot make its shared-memory file; else read-only beside the writer."""
+    if not path.exists():
+        raise sqlite3.OperationalError("unable to open database file")
+    base = path.resolve().as_uri()
+    if Path(str(path) + "-wal").exists():
+        conn = sqlite3.connect(base + "?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        try:
+            conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+            return conn
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            if "unable to open" not in str(exc):
+                raise
+    return sqlite3.connect(base + "?immutable=1", uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+
+
 class SqliteDB:
-    def __init__(self, path: Path | str):
+    def __init__(self, path: Path | str, *, readonly: bool = False):
         self.path = Path(path)
+        self.readonly = readonly
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="weval-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._closed = False
 
     # Runs on the DB thread.
     def _connection(self) -> sqlite3.Connection:
+        if self._conn is None and self.readonly:
+            self._conn = open_readonly(self.path)
         if self._conn is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(

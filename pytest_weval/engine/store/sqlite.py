@@ -7,6 +7,7 @@ import sqlite3
 from typing import Any
 
 from pytest_weval.engine.store.db import SqliteDB, rows_as_dicts
+from pytest_weval.engine.store.sqlite_health import is_damage
 
 FILENAME = "weval-cache.sqlite"
 
@@ -44,12 +45,26 @@ def put_entry(conn: sqlite3.Connection, entry: dict[str, Any]) -> None:
 class SqliteStore:
     def __init__(self, db: SqliteDB):
         self.db = db
+        self.damaged = False  # a read or write met a damaged file: it is checked again next run
+        self.where = str(db.path)
 
     async def get(self, key: str) -> dict[str, Any] | None:
-        return await self.db.run(lambda conn: get_entry(conn, key))
+        try:
+            return await self.db.run(lambda conn: get_entry(conn, key))
+        except sqlite3.DatabaseError as exc:
+            self._note(exc)
+            raise
 
     async def put(self, entry: dict[str, Any]) -> None:
-        await self.db.run(lambda conn: put_entry(conn, entry))
+        try:
+            await self.db.run(lambda conn: put_entry(conn, entry))
+        except sqlite3.DatabaseError as exc:
+            self._note(exc)
+            raise
+
+    def _note(self, exc: sqlite3.DatabaseError) -> None:
+        if is_damage(exc):
+            self.damaged = True
 
     def close(self) -> None:
         pass  # the engine closes the shared SqliteDB

@@ -1,0 +1,303 @@
+"""Store faults through real pytest processes (issue 31, item 3): each is one line naming the
+store and what to do, never an INTERNALERROR; ``ro`` writes and creates nothing; a damaged
+SQLite file is found and counted (at start, or at the first read that fails), and
+``python -m pytest_weval cache check|repair`` fix it; a full disk is counted, said at the end,
+and stops the sending (a small tmpfs: the container runs as root)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from plugin_helpers import MODEL, MODEL_ID, Project, answer_rule
+
+DB = "weval-cache.sqlite"
+
+
+def blueprint(count: int) -> str:
+    lines = ["title: Many", f"models: [{MODEL_ID}]", "---"]
+    for n in range(count):
+        lines += [f"- id: p{n}", f"  prompt: Question {n}?", "  should:", "    - $contains: answer"]
+    return "\n".join(lines) + "\n"
+
+
+def setup(project: Project, count: int = 40, reply_kb: int = 4) -> None:
+    project.write("blueprints/many.yml", blueprint(count))
+    project.rules(answer_rule("Question", "answer " + "x" * (reply_kb * 1024)))
+
+
+def record(project: Project, count: int = 40, reply_kb: int = 4) -> Path:
+    """A first run that records every reply; returns the SQLite file."""
+    setup(project, count, reply_kb)
+    project.run(sub=True).assert_outcomes(passed=count)
+    project.server.requests.clear()
+    return project.path / ".weval_cache" / DB
+
+
+def one_line_usage_error(result: pytest.RunResult, *words: str) -> str:
+    """The run ended before any item, on one ``ERROR:`` line holding ``words``."""
+    text = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in text and "Traceback" not in text, text
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, text
+    errors = [line for line in result.errlines + result.outlines if line.startswith("ERROR: ")]
+    assert len(errors) == 1, text
+    for word in words:
+        assert word in errors[0], errors[0]
+    return errors[0]
+
+
+def cli(project: Project, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_weval", "cache", *args],
+        cwd=project.path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def listing(folder: Path) -> dict[str, int]:
+    return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in folder.rglob("*")} if folder.exists() else {}
+
+
+@contextlib.contextmanager
+def read_only(folder: Path) -> Iterator[None]:
+    """``folder`` cannot be written: a read-only bind mount for root (whom permissions do not
+    stop), else its mode."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield
+        finally:
+            folder.chmod(0o755)
+        return
+    mounted = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot make a read-only folder here: {mounted.stderr.decode().strip()}")
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(folder)], check=True, capture_output=True)
+        yield
+    finally:
+        subprocess.run(["umount", str(folder)], check=True, capture_output=True)
+
+
+@contextlib.contextmanager
+def small_disk(folder: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` at ``folder`` (root in a container may mount one)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+# -- faults at start: one line, nothing sent -------------------------------------------------
+@pytest.mark.parametrize("store", ["sqlite", "files"])
+def test_a_cache_folder_that_is_a_file_is_one_line(project: Project, store: str):
+    setup(project)
+    project.ini(f"weval_cache_store = {store}")
+    (project.path / ".weval_cache").write_text("not a folder")
+    result = project.run(sub=True)
+    one_line_usage_error(result, "weval cache:", str(project.path / ".weval_cache"), "is a file", "--weval-cache-dir")
+    assert not project.requests()
+
+
+@pytest.mark.parametrize("store", ["sqlite", "files"])
+def test_a_cache_folder_that_cannot_be_written_is_one_line(project: Project, store: str):
+    setup(project)
+    project.ini(f"weval_cache_store = {store}")
+    folder = project.path / ".weval_cache"
+    folder.mkdir()
+    with read_only(folder):
+        result = project.run(sub=True)
+    one_line_usage_error(result, "weval cache: cannot write", str(folder), "--weval-cache=ro")
+    assert not project.requests()
+
+
+@pytest.mark.parametrize("store", ["sqlite", "files"])
+def test_replay_of_a_read_only_store_reads_it_and_writes_nothing(project: Project, store: str):
+    project.ini(f"weval_cache_store = {store}")
+    record(project)
+    folder = project.path / ".weval_cache"
+    before = listing(folder)
+    with read_only(folder):
+        result = project.run("--weval-cache=ro", sub=True)
+    result.assert_outcomes(passed=40)
+    assert not project.requests()
+    assert listing(folder) == before
+
+
+@pytest.mark.parametrize("store", ["sqlite", "files"])
+def test_replay_with_no_cache_creates_none(project: Project, store: str):
+    setup(project, count=3)
+    project.ini(f"weval_cache_store = {store}")
+    result = project.run("--weval-cache=ro", "-n", "2", sub=True)
+    result.assert_outcomes(errors=3)
+    result.stdout.fnmatch_lines(["*never recorded*"])
+    assert "INTERNALERROR" not in result.stdout.str()
+    assert not (project.path / ".weval_cache").exists()
+    assert not project.requests()
+
+
+def test_replay_writes_nothing_in_a_writable_cache(project: Project):
+    """No journal-mode switch, schema, -wal/-shm files or stamp: the folder is as it was."""
+    record(project)
+    folder = project.path / ".weval_cache"
+    before = listing(folder)
+    project.run("--weval-cache=ro", "-n", "2", sub=True).assert_outcomes(passed=40)
+    assert listing(folder) == before
+
+
+# -- a damaged SQLite file ---------------------------------------------------------------------
+def test_an_overwritten_header_is_one_line_and_repair_reads_the_pages(project: Project):
+    """SQLite cannot open the file; its pages still hold every entry (each 4 KB reply runs on
+    an overflow page), and repair reads them back without SQLite."""
+    path = record(project)
+    with open(path, "r+b") as handle:
+        handle.write(b"garbage!" * 12)
+    result = project.run(sub=True)
+    one_line_usage_error(
+        result,
+        str(path),
+        "is damaged (file is not a database): it cannot be opened as a database, and 40 entries can still be read",
+        "python -m pytest_weval cache repair --cache-dir",
+    )
+    assert not project.requests()
+    repaired = cli(project, "repair")
+    assert repaired.returncode == 0, repaired
+    assert "kept 40 entries" in repaired.stdout
+    project.run(sub=True).assert_outcomes(passed=40)
+    assert not project.requests()
+
+
+def test_a_truncated_file_is_one_line_and_repair_keeps_what_is_left(project: Project):
+    path = record(project)
+    os.truncate(path, path.stat().st_size // 2)
+    result = project.run(sub=True)
+    line = one_line_usage_error(result, str(path), "damaged", "cache repair")
+    salvable = int(line.split(" entries can still be read")[0].rsplit(" ", 1)[1])
+    assert 0 < salvable < 40, line
+    assert not project.requests()
+    assert cli(project, "check").returncode == 1
+    repaired = cli(project, "repair")
+    assert f"kept {salvable} entries" in repaired.stdout, repaired
+    project.run(sub=True).assert_outcomes(passed=40)
+    assert len(project.requests(MODEL)) == 40 - salvable
+
+
+def garble_middle(path: Path) -> None:
+    """Garbage over one leaf page of the entries' table (the middle one): some entries are
+    lost, the file still opens."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        try:
+            leaves = [
+                page
+                for (page,) in conn.execute(
+                    "SELECT pageno FROM dbstat WHERE name = 'responses' AND pagetype = 'leaf' ORDER BY pageno"
+                )
+            ]
+        except sqlite3.OperationalError:
+            pytest.skip("this SQLite has no dbstat table to find a page of entries with")
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+    assert len(leaves) > 2
+    with open(path, "r+b") as handle:
+        handle.seek((leaves[len(leaves) // 2] - 1) * size)
+        handle.write(os.urandom(size))
+
+
+def test_garbage_inside_the_file_is_counted_and_repair_keeps_the_rest(project: Project):
+    path = record(project, reply_kb=0)
+    garble_middle(path)
+    result = project.run(sub=True)
+    line = one_line_usage_error(result, str(path), "damaged", "cache repair")
+    lost = int(line.split(" entries cannot be read")[0].rsplit(": ", 1)[1].split(" of ")[0])
+    assert 0 < lost < 40, line
+    assert "of 40 entries" in line
+    assert not project.requests()
+
+    checked = cli(project, "check")
+    assert checked.returncode == 1, checked
+    assert f"damaged: {lost} of 40 entries cannot be read" in checked.stdout
+    repaired = cli(project, "repair")
+    assert repaired.returncode == 0, repaired
+    assert f"kept {40 - lost} entries, lost {lost}" in repaired.stdout
+    assert (path.parent / (DB + ".damaged")).exists()
+    assert cli(project, "check").returncode == 0
+
+    again = project.run(sub=True)
+    again.assert_outcomes(passed=40)
+    assert len(project.requests(MODEL)) == lost  # only what was lost is bought again
+    assert cli(project, "check").stdout.startswith(f".weval_cache/{DB}: sound, 40 entries")
+
+
+def test_damage_the_start_did_not_see_is_said_at_the_first_read_that_fails(project: Project):
+    """The file looks as the last clean run left it (same size and time), so it is not checked at
+    start; the reads that fail say so at once and at the end, with the fix, and the next run
+    checks it again."""
+    path = record(project, reply_kb=0)
+    stat = path.stat()
+    garble_middle(path)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    result = project.run(sub=True)
+    text = result.stdout.str()
+    assert "INTERNALERROR" not in text
+    bought = len(project.requests(MODEL))
+    assert 0 < bought < 40
+    result.stdout.fnmatch_lines(
+        [
+            f"weval: the cache at {path} is damaged (*): its unreadable entries are bought again; after the run, "
+            "python -m pytest_weval cache repair --cache-dir * keeps every entry it can still read",
+            f"weval: {bought} cache entries could not be read, the cache at {path} is damaged (*): they were bought "
+            "again; python -m pytest_weval cache repair --cache-dir * keeps every entry it can still read",
+        ]
+    )
+    one_line_usage_error(project.run(sub=True), "damaged", "cache repair")
+
+
+# -- a full disk -------------------------------------------------------------------------------
+@pytest.mark.parametrize("store", ["sqlite", "files"])
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_full_disk_is_counted_said_and_stops_the_sending(project: Project, store: str, workers: int):
+    setup(project, count=120, reply_kb=8)
+    project.ini(f"weval_cache_store = {store}")
+    with small_disk(project.path / "disk", "256k") as disk:
+        cache = disk / "cache"
+        args = [f"--weval-cache-dir={cache}", "--weval-concurrency=2", "-n", str(workers)]
+        result = project.run(*args, sub=True)
+        text = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in text and "internal error" not in text and "Traceback" not in text, text[-3000:]
+    assert len(text) < 400_000  # one line per item at most, no store traceback per item
+    where = str(cache / DB) if store == "sqlite" else str(cache)
+    sent = len(project.requests(MODEL))
+    assert sent < 100, "the run went on sending after the disk was full"
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("errors", 0) >= 120 - sent
+    result.stdout.fnmatch_lines(
+        [
+            f"weval: the cache at {where} cannot store replies (disk full): no new request is sent*",
+            "*not sent: the cache at * cannot store replies (disk full)*",
+            f"weval: the cache at {where} could not store replies (disk full), so no request was sent after that; "
+            "free space, or run with --weval-cache=off",
+        ]
+    )
+    # the replies that arrived and could not be kept (none, when a claim was the first write to fail)
+    lost = [line for line in result.outlines if "could not be stored" in line]
+    for line in lost:
+        assert line.endswith(f"could not be stored: disk full at {where}; the next run will buy them again")
+
+
+def test_without_a_cache_a_full_disk_stops_nothing(project: Project):
+    setup(project, count=30, reply_kb=8)
+    with small_disk(project.path / "disk", "64k") as disk:
+        result = project.run(f"--weval-cache-dir={disk / 'cache'}", "--weval-cache=off", sub=True)
+    result.assert_outcomes(passed=30)
+    assert "could not be stored" not in result.stdout.str()
