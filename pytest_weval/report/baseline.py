@@ -9,7 +9,8 @@ without ``summary.json`` works too (the scores are then each prompt's ``avgCover
 Items that do not pair (new, gone, or without a score in one of the runs) are counted and listed,
 never silently dropped. Per model: the mean paired difference (this run minus the baseline), its
 95% interval clustered as the means are (``report.stats``), a one-sided p-value for a drop,
-Holm-adjusted across the models tested, and the verdict. docs/statistics.md explains it.
+Holm-adjusted across the models tested, the verdict, and the smallest drop the test could see
+with 80% power. docs/statistics.md explains it.
 """
 
 from __future__ import annotations
@@ -24,12 +25,15 @@ from typing import Any, Literal
 
 from pytest_weval.errors import WevalError
 from pytest_weval.report._fmt import fmt_p, fmt_score, fmt_signed
-from pytest_weval.report.stats import LEVEL, MeanInterval, clustered_mean, drop_p_value, holm
+from pytest_weval.report.stats import LEVEL, MeanInterval, clustered_mean, detectable_drop, drop_p_value, holm
 from pytest_weval.results import ItemResult
 from pytest_weval.scoring.aggregate import prompt_weight
 
 IDEAL_MODEL_ID = "IDEAL_BENCHMARK"  # the reference's pseudo-model (never a tested model)
 MOVED_LIMIT = 20  # prompts listed as the ones that moved most (summary.json and terminal)
+# A drop of five points of mean score is one a gate should see: a "not significant" verdict whose
+# smallest detectable drop is larger (and larger than --weval-max-drop) blames the suite's size.
+NOTICEABLE_DROP = 0.05
 _EFFECTIVE = re.compile(r"^(?P<model>.*?)(?:\[temp:(?P<temp>[^\]]*)\])?(?:\[sp_idx:(?P<sp>\d+)\])?$")
 _SCORED = ("passed", "failed")
 
@@ -297,10 +301,29 @@ class ModelComparison:
     p_holm: float | None  # Holm-adjusted across the models with a p
     regressed: bool
     verdict: str
+    # The smallest drop this comparison would find with 80% power (stats.detectable_drop), at
+    # alpha over the m models tested (Holm's first step: the bar a model's drop meets when no
+    # other model dropped); None with one cluster or no spread.
+    mde: float | None = None
+    # "not significant" because the drop is small, or because the suite is (``small_because``).
+    small_because: Literal["drop", "suite"] | None = None
 
     @property
     def delta(self) -> float:
         return self.interval.mean
+
+    def why_not_significant(self) -> str | None:
+        """The sentence the terminal adds to a "not significant" verdict."""
+        if self.small_because is None or self.mde is None:
+            return None
+        # three decimals: a drop this test cannot see is often below what two would show
+        seen = f"{self.mde:.3f} or more with 80% power"
+        if self.small_because == "drop":
+            return f"the drop ({-self.delta:.3f}) is small: this suite would see a drop of {seen}"
+        return (
+            f"the suite is too small to tell: it sees only drops of {seen} "
+            f"({self.interval.clusters} clusters); more prompts or blueprints would narrow that"
+        )
 
     @property
     def ci95(self) -> tuple[float, float] | None:
@@ -318,6 +341,8 @@ class ModelComparison:
             "pHolm": self.p_holm,
             "regressed": self.regressed,
             "verdict": self.verdict,
+            "mde": self.mde,
+            "notSignificantBecause": self.small_because,
         }
 
 
@@ -456,9 +481,14 @@ def compare(
         now = math.fsum(w * p.current.score for w, p in zip(weights, group)) / total  # type: ignore[operator]
         stats[model] = (interval, base, now, drop_p_value(interval))
     adjusted = holm({model: s[3] for model, s in stats.items()})
+    tested = sum(1 for s in stats.values() if s[3] is not None)
     models: dict[str, ModelComparison] = {}
     for model, (interval, base, now, p) in stats.items():
         regressed, verdict = _verdict(interval, adjusted[model], alpha, max_drop, unchanged=unchanged[model])
+        mde = detectable_drop(interval, alpha / max(tested, 1))
+        small: Literal["drop", "suite"] | None = None
+        if verdict == "not significant" and mde is not None:
+            small = "suite" if mde > max(max_drop, NOTICEABLE_DROP) else "drop"
         models[model] = ModelComparison(
             model=model,
             items=interval.n,
@@ -469,6 +499,8 @@ def compare(
             p_holm=adjusted[model],
             regressed=regressed,
             verdict=verdict,
+            mde=mde,
+            small_because=small,
         )
     moved = sorted(
         (p for p in pairs if p.delta != 0),

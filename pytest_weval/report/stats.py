@@ -232,6 +232,20 @@ def drop_p_value(interval: MeanInterval) -> float | None:
     return t_cdf(interval.mean / interval.se, interval.df)
 
 
+POWER = 0.8  # the chance of seeing a drop that the smallest detectable drop is worked out for
+
+
+def detectable_drop(interval: MeanInterval, alpha: float, power: float = POWER) -> float | None:
+    """The smallest drop a one-sided test at ``alpha`` on this interval's standard error and
+    degrees of freedom would find with probability ``power``: ``(t(1 - alpha) + t(power)) * se``
+    on clusters - 1 degrees of freedom (the usual approximation of the noncentral t; it
+    assumes the next run's differences spread as these did). None with one cluster (no test)
+    and when nothing varied (``se`` 0: there is no spread to reckon from)."""
+    if interval.se is None or interval.df is None or interval.se == 0.0:
+        return None
+    return (t_quantile(1.0 - alpha, interval.df) + t_quantile(power, interval.df)) * interval.se
+
+
 def paired_test(
     current: Sequence[float],
     baseline: Sequence[float],

@@ -19,6 +19,7 @@ from pytest_weval.report._fmt import (
     fmt_mean,
     fmt_p,
     fmt_score,
+    fmt_signed,
     js_number,
     one_line,
     plural,
@@ -230,11 +231,11 @@ def render_baseline(comparison: Comparison | None, width: int = 80, limit: int =
         f"Compared with baseline {comparison.directory} (this run minus the baseline, on items paired by "
         "blueprint, prompt, model, temperature and system prompt; p: one-sided for a drop, Holm-adjusted "
         f"across models; a regression is a drop with p <= {comparison.alpha:g} larger than "
-        f"{comparison.max_drop:g})",
+        f"{comparison.max_drop:g}; sees: the smallest drop the test would find with 80% power)",
         width,
     )
     if comparison.models:
-        rows = [["model", "items", "baseline", "current", "difference (95% CI)", "p", "verdict"]]
+        rows = [["model", "items", "baseline", "current", "difference (95% CI)", "p", "sees", "verdict"]]
         for model, m in comparison.models.items():
             rows.append(
                 [
@@ -244,23 +245,32 @@ def render_baseline(comparison: Comparison | None, width: int = 80, limit: int =
                     fmt_score(m.current_mean),
                     fmt_difference(m.delta, m.ci95),
                     fmt_p(m.p_holm),
+                    _fmt_mde(m.mde),
                     m.verdict,
                 ]
             )
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         needed = max(widths[0], MIN_NAME_WIDTH) + sum(widths[1:]) + len(GAP) * (len(widths) - 1)
         if needed <= width:
-            lines += _table(rows, "lrrrrrl", width)
+            lines += _table(rows, "lrrrrrrl", width)
+            for model, m in comparison.models.items():
+                why = m.why_not_significant()
+                if why is not None:
+                    lines += textwrap.wrap(f"{model}: not significant: {why}", width, subsequent_indent="  ")
         else:  # too wide to be a table: a few lines per model
             for model, m in comparison.models.items():
                 lines.append(fit(f"{model}: {m.verdict}", width))
                 lines += textwrap.wrap(
                     f"{m.items} paired items, baseline {fmt_score(m.baseline_mean)}, current "
-                    f"{fmt_score(m.current_mean)}, difference {fmt_difference(m.delta, m.ci95)}, p {fmt_p(m.p_holm)}",
+                    f"{fmt_score(m.current_mean)}, difference {fmt_difference(m.delta, m.ci95)}, p {fmt_p(m.p_holm)}, "
+                    f"sees {_fmt_mde(m.mde)}",
                     width,
                     initial_indent="  ",
                     subsequent_indent="  ",
                 )
+                why = m.why_not_significant()
+                if why is not None:
+                    lines += textwrap.wrap(why, width, initial_indent="  ", subsequent_indent="  ")
     else:
         lines.append(fit("No item of this run pairs with one of the baseline.", width))
     counts = comparison.unpaired_counts()
@@ -288,6 +298,11 @@ def render_baseline(comparison: Comparison | None, width: int = 80, limit: int =
             )
             lines += textwrap.wrap(text, width, subsequent_indent="    ")
     return lines
+
+
+def _fmt_mde(mde: float | None) -> str:
+    """The smallest drop the test would find with 80% power: ``-0.09``; a dash with no test."""
+    return "-" if mde is None else fmt_signed(-mde)
 
 
 _AGREEMENT_WORDS = {

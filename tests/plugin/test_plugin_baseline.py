@@ -81,6 +81,17 @@ def test_an_unchanged_model_and_one_worse_answer_in_300_are_not_regressions(proj
     assert got["p"] == pytest.approx(t_cdf(-1.0, 5)) == pytest.approx(0.1816, abs=1e-4)
     assert got["pHolm"] == pytest.approx(2 * got["p"])
     assert (got["regressed"], got["verdict"]) == (False, "not significant")
+    # the drop this suite would find with 80% power, at alpha / 2 (two models): a small one, so
+    # this drop (one answer in 300) is not significant because it is small, not the suite
+    assert (
+        got["mde"]
+        == pytest.approx((t_quantile(0.975, 5) + t_quantile(0.8, 5)) / 600)
+        == pytest.approx(0.0058, abs=1e-4)
+    )
+    assert got["notSignificantBecause"] == "drop"
+    said = " ".join(line.strip() for line in section(one.outlines, "weval scores"))
+    assert f"{B}: not significant 300 paired items, " in said  # 80 columns: a few lines per model
+    assert "p 0.363, sees -0.01 the drop (0.002) is small: this suite would see a drop of 0.006 or more" in said
     moved = project.json("one/summary.json")["baseline"]["moved"]
     assert [(m["promptId"], m["model"], m["baseline"], m["current"]) for m in moved] == [("q7", B, 1, 0.5)]
 

@@ -335,6 +335,7 @@ def test_compared_with_baseline_table():
         "(95%",
         "CI)",
         "p",
+        "sees",
         "verdict",
     ]
     assert lines[header + 1].split() == [
@@ -347,6 +348,7 @@ def test_compared_with_baseline_table():
         "to",
         "-0.06)",
         "0.038",  # Holm: 2 x 0.0189, since b (p = 1) is the other hypothesis
+        "-0.45",  # (t(1 - 0.05/2; 2) + t(0.8; 2)) x 1/12 = (4.303 + 1.061) / 12
         "REGRESSED",
     ]
     assert lines[header + 2].split() == [
@@ -359,6 +361,7 @@ def test_compared_with_baseline_table():
         "to",
         "+0.00)",
         "1.000",
+        "-",  # nothing varied: no spread to reckon a detectable drop from
         "unchanged",
     ]
     assert "Prompts that moved most (baseline -> this run):" in lines
@@ -369,6 +372,51 @@ def test_compared_with_baseline_table():
     summary = render_summary(build_rollup(current, agreement={}), width=80, comparison=comparison)
     assert all(len(line) <= 80 for line in summary)
     assert any(line.startswith("Compared with baseline") for line in summary)
+
+
+def _t2(p):
+    """Student's t quantile on 2 degrees of freedom, in closed form."""
+    return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
+
+
+def test_the_smallest_detectable_drop_by_hand():
+    # 3 blueprints x 2 prompts (clusters: the blueprints), differences this run minus the baseline:
+    #   b1: -0.5, 0    b2: 0, +0.5    b3: -0.5, 0
+    # mean -1/12; cluster sums of deviations -1/3, 2/3, -1/3, so the clustered se is
+    # sqrt(3/2 x 2/3) / 6 = 1/6 (the independent one is sqrt(6/5 x 102/144) / 6 = 0.154, smaller);
+    # t = -0.5 on 2 degrees of freedom, p = 1/2 - 0.5 / (2 sqrt 2.25) = 1/3: not significant.
+    # The drop found with 80% power at alpha 0.05: (t(0.95; 2) + t(0.8; 2)) x 1/6
+    #   = (0.9 / sqrt 0.095 + 0.6 / sqrt 0.32) / 6 = (2.9200 + 1.0607) / 6 = 0.6634.
+    differences = {("b1", "p1"): -0.5, ("b1", "p2"): 0, ("b2", "p1"): 0, ("b2", "p2"): 0.5}
+    differences |= {("b3", "p1"): -0.5, ("b3", "p2"): 0}
+    base = {key: 0.5 if d > 0 else 1.0 for key, d in differences.items()}
+    current, baseline = _run(["m"], {key: base[key] + d for key, d in differences.items()})
+    baseline = Baseline(
+        "base", tuple(dataclasses.replace(b, score=base[(b.blueprint_id, b.prompt_id)]) for b in baseline.items)
+    )
+    got = compare(current, baseline).models["m"]
+    assert got.delta == pytest.approx(-1 / 12) and got.interval.se == pytest.approx(1 / 6)
+    assert got.p == pytest.approx(1 / 3) and got.verdict == "not significant"
+    assert _t2(0.95) == pytest.approx(2.919986) and _t2(0.8) == pytest.approx(1.060660)
+    assert got.mde == pytest.approx((_t2(0.95) + _t2(0.8)) / 6) == pytest.approx(0.6634, abs=1e-4)
+    # 0.66 is far above a drop worth seeing (0.05): the suite, not the drop, is why
+    assert got.small_because == "suite"
+    assert got.to_dict()["mde"] == got.mde and got.to_dict()["notSignificantBecause"] == "suite"
+    said = " ".join(render_baseline(compare(current, baseline), width=120))
+    assert "m: not significant: the suite is too small to tell: it sees only drops of 0.663 or more" in said
+    # with --weval-max-drop 0.7 a drop under 0.7 is tolerated anyway: this one is called small
+    lenient = compare(current, baseline, max_drop=0.7).models["m"]
+    assert (lenient.verdict, lenient.small_because) == ("not significant", "drop")
+    assert "the drop (0.083) is small: this suite would see a drop of 0.663" in lenient.why_not_significant()
+    # two models: Holm's first step holds each to alpha / 2, t(0.975; 2) = 4.3027
+    two = compare(*_two_models(current, baseline)).models["m"]
+    assert two.mde == pytest.approx((_t2(0.975) + _t2(0.8)) / 6) == pytest.approx(0.8939, abs=1e-4)
+
+
+def _two_models(current, baseline):
+    other = [r.model_copy(update={"model_id": "n", "effective_model_id": "n[temp:0]"}) for r in current]
+    earlier = [dataclasses.replace(b, model_id="n", effective_model_id="n[temp:0]") for b in baseline.items]
+    return current + other, Baseline("base", baseline.items + tuple(earlier))
 
 
 def test_the_table_lists_the_unpaired(out, results):
