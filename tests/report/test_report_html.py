@@ -505,3 +505,22 @@ def test_without_a_baseline_nothing_of_it_is_shown(results, blueprints):
     text, page = _page(blueprints, results)
     assert page.with_attr("data-weval-baseline") == []
     assert 'id="weval-baseline"' not in text and "<dt>Baseline</dt>" not in text
+
+
+def test_an_items_samples_and_flakiness_are_in_its_detail(results, blueprints):
+    # --weval-repeat: one item's samples on both sides of its threshold, another's all above it
+    sampled = dict(enumerate(results))
+    first, second = [n for n, r in sampled.items() if r.outcome == "passed"][:2]
+    t = results[first].threshold
+    flaky = results[first].model_copy(update={"sample_scores": [1.0, max(0.0, t - 0.25), 1.0]})
+    steady = results[second].model_copy(update={"sample_scores": [1.0, 1.0]})
+    changed = [flaky if n == first else steady if n == second else r for n, r in sampled.items()]
+    _, page = _page(blueprints, changed)
+    items = {
+        item["nodeid"]: item
+        for path in {r.blueprint_path for r in changed}
+        for item in _blueprint_blob(page, path)["items"]
+    }
+    assert items[flaky.nodeid]["samples"] == flaky.sample_scores and items[flaky.nodeid]["flaky"] is True
+    assert items[steady.nodeid]["samples"] == [1.0, 1.0] and "flaky" not in items[steady.nodeid]
+    assert not any("samples" in item for nodeid, item in items.items() if nodeid not in (flaky.nodeid, steady.nodeid))
