@@ -1,0 +1,67 @@
+"""The --weval-repeat=auto rule (run/sampling.py, docs/sampling.md): when an item has enough
+samples, and its exact error rates and cost for a two-valued item."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pytest_weval.run.sampling import expect, expected_samples, first_samples, should_stop
+
+
+@pytest.mark.parametrize(
+    "scores,stop",
+    [
+        ([1.0], False),  # two samples first
+        ([1.0, 1.0], True),  # they agree: done
+        ([0.5, 0.5], True),
+        ([0.8, 1.0], True),  # different scores on the same side of 0.75 agree
+        ([1.0, 0.5], False),  # they disagree: more
+        ([1.0, 0.5, 1.0], False),  # a lead of 1
+        ([1.0, 0.5, 1.0, 1.0], False),  # a lead of 2
+        ([1.0, 0.5, 1.0, 1.0, 1.0], True),  # a lead of 3
+        ([0.5, 1.0, 0.5, 0.5, 0.5], True),
+        ([1.0, 0.5, 1.0, 0.5, 1.0, 0.5, 1.0, 0.5], True),  # the most samples
+    ],
+)
+def test_when_an_item_has_enough_samples(scores, stop):
+    assert should_stop(scores, 0.75, 8) is stop
+
+
+def test_samples_that_could_not_change_the_outcome_are_not_asked_for():
+    # 4 of 7 pass (sum 5.5): an 8th scoring 0 leaves the mean at 5.5 / 8 = 0.69 < 0.75, one
+    # scoring 1 makes it 0.81: it could change the outcome, so it is asked for
+    assert not should_stop([1.0, 0.5, 1.0, 0.5, 1.0, 0.5, 1.0], 0.75, 8)
+    # 4 pass and 3 fail against 0.5 (a lead of 1), but the sum 5.2 keeps the mean of 8 at 0.65
+    # or more whatever the 8th scores: done
+    assert should_stop([1.0, 0.4, 1.0, 0.4, 1.0, 0.4, 1.0], 0.5, 8)
+    assert not should_stop([1.0, 0.4, 1.0, 0.4, 1.0, 0.4, 1.0], 0.5, 20)  # 13 samples still to come
+
+
+def test_max_repeat_bounds_the_samples_and_the_first_step():
+    assert first_samples(8) == 2 and first_samples(1) == 1
+    assert should_stop([1.0], 0.75, 1)
+    assert should_stop([1.0, 0.5, 1.0], 0.75, 3)
+    assert expect(0.8, 1).samples == pytest.approx(1.0)
+
+
+def test_exact_error_rates_and_cost_for_a_two_valued_item():
+    # q = 0.8 (a sample passes 80% of the time). Paths: two passes (0.64, stop, pass), two fails
+    # (0.04, stop, fail), else (0.32) on to a lead of 3 within 8 samples.
+    got = expect(0.8, 8)
+    assert got.passes == pytest.approx(0.9533, abs=1e-4) and got.samples == pytest.approx(3.3409, abs=1e-4)
+    # the first step alone: the two agreeing wrong samples are a floor on the error
+    assert 1 - got.passes > 0.2**2
+    # a steady item: 2 samples, never wrong
+    assert (expect(1.0, 8).samples, expect(1.0, 8).passes, expect(0.0, 8).passes) == (2.0, 1.0, 0.0)
+    # a coin: ties (4 of 8 samples each way) give a mean on the threshold, which passes
+    assert expect(0.5, 8).passes == pytest.approx(0.5703, abs=1e-4)
+    assert 2 < expected_samples(8) < 8 and math.isclose(expected_samples(8), 3.5286, abs_tol=1e-3)
+
+
+def test_five_repeats_by_the_binomial_for_comparison():
+    # the docs' repeat=5 column: pass when at least 3 of 5 samples pass
+    five = sum(math.comb(5, k) * 0.8**k * 0.2 ** (5 - k) for k in range(3, 6))
+    assert five == pytest.approx(0.9421, abs=1e-4)
+    assert 1 - expect(0.8, 8).passes < 1 - five  # auto is wrong less often at q = 0.8
