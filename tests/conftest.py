@@ -3,6 +3,7 @@ and pytester for the plugin's end-to-end tests."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -11,3 +12,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 pytest_plugins = ["pytester"]
+
+# pytester's in-process runs drop from sys.modules what each run imported. psycopg's compiled
+# core keeps the error classes of the first import, so a psycopg imported again afterwards no
+# longer catches them (a refused connection escaped as OperationalError instead of StoreError
+# when an in-process run had imported psycopg first). Imported once here, it is never dropped.
+with contextlib.suppress(ImportError):
+    import psycopg  # noqa: F401

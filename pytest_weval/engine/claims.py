@@ -49,6 +49,7 @@ from pytest_weval.engine.store.claims_store import (
     Spend,
     landed_from_row,
 )
+from pytest_weval.engine.store.common import StoreDown
 from pytest_weval.engine.store.db import SqliteDB
 
 __all__ = [
@@ -173,6 +174,8 @@ class Coordinator:
             await asyncio.sleep(self.poll_s * 2)
             try:
                 rows = await self.store.signals_since(self.run_id, seen)
+            except StoreDown:
+                return  # given up for the run: nothing more to hear
             except Exception as exc:  # noqa: BLE001 - busy beyond the timeout: look again next round
                 log.warning("weval claims: reading signals failed: %s", exc)
                 continue
@@ -298,6 +301,10 @@ class Coordinator:
             keys = list(self._waiting)
             try:
                 found = await self.store.look(self.run_id, keys, self.dead)
+            except StoreDown:
+                # Given up for the run: no outcome will be read, so every waiter is told the
+                # claim lapsed, and asks again (where the engine sends nothing more).
+                found = dict.fromkeys(keys)
             except Exception as exc:  # noqa: BLE001 - busy beyond the timeout, or worse: try again next round
                 log.warning("weval claims: poll failed: %s", exc)
                 continue
@@ -315,6 +322,8 @@ class Coordinator:
                 continue
             try:
                 await self.store.renew(self.owner, self.lease_s)
+            except StoreDown:
+                return
             except Exception as exc:  # noqa: BLE001 - try again next round, well within the lease
                 log.warning("weval claims: lease renewal failed: %s", exc)
 
@@ -368,6 +377,8 @@ class SpendLedger:
         is in flight anywhere in the run (a request that alone does not fit goes alone)."""
         try:
             self._last = await self.store.reserve(self.run_id, self.me, amount, limit, self._dead)
+        except StoreDown:
+            raise  # never admitted again: the engine stops sending instead of waiting
         except Exception as exc:  # noqa: BLE001 - busy beyond the timeout: not admitted, look again soon
             log.warning("weval budget: reading the run's spend failed: %s", exc)
             return dataclasses.replace(self._last, admitted=False)

@@ -36,6 +36,7 @@ from pytest_weval.engine.errors import (
     ReplayMissError,
     ReplyTooLargeError,
     RunInterrupted,
+    StoreDownError,
     StoreFullError,
     UnknownModelError,
     rebuild_error,
@@ -45,6 +46,8 @@ from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.store.backends import backend_for, scrub, store_shown
 from pytest_weval.engine.store.cache import ResponseCache, StoreFaults, cache_key, make_entry, reply_from_entry
+from pytest_weval.engine.store.common import StoreDown
+from pytest_weval.engine.store.outage import Outage
 from pytest_weval.engine.store.sqlite_health import fix_command, is_full, is_unwritable
 from pytest_weval.engine.transport.http import ReplyTooLarge, async_client, read_capped
 from pytest_weval.engine.transport.limits import Limits, Priority
@@ -109,6 +112,7 @@ class Engine:
         self._close_store: Callable[[], Awaitable[None]] = _nothing_to_close
         self.cache = ResponseCache(None, self.settings.cache_mode)
         self.coordinator: Coordinator | None = None
+        self.outage: Outage | None = None  # a store server's reachability (store/outage.py)
         self.run_id = self.settings.run_id or f"local-{uuid.uuid4().hex}"
         self.run_started = self.settings.run_started or time.time()
         self._counts = {
@@ -175,8 +179,11 @@ class Engine:
         # settings need: the replies' store, the claims' store, or neither.
         opened = await backend_for(settings.cache_store, settings.cache_dir).open(settings, self.redactor)
         self._close_store = opened.close
+        self.outage = opened.outage
         if opened.responses is not None:
-            self.cache = ResponseCache(opened.responses, settings.cache_mode, where=store_shown(settings))
+            self.cache = ResponseCache(
+                opened.responses, settings.cache_mode, where=store_shown(settings), spool=opened.spool
+            )
         claims = opened.claims
         if settings.coordinating:
             assert claims is not None  # a coordinating run's backend opens its claims
@@ -220,7 +227,8 @@ class Engine:
             flights = [task for task, _priority in self._flights.values()]
             await asyncio.wait(flights, timeout=max(0.0, self._cancel_at - time.monotonic()))
         if self._stores:  # replies received are written before anything is cancelled
-            await asyncio.wait(list(self._stores), timeout=30)
+            await asyncio.wait(list(self._stores), timeout=self.settings.store_retry_s + 30)
+        self._write_spool()
         current = asyncio.current_task()
         others = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
         for task in others:
@@ -263,6 +271,11 @@ class Engine:
         except ModelCallError as exc:
             self._counts["errors"] += 1
             raise exc.scrub(self.redactor.redact) from None
+        except StoreDown as exc:  # a store call on the way (a lookup, a forget) met the given-up store
+            self._counts["errors"] += 1
+            raise StoreDownError(
+                f"not sent: {exc}; replies already received are kept for the next run", model_id=request.model.id
+            ) from None
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -466,6 +479,7 @@ class Engine:
             )
         self._notice_store_faults()
         self._check_storable(request)
+        await self._store_answers(request)
         self._unknown_model(model_id)
         self.breaker.check(model_id)
         adapter.connect(self.settings.environ, self.redactor)  # MissingKeyError before any claim
@@ -496,6 +510,11 @@ class Engine:
     def _check_storable(self, request: ModelRequest) -> None:
         """No request is sent once the store cannot keep replies: each would be paid for and lost
         (and bought again by the next run). ``--weval-cache=off`` stores nothing, so never stops."""
+        if self.outage is not None and self.outage.gave_up and self._needs_store(request):
+            raise StoreDownError(
+                f"not sent: {self.outage.gave_up}; replies already received are kept for the next run",
+                model_id=request.model.id,
+            )
         if self.cache.writable(request) and self.cache.stopped:
             raise StoreFullError(
                 f"not sent: the cache at {self.cache.faults.where} cannot store replies ({self.cache.stopped}), "
@@ -503,9 +522,28 @@ class Engine:
                 model_id=request.model.id,
             )
 
+    def _needs_store(self, request: ModelRequest) -> bool:
+        """Its reply goes into the store, or is claimed and shared through it."""
+        return self.cache.writable(request) or self.coordinator is not None
+
+    async def _store_answers(self, request: ModelRequest) -> None:
+        """While the store server does not answer, no request starts: its reply might not be
+        storable, and its claim not shareable. Returns when the store answers again; raises
+        ``StoreDownError`` when it was given up (``--weval-store-retry``)."""
+        outage = self.outage
+        if outage is None or not outage.down or not self._needs_store(request):
+            return
+        self._notice_store_faults()
+        with contextlib.suppress(StoreDown):
+            await outage.wait_up()
+        self._check_storable(request)
+
     def _store_broke(self, exc: BaseException, request: ModelRequest) -> bool:
         """A write of the shared store (a claim, an outcome) failed for want of space or
         permission: from now on nothing is sent (``_check_storable``). True when it was that."""
+        if isinstance(exc, StoreDown):  # given up: ``_check_storable`` stops the sending
+            self._notice_store_faults()
+            return True
         if not (is_full(exc) or is_unwritable(exc)) or not self.cache.writable(request):
             return False
         faults = self.cache.faults
@@ -516,6 +554,19 @@ class Engine:
     def _notice_store_faults(self) -> None:
         """Say at once (not only in a log) that the store stopped keeping replies or is damaged."""
         faults = self.cache.faults
+        outage = self.outage
+        if outage is not None and outage.gave_up and "store-down" not in self._noticed:
+            self._noticed.add("store-down")
+            last = f" (last: {outage.last_error})" if outage.last_error else ""
+            self._notices.append(
+                f"weval: {outage.gave_up}{last}: no new request is sent; replies received are kept for the next run"
+            )
+        elif outage is not None and outage.since is not None and f"store-outage-{outage.outages}" not in self._noticed:
+            self._noticed.add(f"store-outage-{outage.outages}")
+            self._notices.append(
+                f"weval: the cache store {outage.where} does not answer: sending paused, retrying for up to "
+                f"{outage.retry_s:g} s (--weval-store-retry)"
+            )
         if faults.stop and "store-stop" not in self._noticed:
             self._noticed.add("store-stop")
             self._notices.append(
@@ -532,7 +583,21 @@ class Engine:
 
     def store_faults(self) -> StoreFaults:
         """What went wrong with the store in this process (nothing: no line at the end)."""
+        if self.outage is not None and self.outage.gave_up:
+            self.cache.faults.down = self.cache.faults.down or self.outage.gave_up
         return self.cache.faults
+
+    def _write_spool(self) -> None:
+        """The replies a given-up store could not take, into the spool for the next run."""
+        spool = self.cache.spool
+        if spool is None or not spool.entries:
+            return
+        try:
+            spool.write()
+        except OSError as exc:
+            log.error("weval: could not write the spool %s: %s", spool.path, exc)
+            self.cache.faults.unstored += len(spool.entries)
+            self.cache.faults.spooled = 0
 
     async def _coordinated(
         self, adapter: Adapter, request: ModelRequest, key: str, summary: dict, priority: Priority
@@ -672,13 +737,19 @@ class Engine:
                 usage.rate_wait_s += paced
                 self._check_running()
                 self._check_storable(request)  # the store filled while this one waited for a slot
-                reserved = await self.budget.reserve(request, adapter.max_tokens(request))
+                await self._store_answers(request)  # or stopped answering
+                try:
+                    reserved = await self.budget.reserve(request, adapter.max_tokens(request))
+                except StoreDown:
+                    self._check_storable(request)  # raises: the run's shared spend is out of reach
+                    raise
                 cost = 0.0  # what the budget is charged for this attempt: its reply, if any
                 try:
                     async with self.limits.global_slot(priority):
                         if pacer.paused:  # told to wait while this one waited for a slot: wait too
                             continue
                         self._unknown_model(model_id)  # told while this one waited for a slot
+                        await self._store_answers(request)  # the store went while it waited
                         outcome, info = await self._attempt(adapter, call, timeout, model_id)
                     if self.budget.limit_usd is not None and isinstance(outcome, ModelReply):
                         cost = self.prices.cost(model_id, outcome.input_tokens, outcome.output_tokens) or 0.0

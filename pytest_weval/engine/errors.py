@@ -128,6 +128,11 @@ class StoreFullError(ModelCallError):
     kind = "store"
 
 
+class StoreDownError(StoreFullError):
+    """The store stayed unreachable past ``--weval-store-retry``, so no new request is sent: its
+    reply could not be stored or shared. A store that cannot keep replies, as a full one."""
+
+
 class CircuitOpenError(ModelCallError):
     """The model failed too many times in a row; requests for it fail fast for a while."""
 

@@ -101,6 +101,9 @@ class EngineSettings:
     # stored, so the next run does not buy them again) before they are cancelled.
     stop_grace_s: float = 5.0
     max_reply_mb: float = 8.0  # a reply's body larger than this is an error, never read whole
+    # How long a store server that does not answer is waited for (sending paused) before the
+    # run gives it up and keeps its replies in the spool.
+    store_retry_s: float = 30.0
     budget_usd: float | None = None  # stop sending once the run's spend reaches it
     prices: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # model id -> prices.Price (weval_prices)
     breaker_threshold: int = 10  # consecutive non-rate-limit failures that open a model's breaker

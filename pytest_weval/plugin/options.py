@@ -124,6 +124,14 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
         8.0,
     ),
     (
+        "--weval-store-retry",
+        "weval_store_retry",
+        "how many seconds a cache store server that does not answer (PostgreSQL restarted or stopped) is "
+        "waited for, sending paused, before the run gives it up and keeps its replies for the next run (default 30)",
+        "float",
+        30.0,
+    ),
+    (
         "--weval-stop-grace",
         "weval_stop_grace",
         "after Ctrl-C or SIGTERM, how long replies already on the wire may take to arrive and be stored "
@@ -319,6 +327,7 @@ class WevalSettings:
     fixtures: Path | None = None  # --weval-fixtures
     check_models: bool = True  # --weval-check-models
     max_reply_mb: float = 8.0  # --weval-max-reply-mb
+    store_retry_s: float = 30.0  # --weval-store-retry
 
     def engine_settings(self, workerinput: Mapping[str, Any] | None) -> EngineSettings:
         """How this process's engine sends, limits and caches; ``workerinput`` is xdist's
@@ -333,6 +342,7 @@ class WevalSettings:
             rate_limit_wait_s=self.rate_limit_wait_s,
             stop_grace_s=self.stop_grace_s,
             max_reply_mb=self.max_reply_mb,
+            store_retry_s=self.store_retry_s,
             budget_usd=self.budget_usd,
             prices=self.prices,
             timeout_s=self.timeout_s,
@@ -515,6 +525,7 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
         fixtures=_path(config, _raw(config, "weval_fixtures")),
         check_models=_choice(config, "weval_check_models", ON_OFF) == "on",
         max_reply_mb=_number(config, "weval_max_reply_mb", float, positive=True),
+        store_retry_s=_number(config, "weval_store_retry", float, minimum=0),
     )
 
 

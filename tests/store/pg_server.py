@@ -45,6 +45,7 @@ class PostgresServer:
         self.folder = Path(tempfile.mkdtemp(prefix="weval-pg-"))
         self.data = self.folder / "data"
         self.port = 0
+        self._options = ""
         self._as_postgres = os.geteuid() == 0
 
     # -- urls --------------------------------------------------------------------------------
@@ -76,18 +77,8 @@ class PostgresServer:
                 f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off "
                 "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
             )
-            started = self._run(
-                "pg_ctl",
-                "-D",
-                str(self.data),
-                "-o",
-                options,
-                "-l",
-                str(self.folder / "log"),
-                "-w",
-                "start",
-                check=False,
-            )
+            self._options = options
+            started = self._pg_ctl_start()
             if started.returncode == 0:
                 break
             if attempt == 4:
@@ -98,6 +89,23 @@ class PostgresServer:
         self.sql("postgres", "GRANT ALL ON DATABASE weval TO weval")
         self.sql("weval", "GRANT ALL ON SCHEMA public TO weval")
         return self
+
+    def _pg_ctl_start(self) -> subprocess.CompletedProcess:
+        return self._run(
+            "pg_ctl", "-D", str(self.data), "-o", self._options, "-l", str(self.folder / "log"), "-w", "start",
+            check=False,
+        )  # fmt: skip
+
+    def halt(self) -> None:
+        """Stop the server (its clients' connections are cut, new ones refused), keeping its data
+        and port for ``resume``: an outage."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start a halted server again, on the same port."""
+        started = self._pg_ctl_start()
+        if started.returncode != 0:
+            raise RuntimeError(f"pg_ctl start failed: {started.stdout}{started.stderr}{self.log()}")
 
     def sql(self, database: str, statement: str) -> str:
         """Run one statement through the unix socket as postgres; its output."""

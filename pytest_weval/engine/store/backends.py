@@ -50,6 +50,8 @@ from pytest_weval.engine.store.common import (
 )
 from pytest_weval.engine.store.db import SqliteDB
 from pytest_weval.engine.store.files import FilesStore
+from pytest_weval.engine.store.outage import Outage, Spool
+from pytest_weval.engine.store.outage import flush as flush_spool
 from pytest_weval.engine.store.sqlite import FILENAME as SQLITE_FILENAME
 from pytest_weval.engine.store.sqlite import SqliteStore
 from pytest_weval.engine.store.sqlite_health import (
@@ -102,6 +104,10 @@ class OpenStore:
     responses: Store | None = None
     claims: ClaimsStore | None = None
     close: Callable[[], Awaitable[None]] = dataclasses.field(default=lambda: _nothing())
+    # A store that can be unreachable for a while (a server): its outage state, and where the
+    # replies go that it could not take (docs/engine.md, 'When the store is unreachable').
+    outage: Outage | None = None
+    spool: Spool | None = None
 
 
 async def _nothing() -> None:
@@ -426,16 +432,35 @@ class PostgresBackend:
         redactor.add(url_password(self.url))
         if settings.cache_mode == "off" and not settings.coordinating:
             return OpenStore()
-        pg = store_pg.PgDB(self.url)
+        pg = store_pg.PgDB(self.url, retry_s=settings.store_retry_s)
         await pg.open()  # StoreError: no psycopg, unreachable, refused, another schema version
+        responses = store_pg.PgStore(pg) if settings.cache_mode != "off" else None
+        if responses is not None and settings.cache_mode in ("rw", "refresh"):
+            # Replies an earlier run kept when this store was down (the session-start check
+            # flushed them already under pytest; this is for the engine used on its own).
+            await flush_spool(settings.cache_dir, self.url, responses.put)
         return OpenStore(
-            responses=store_pg.PgStore(pg) if settings.cache_mode != "off" else None,
+            responses=responses,
             claims=store_pg.PgClaims(pg) if settings.coordinating else None,
             close=pg.aclose,
+            outage=pg.outage,
+            spool=Spool(settings.cache_dir, self.url) if responses is not None else None,
         )
 
     def check(self, settings: EngineSettings) -> None:
         asyncio.run(store_pg.check(self.url))
+        if settings.cache_mode in ("rw", "refresh"):
+            asyncio.run(self._flush(settings))
+
+    async def _flush(self, settings: EngineSettings) -> None:
+        pg = store_pg.PgDB(self.url, size=1, retry_s=settings.store_retry_s)
+        await pg.open()
+        try:
+            stored = await flush_spool(settings.cache_dir, self.url, store_pg.PgStore(pg).put)
+        finally:
+            await pg.aclose()
+        if stored:
+            log.warning("weval: stored %d replies an earlier run kept while %s was down", stored, redact_url(self.url))
 
     def request_stop(self, settings: EngineSettings, run_id: str, name: str) -> None:
         try:

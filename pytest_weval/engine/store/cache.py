@@ -18,6 +18,8 @@ import time
 from typing import Any, Protocol
 
 from pytest_weval.engine.request import ModelReply, ModelRequest
+from pytest_weval.engine.store.common import StoreDown
+from pytest_weval.engine.store.outage import Spool
 from pytest_weval.engine.store.sqlite_health import is_damage, is_full, is_unwritable
 
 log = logging.getLogger("pytest_weval.engine")
@@ -93,6 +95,9 @@ class StoreFaults:
     stop: str | None = None  # why no reply can be stored any more ("disk full", "read-only")
     damaged: str | None = None  # the first sign that the file is damaged
     last_write_error: str | None = None
+    down: str | None = None  # why the store was given up (unreachable past --weval-store-retry)
+    spooled: int = 0  # replies kept in the spool instead (written for the next run)
+    spool: str | None = None  # the spool folder
 
     def add(self, other: StoreFaults) -> None:
         self.where = self.where or other.where
@@ -101,10 +106,20 @@ class StoreFaults:
         self.stop = self.stop or other.stop
         self.damaged = self.damaged or other.damaged
         self.last_write_error = self.last_write_error or other.last_write_error
+        self.down = self.down or other.down
+        self.spooled += other.spooled
+        self.spool = self.spool or other.spool
 
     def lines(self, fix: str | None = None) -> list[str]:
         """The end-of-run lines, or none when nothing went wrong."""
         lines = []
+        if self.down:
+            kept = (
+                f"the {_replies(self.spooled)} received since are kept in {self.spool}, and the next run stores them"
+                if self.spooled
+                else "no reply was lost"
+            )
+            lines.append(f"weval: {self.down}: no request was sent after that; {kept}")
         if self.unstored:
             why = self.stop or self.last_write_error or "write failed"
             lines.append(
@@ -134,11 +149,12 @@ def _replies(n: int) -> str:
 
 
 class ResponseCache:
-    def __init__(self, store: Store | None, mode: str, where: str = ""):
+    def __init__(self, store: Store | None, mode: str, where: str = "", spool: Spool | None = None):
         self.store = store
         self.mode = mode
         self.faults = StoreFaults(where=where)
         self._unreadable: set[str] = set()
+        self.spool = spool  # replies a given-up store could not take (store/outage.py)
 
     def readable(self, request: ModelRequest) -> bool:
         return self.store is not None and self.mode in ("rw", "ro") and not request.no_cache
@@ -149,8 +165,13 @@ class ResponseCache:
     async def get(self, key: str) -> dict[str, Any] | None:
         if self.store is None:
             return None
+        spooled = self.spool.get(key) if self.spool is not None else None
+        if spooled is not None:
+            return spooled
         try:
             return await self.store.get(key)
+        except StoreDown:
+            return None  # not a damaged entry: the store is gone, and nothing more is sent
         except Exception as exc:  # noqa: BLE001 - an unreadable entry is a miss, not a crash
             log.warning("weval cache: cannot read entry %s: %s", key, exc)
             self._unreadable.add(key)  # a key is read again after its claim: counted once
@@ -165,6 +186,15 @@ class ResponseCache:
         try:
             await self.store.put(entry)
             return True
+        except StoreDown as exc:
+            if self.spool is None:
+                raise
+            # Paid for: kept for the next run, which stores it before sending anything.
+            self.spool.add(entry)
+            self.faults.down = self.faults.down or str(exc)
+            self.faults.spooled = len(self.spool.entries)
+            self.faults.spool = str(self.spool.path.parent)
+            return False
         except Exception as exc:  # noqa: BLE001 - a failed write costs a re-request later, counted and said
             log.warning("weval cache: cannot write entry %s: %s", entry.get("key"), exc)
             self.faults.unstored += 1

@@ -109,3 +109,8 @@ def _size(n: int) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{n} B"
+
+
+class StoreDown(StoreError):
+    """The store stayed unreachable for the whole retry time (``--weval-store-retry``): the run
+    stops using it, keeps every reply it receives in the spool, and sends nothing more."""

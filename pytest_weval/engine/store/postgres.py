@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_weval.engine.store.claims_store import Dead, Landed, Owner, Spend, admits, landed_from_row
 from pytest_weval.engine.store.common import StoreError, StoreStats, one_line, redact_url, scrub
+from pytest_weval.engine.store.outage import Outage
 
 if TYPE_CHECKING:
     import psycopg
@@ -33,6 +34,7 @@ T = TypeVar("T")
 SCHEMA_VERSION = 1
 POOL_SIZE = 4  # connections per process: the poller, renewals, claims and cache reads share them
 CONNECT_TIMEOUT_S = 10  # unless the URL sets connect_timeout
+DEFAULT_RETRY_S = 30.0  # how long an unreachable server is waited for (--weval-store-retry)
 _SCHEMA_LOCK = 0x7765_7661_6C01  # advisory lock held while the tables are created
 NOW = "extract(epoch from clock_timestamp())"
 
@@ -169,11 +171,14 @@ async def _version(conn: psycopg.AsyncConnection[Any]) -> str | None:
 class PgDB:
     """A few connections to one database, used by one event loop. ``run(fn)`` lends one to
     ``fn``; a deadlock or serialisation failure (two processes locking claims in different
-    orders) is tried again."""
+    orders) is tried again, and a server that does not answer (restarted, stopped, a dropped
+    connection) is waited for under the store's one retry policy (``outage.Outage``)."""
 
-    def __init__(self, url: str, size: int = POOL_SIZE):
+    def __init__(self, url: str, size: int = POOL_SIZE, retry_s: float = DEFAULT_RETRY_S):
         self.url = url
         self.pg = _psycopg(url)
+        self._connect_kwargs = _connect_kwargs(url)
+        self.outage = Outage(redact_url(url), retry_s)
         self._idle: list[psycopg.AsyncConnection[Any]] = []
         self._slots = asyncio.Semaphore(size)
         self._all: set[psycopg.AsyncConnection[Any]] = set()
@@ -194,7 +199,9 @@ class PgDB:
             if self._idle:
                 conn = self._idle.pop()
             else:
-                conn = await connect(self.url)
+                # The driver's own error, not connect()'s StoreError: a refused connection is
+                # an outage to wait out, not a store to reject.
+                conn = await self.pg.AsyncConnection.connect(self.url, **self._connect_kwargs)
                 self._all.add(conn)
             reusable = False
             try:
@@ -212,19 +219,26 @@ class PgDB:
                         await conn.close()
 
     async def run(self, fn: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]], *, tries: int = 5) -> T:
-        for attempt in range(tries):
-            try:
-                async with self.connection() as conn:
-                    return await fn(conn)
-            except (self.pg.errors.DeadlockDetected, self.pg.errors.SerializationFailure):
-                if attempt == tries - 1:
-                    raise
-                await asyncio.sleep(0.01 * (attempt + 1))
-            except self.pg.OperationalError:
-                if attempt == tries - 1:
-                    raise
-                await asyncio.sleep(0.1 * (attempt + 1))  # a dropped connection: a new one
-        raise AssertionError("unreachable")
+        async def once() -> T:
+            for attempt in range(tries):
+                try:
+                    async with self.connection() as conn:
+                        return await fn(conn)
+                except (self.pg.errors.DeadlockDetected, self.pg.errors.SerializationFailure):
+                    if attempt == tries - 1:
+                        raise
+                    await asyncio.sleep(0.01 * (attempt + 1))
+            raise AssertionError("unreachable")
+
+        return await self.outage.call(once, self._unreachable)
+
+    def _unreachable(self, exc: BaseException) -> bool:
+        """The server did not answer (refused, shut down, a dropped connection), as opposed to a
+        statement it refused; conflicts between claimers are retried apart."""
+        return (
+            isinstance(exc, (self.pg.OperationalError, self.pg.InterfaceError))
+            and not isinstance(exc, self.pg.errors.TransactionRollback)
+        ) or isinstance(exc, OSError)
 
     async def aclose(self) -> None:
         conns, self._all, self._idle = list(self._all), set(), []

@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from pytest_weval.engine.store.common import StoreError
+from pytest_weval.engine.store.common import StoreDown, StoreError
 from pytest_weval.engine.store.db import SCHEMA, open_readonly
 
 STAMP_SUFFIX = ".checked"
@@ -75,7 +75,10 @@ def is_full(exc: BaseException) -> bool:
 
 
 def is_unwritable(exc: BaseException) -> bool:
-    """No write can succeed: read-only file, folder, file system or database."""
+    """No write can succeed: read-only file, folder, file system or database, or a store that
+    stayed unreachable past its retry time."""
+    if isinstance(exc, StoreDown):
+        return True
     if isinstance(exc, OSError):
         return exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
     if _sqlstate(exc) == "25006":  # read_only_sql_transaction
