@@ -746,6 +746,9 @@ class Engine:
                 cost = 0.0  # what the budget is charged for this attempt: its reply, if any
                 try:
                     async with self.limits.global_slot(priority):
+                        # Interrupted while this one waited for a slot: the slot it got was freed
+                        # by a reply the stop's grace let in, not for a new request.
+                        self._check_running()
                         if pacer.paused:  # told to wait while this one waited for a slot: wait too
                             continue
                         self._unknown_model(model_id)  # told while this one waited for a slot

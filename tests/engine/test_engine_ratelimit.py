@@ -194,6 +194,24 @@ def test_after_an_interrupt_a_reply_already_on_the_wire_is_received_and_stored(m
     assert next_run.complete_sync(request("openai:m", "slow")).cached and server.count == 1
 
 
+def test_after_an_interrupt_a_slot_freed_by_a_reply_starts_no_request(make_engine, server):
+    from pytest_weval.engine.errors import RunInterrupted
+
+    server.rules.append(Rule(contains="slow", latency_ms=1500))
+    engine = make_engine(timeout_s=600, stop_grace_s=60, concurrency=1)  # one slot for the whole run
+    slow = engine.run_coroutine(engine.complete(request("openai:m", "slow")))
+    while server.count < 1:
+        time.sleep(0.01)
+    queued = engine.run_coroutine(engine.complete(request("openai:m", "queued")))  # waits for the slot
+    time.sleep(0.3)
+    engine.interrupt()
+    assert slow.result(timeout=60).text == "echo: slow"  # the grace lets it in, freeing the slot
+    with pytest.raises(RunInterrupted):
+        queued.result(timeout=60)
+    engine.close()
+    assert server.count == 1
+
+
 def test_a_stop_recorded_in_the_claims_store_reaches_every_worker_of_the_run(make_engine, server):
     from pytest_weval.engine.claims import request_stop
     from pytest_weval.engine.errors import RunInterrupted
