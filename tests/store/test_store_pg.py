@@ -4,6 +4,7 @@ the spend ledger, and the password kept out of every text (engine/store_pg.py)."
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import socket
 import subprocess
@@ -61,6 +62,21 @@ def test_another_schema_version_is_a_clear_error_before_anything_is_sent(pg_url:
     assert "\n" not in message
     assert f"schema version 99, this pytest-weval uses version {SCHEMA_VERSION}" in message
     assert redact_url(pg_url) in message
+
+
+def test_replay_from_an_empty_database_creates_nothing_and_says_so_in_one_line(pg_url: str, tmp_path: Path, postgres):
+    # --weval-cache=ro never writes: a database with nothing recorded gets no tables from it
+    settings = EngineSettings(cache_store=pg_url, cache_mode="ro", cache_dir=tmp_path / "cache")
+    with pytest.raises(StoreError) as caught:
+        check_store(settings)
+    message = str(caught.value)
+    assert "\n" not in message and "--weval-cache=ro has nothing to replay" in message
+    with FakeServer() as server:
+        with pytest.raises(StoreError):
+            Engine(dataclasses.replace(settings, env=server.env(), worker_count=2, worker_id="gw0")).start()
+        assert server.count == 0
+    tables = postgres.sql(pg_url.rsplit("/", 1)[1], "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
+    assert tables.strip() == "0"
 
 
 def test_an_unreachable_server_is_one_line():

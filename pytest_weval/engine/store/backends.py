@@ -433,7 +433,8 @@ class PostgresBackend:
         if settings.cache_mode == "off" and not settings.coordinating:
             return OpenStore()
         pg = store_pg.PgDB(self.url, retry_s=settings.store_retry_s)
-        await pg.open()  # StoreError: no psycopg, unreachable, refused, another schema version
+        # StoreError: no psycopg, unreachable, refused, another schema version, ro and no tables
+        await pg.open(create=settings.cache_mode != "ro")
         responses = store_pg.PgStore(pg) if settings.cache_mode != "off" else None
         if responses is not None and settings.cache_mode in ("rw", "refresh"):
             # Replies an earlier run kept when this store was down (the session-start check
@@ -448,7 +449,7 @@ class PostgresBackend:
         )
 
     def check(self, settings: EngineSettings) -> None:
-        asyncio.run(store_pg.check(self.url))
+        asyncio.run(store_pg.check(self.url, create=settings.cache_mode != "ro"))
         if settings.cache_mode in ("rw", "refresh"):
             asyncio.run(self._flush(settings))
 

@@ -128,12 +128,19 @@ async def connect(url: str) -> psycopg.AsyncConnection[Any]:
         raise StoreError(f"cache store {redact_url(url)}: cannot connect: {scrub(one_line(exc), url)}") from None
 
 
-async def ensure_schema(conn: psycopg.AsyncConnection[Any], url: str) -> None:
+async def ensure_schema(conn: psycopg.AsyncConnection[Any], url: str, *, create: bool = True) -> None:
     """The tables exist and are of ``SCHEMA_VERSION``; created on first use (one process does
-    it, under an advisory lock, while the others wait)."""
+    it, under an advisory lock, while the others wait). Without ``create`` (``--weval-cache=ro``,
+    which never writes), a database without them is a ``StoreError``: nothing was recorded there."""
     pg = _psycopg(url)
     try:
         version = await _version(conn)
+        if version is None and not create:
+            raise StoreError(
+                f"cache store {redact_url(url)}: no replies were ever recorded in this database (it has no "
+                "pytest-weval tables), so --weval-cache=ro has nothing to replay: record them with "
+                "--weval-cache=rw first, or name the database that holds them"
+            )
         if version is None:
             async with conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
@@ -183,11 +190,11 @@ class PgDB:
         self._slots = asyncio.Semaphore(size)
         self._all: set[psycopg.AsyncConnection[Any]] = set()
 
-    async def open(self) -> None:
+    async def open(self, *, create: bool = True) -> None:
         conn = await connect(self.url)
         self._all.add(conn)
         try:
-            await ensure_schema(conn, self.url)
+            await ensure_schema(conn, self.url, create=create)
         except BaseException:
             await self.aclose()
             raise
@@ -522,17 +529,17 @@ async def _record_signal(conn: psycopg.AsyncConnection[Any], run_id: str, name: 
 
 # -- from outside a run: the session-start check, a stop, stats and pruning ---------------------
 @contextlib.asynccontextmanager
-async def _checked(url: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+async def _checked(url: str, *, create: bool = True) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
     conn = await connect(url)
     try:
-        await ensure_schema(conn, url)
+        await ensure_schema(conn, url, create=create)
         yield conn
     finally:
         await conn.close()
 
 
-async def check(url: str) -> None:
-    async with _checked(url):
+async def check(url: str, *, create: bool = True) -> None:
+    async with _checked(url, create=create):
         pass
 
 
