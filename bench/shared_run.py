@@ -9,7 +9,10 @@ Writes ``bench/throughput.py``'s suite (each item one generation and two judged 
 
 - one machine: ``pytest -n WORKERS`` with the SQLite store, then with the PostgreSQL store;
 - two machines: two such pytest processes at once, each in its own folder, one run id, one
-  PostgreSQL database (a fresh one, so nothing is cached).
+  PostgreSQL database (a fresh one, so nothing is cached);
+- two machines, one killed: the same, and machine A (its whole process group) is SIGKILLed once
+  the server has seen a sixth of the requests; machine B must finish the run alone, within 2x
+  the one-machine wall time, its concurrency kept (the items A held go back to B's feeder).
 
 For each it prints the wall time, the request phase (first request to last reply: what more
 machines shorten; start-up is each machine's own), the requests the server saw (and how many
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -41,7 +45,15 @@ from tests.store.pg_server import PostgresServer  # noqa: E402
 
 def start(folder: Path, env: dict[str, str], args: list[str]) -> subprocess.Popen:
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *args]
-    return subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        command,
+        cwd=folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # a machine of its own: one killpg takes its xdist workers too
+    )
 
 
 def sent_by(folder: Path) -> int:
@@ -129,6 +141,29 @@ def main() -> None:
             for process, output in zip(processes, outputs):
                 if process.returncode != 0:
                     print(output[-3000:])
+        # A machine killed mid-run: the survivor's wall time against one machine's.
+        httpx.post(server.url + "/__reset", timeout=10)
+        killed = pg.create_database("killed")
+        began = time.perf_counter()
+        pair = [
+            start(folder, env, [*common, f"--weval-cache-store={killed}", "--weval-run-id=bench-2"])
+            for folder in folders
+        ]
+        while server.log()["count"] < args.items // 2 and pair[0].poll() is None:
+            time.sleep(0.05)
+        os.killpg(pair[0].pid, signal.SIGKILL)
+        pair[0].communicate()
+        output = pair[1].communicate()[0]
+        survivor = time.perf_counter() - began
+        log = server.log()
+        print(
+            f"{'two machines, A killed':>24}: B's wall {survivor:6.2f} s = "
+            f"{survivor / walls['one machine, PostgreSQL']:.2f}x one machine's  requests {log['count']} "
+            f"distinct {log['distinct']} (sent twice: {log['count'] - log['distinct']}, what A had in flight)  "
+            f"| {last_line(output)}"
+        )
+        if pair[1].returncode != 0:
+            print(output[-3000:])
         print(
             f"\ntwo machines / one machine (PostgreSQL): "
             f"{walls['two machines, one run'] / walls['one machine, PostgreSQL']:.2f} of the wall time, "
