@@ -11,7 +11,6 @@ provider, and a PostgreSQL server of the test's own that is restarted or stopped
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import pytest
 from bench.throughput import JUDGE, JUDGE_REPLY, MODELS, write_suite
 from tests.fakeserver import FakeServer, Rule
 from tests.store.pg_server import PostgresServer, find_bin
+from tests.store.test_store_machines import _env
 
 ITEMS = 60
 REQUESTS = 3 * ITEMS  # one generation and two judged points an item
@@ -69,18 +69,6 @@ class Run:
 
     def summary(self) -> dict:
         return json.loads((self.folder / "out" / "summary.json").read_text())
-
-
-def _env(server: FakeServer) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.endswith(("_API_KEY", "_BASE_URL"))
-        and k not in ("PYTEST_ADDOPTS", "PYTEST_XDIST_AUTO_NUM_WORKERS", "WEVAL_RUN_ID")
-        and not k.startswith("PYTEST_XDIST")
-    }
-    env.update(server.env())
-    return env
 
 
 def _when_busy(fake: FakeServer, run: Run, sent: int) -> None:
