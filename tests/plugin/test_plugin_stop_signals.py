@@ -82,7 +82,9 @@ def test_a_second_signal_ends_the_run_at_once_without_a_traceback(project: Proje
 
 
 def test_xdist_workers_stop_sending_when_their_controller_is_killed(project: Project):
-    _suite(project, 150)
+    # 600 requests at 300 ms, 8 at a time: about 25 s of sending if the workers went on (they did,
+    # before); they stop within a second, so the bound below is far from both.
+    _suite(project, 300)
     project.server.latency_ms = 300
     process = _start(project, "-n", "2")
     try:
@@ -95,5 +97,5 @@ def test_xdist_workers_stop_sending_when_their_controller_is_killed(project: Pro
     finally:
         if _alive(process.pid):
             os.killpg(process.pid, signal.SIGKILL)
-    late = [r for r in project.requests() if r.at > killed_at + 3]
-    assert late == [], f"{len(late)} requests started more than 3 s after the controller died"
+    late = [r for r in project.requests() if r.at > killed_at + 12]
+    assert late == [], f"{len(late)} requests started more than 12 s after the controller died"

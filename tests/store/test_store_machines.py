@@ -147,3 +147,18 @@ def test_a_machine_killed_mid_run_leaves_its_items_to_the_other(tmp_path: Path, 
     assert set(who) <= {"a", "b", "ab"}, who
     assert all(sent[1][1] > killing for sent in senders.values() if len(sent) == 2)
     assert who["a"] > 0, who  # of the 150 or more A sent, some were recorded and served B
+
+
+def test_two_runs_without_a_run_id_on_one_postgresql_store_buy_each_reply_once(tmp_path: Path, pg_url: str):
+    # Two CI jobs sharing a database, each its own run (no --weval-run-id), serial and -n 2:
+    # every request is claimed in the store before it is sent (issue 31, item 2).
+    with FakeServer(RULES, latency_ms=100) as server:
+        env = _env(server)
+        a = Machine(tmp_path, "a", env, f"--weval-cache-store={pg_url}")
+        b = Machine(tmp_path, "b", env, "-n", "2", f"--weval-cache-store={pg_url}")
+        assert a.wait() == 0, a.output[-3000:]
+        assert b.wait() == 0, b.output[-3000:]
+        sent = Counter(r.raw_body for r in list(server.requests))
+    assert [body for body, count in sent.items() if count > 1] == []
+    assert len(sent) == REQUESTS
+    assert f"{ITEMS} passed" in a.output and f"{ITEMS} passed" in b.output
