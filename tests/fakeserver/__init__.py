@@ -13,6 +13,21 @@ the requests). Every model request is logged. ``GET <base>/models`` answers with
 the ids in ``server.model_lists`` for that provider (404 when it has none), logged apart in
 ``server.listings``.
 
+Batch APIs (``batch.py``), authenticated as the live ones: OpenAI's (``<base>/files``
+multipart upload with ``purpose=batch``, ``/files/{id}[/content]``, ``/batches[/{id}[/cancel]]``)
+and Anthropic's (``<base>/v1/messages/batches[/{id}[/results|/cancel]]``). A batch ends
+``batch_delay_s`` after creation (OpenAI validating, in_progress, then completed, expired,
+cancelled or failed; Anthropic in_progress, canceling, then ended); its lines are answered
+when it ends, each as the live endpoint would answer that body then (rules, faults, flaky
+draws; ``status`` or a fault is an error line, 500 for ``hang``/``drop``/``malformed``). A
+line expires with probability ``batch_expire_rate`` (as set at creation; seeded by ``batch_seed``,
+custom_id and how often it was submitted before, so a resubmission can succeed); cancel cancels the lines
+not answered. An OpenAI input file that fails validation (bad JSON, duplicate custom_id,
+wrong url) fails the batch with ``errors``; an Anthropic batch with a bad or duplicate
+custom_id is a 400. Set with the constructor, ``--batch-*`` flags, ``server.set_batch()`` or
+``POST /__batch``; logged apart from the model requests in ``server.batch_calls`` and
+``server.batches`` (and ``/__log``'s ``batch_lines``: submissions per custom_id).
+
 In-process::
 
     with FakeServer(rules=[Rule(contains="capital", reply="Paris")]) as server:
@@ -21,9 +36,11 @@ In-process::
         server.count, server.distinct_bodies(), server.requests
 
 As a subprocess (xdist tests, benchmarks): ``python -m tests.fakeserver --port 0
---latency-ms 100``; ``FakeServerProcess`` starts one and reads ``GET /__log``.
+--latency-ms 100``; ``FakeServerProcess`` starts one, reads ``GET /__log`` and sets rules,
+model lists and batch settings (``set_batch``).
 """
 
+from tests.fakeserver.batch import BatchJob
 from tests.fakeserver.server import FakeServer, FakeServerProcess, RateLimiter, RecordedRequest, Rule, provider_env
 
-__all__ = ["FakeServer", "FakeServerProcess", "RateLimiter", "RecordedRequest", "Rule", "provider_env"]
+__all__ = ["BatchJob", "FakeServer", "FakeServerProcess", "RateLimiter", "RecordedRequest", "Rule", "provider_env"]

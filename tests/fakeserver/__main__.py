@@ -1,6 +1,6 @@
 """``python -m tests.fakeserver --port N --latency-ms 100 [--rules rules.json] [--fault-rate 0.1
---fault-kinds 500,429 --seed 1] [--rate-limit 40 --rate-headers openai --retry-after seconds]``:
-prints ``FAKESERVER http://127.0.0.1:PORT`` once listening."""
+--fault-kinds 500,429 --seed 1] [--rate-limit 40 --rate-headers openai --retry-after seconds]
+[--batch-delay-s 0.2 --batch-expire-rate 0.1 --batch-seed 1]``: prints ``FAKESERVER http://127.0.0.1:PORT`` once listening."""
 
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rate-headers", default="openai", help="openai, anthropic or none")
     parser.add_argument("--retry-after", default="seconds", help="seconds, ms, date or none")
     parser.add_argument("--rate-status", type=int, default=429, help="status of a refusal (429 or 529)")
+    parser.add_argument("--batch-delay-s", type=float, default=0.2, help="seconds from a batch's creation to its end")
+    parser.add_argument("--batch-expire-rate", type=float, default=0.0, help="fraction of batch lines that expire")
+    parser.add_argument("--batch-seed", type=int, default=0, help="seed of the per-line expiry draw")
     args = parser.parse_args(argv)
     rules = []
     if args.rules:
@@ -47,6 +50,9 @@ def main(argv: list[str] | None = None) -> None:
         )
         if args.rate_limit
         else None,
+        batch_delay_s=args.batch_delay_s,
+        batch_expire_rate=args.batch_expire_rate,
+        batch_seed=args.batch_seed,
     )
     try:
         asyncio.run(server.serve_forever())

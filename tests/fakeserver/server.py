@@ -19,6 +19,9 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from tests.fakeserver.batch import SETTINGS as BATCH_SETTINGS
+from tests.fakeserver.batch import BatchAPI, BatchJob
+
 FAULTS = ("500", "429", "malformed", "hang", "drop", "blank")
 
 # Where each provider's base URL points on the fake server (so tests can assert the path).
@@ -261,6 +264,9 @@ class FakeServer:
         host: str = "127.0.0.1",
         hang_s: float = 3600.0,
         rate_limit: RateLimiter | None = None,
+        batch_delay_s: float = 0.2,
+        batch_expire_rate: float = 0.0,
+        batch_seed: int = 0,
     ):
         self.rules = list(rules or [])
         self.latency_ms = latency_ms
@@ -288,6 +294,15 @@ class FakeServer:
         self.unlisted_models: list[str] = []  # known when asked about alone, left out of the list (aliases)
         self.listings: list[dict[str, Any]] = []
         self._asked: dict[tuple[Any, ...], int] = {}  # (flaky seed, model, last user) -> times asked
+        # The batch APIs (batch.py): a batch ends batch_delay_s after it is created; a line
+        # expires with probability batch_expire_rate (seeded by batch_seed). Logged apart from
+        # the model requests: batch_calls (every call to a batch endpoint) and batches (id -> BatchJob).
+        self.batch_delay_s = batch_delay_s
+        self.batch_expire_rate = batch_expire_rate
+        self.batch_seed = batch_seed
+        self.batch_calls: list[dict[str, Any]] = []
+        self.batches: dict[str, BatchJob] = {}
+        self._batch = BatchAPI(self)
 
     # -- lifecycle ------------------------------------------------------------------------
     @property
@@ -379,6 +394,7 @@ class FakeServer:
             self.requests.clear()
             self.listings.clear()
             self.max_in_flight = 0
+        self._batch.reset()
 
     def log(self) -> dict[str, Any]:
         with self._lock:
@@ -392,7 +408,22 @@ class FakeServer:
             "max_in_flight": self.max_in_flight,
             "requests": requests,
             "listings": listings,
+            **self._batch.log(),
         }
+
+    # -- batches ----------------------------------------------------------------------------
+    def batch_settings(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in BATCH_SETTINGS}
+
+    def set_batch(self, **settings: Any) -> dict[str, Any]:
+        """Change batch_delay_s, batch_expire_rate and/or batch_seed (for batches created after)."""
+        unknown = set(settings) - set(BATCH_SETTINGS)
+        if unknown:
+            raise ValueError(f"unknown batch settings: {sorted(unknown)} (known: {', '.join(BATCH_SETTINGS)})")
+        with self._batch.lock:
+            for name, value in settings.items():
+                setattr(self, name, int(value) if name == "batch_seed" else float(value))
+        return self.batch_settings()
 
     # -- HTTP -------------------------------------------------------------------------------
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -470,6 +501,17 @@ class FakeServer:
             with self._lock:
                 self.model_lists = json.loads(raw or b"{}")
             await self._send(writer, 200, "{}")
+            return True
+        if path == "/__batch":
+            try:
+                settings = self.set_batch(**json.loads(raw or b"{}")) if method == "POST" else self.batch_settings()
+            except (TypeError, ValueError) as exc:
+                await self._send(writer, 400, json.dumps({"error": str(exc)}))
+                return True
+            await self._send(writer, 200, json.dumps(settings))
+            return True
+        if BatchAPI.handles(path):
+            await self._batch.respond(method, path, target, headers, raw, writer)
             return True
         if method == "GET" and "/models" in path:
             await self._list_models(path, target, headers, writer)
@@ -710,6 +752,14 @@ class FakeServerProcess:
         import httpx
 
         httpx.post(self.url + "/__lists", json=lists, timeout=10)
+
+    def set_batch(self, **settings: Any) -> dict[str, Any]:
+        """batch_delay_s, batch_expire_rate, batch_seed (POST /__batch); the settings now."""
+        import httpx
+
+        response = httpx.post(self.url + "/__batch", json=settings, timeout=10)
+        response.raise_for_status()
+        return response.json()
 
     def stop(self) -> None:
         if self.process.poll() is None:
