@@ -8,7 +8,8 @@ and runs it through ``pytest`` in a fresh process: serial, then with ``-n 2``, e
 cache; then serial again over the warm cache. For each run it prints the wall time beside the
 ideal (HTTP requests x latency / concurrency, the concurrency being ``--weval-concurrency``),
 the HTTP requests the server saw beside the distinct requests among them, and the most it had in
-flight at once; for the cached run, the time per item.
+flight at once; for the cached run, the time per item, and its wall and CPU per item beyond
+pytest running as many empty tests (target: <= 1 ms).
 
 Targets: wall within 1.3x the ideal, no request sent twice, -n 2 no slower than serial.
 The default of 1,200 items (ideal 18 s) keeps pytest's own start-up and exit, about 2 s whatever
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -73,13 +75,19 @@ def write_suite(folder: Path, items: int) -> int:
 LAST_RUN: dict[str, float] = {}  # epoch start/end of the last run, to place the server's log in it
 
 
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_pytest(suite: Path, env: dict[str, str], *args: str) -> tuple[float, subprocess.CompletedProcess]:
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *args]
     LAST_RUN["start"] = time.time()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), children_cpu()
     proc = subprocess.run(cmd, cwd=suite, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
     LAST_RUN["end"] = time.time()
+    LAST_RUN["cpu"] = children_cpu() - cpu  # the run's CPU (its processes', user + sys)
     return wall, proc
 
 
@@ -140,6 +148,7 @@ def main() -> None:
         )
         (empty / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
         empty_serial, _ = run_pytest(empty, env)
+        empty_cpu = LAST_RUN["cpu"]
         empty_xdist, _ = run_pytest(empty, env, "-n", "2")
         print(
             f"suite: {items} items, each 1 generation + 2 judged + 3 function points; "
@@ -201,7 +210,9 @@ def main() -> None:
             else:
                 print(
                     f"{label:>15}: wall {wall:6.2f} s  requests 0  per item {1000 * wall / items:.2f} ms "
-                    f"(minus floor {1000 * (wall - floor) / items:.2f} ms)  | {summary_line(proc)}"
+                    f"(minus floor {1000 * (wall - floor) / items:.2f} ms; beyond {items} empty tests: wall "
+                    f"{1000 * (wall - empty_serial) / items:.2f} ms, CPU {1000 * (LAST_RUN['cpu'] - empty_cpu) / items:.2f} ms)"
+                    f"  | {summary_line(proc)}"
                 )
             if proc.returncode not in (0, 1):
                 print(proc.stdout[-3000:], proc.stderr[-3000:])

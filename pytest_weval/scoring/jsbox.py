@@ -14,9 +14,11 @@ guarantees around each run instead:
   afterwards every global the run added (``var``, function declarations, sloppy assignments)
   is deleted.
 * **Intrinsics.** At start-up the setup script records every object reachable from the global
-  object with its property descriptors. Before each run the record is compared; if a past
-  script changed a built-in (``Array.prototype.x = ...``), froze one, or a promise job it left
-  behind did, the isolate is replaced (~5 ms, only then).
+  object with its property descriptors. Before a run the record is compared, unless every run
+  since the last comparison was of a script that cannot change a built-in (``js_inert.py``:
+  the comparison costs more than a one-line script); if a past script changed a built-in
+  (``Array.prototype.x = ...``), froze one, or a promise job it left behind did, the isolate is
+  replaced (~5 ms, only then).
 * **What the vm context lacks.** ``console`` and mini-racer's timer functions are removed; so
   are the ways to schedule work after the eval returns (``Atomics.wait``/``waitAsync``,
   ``FinalizationRegistry``, ``WebAssembly``). Promise jobs cannot be removed: a job that never
@@ -31,7 +33,7 @@ import json
 import math
 from typing import Any
 
-from pytest_weval.scoring import v8
+from pytest_weval.scoring import js_inert, v8
 from pytest_weval.scoring.types import FnError, FnScore, PointFunctionThrew, RawResult
 
 JS_TIMEOUT_S = 0.1
@@ -85,8 +87,11 @@ _SETUP_JS = r"""
 
   // Mirrors js.ts, including its catch blocks' own failures (a thrown null has no .message):
   // those escaped the point function, so they come back as kind 'throw'.
-  const run = (src, r, ctxJson) => {
-    if (!pristine()) return '{"kind":"dirty"}';
+  // `check`: compare the intrinsics with their record first (the caller skips it only when
+  // every run since the last comparison was of an inert script, and keeps that account itself:
+  // a script can call these functions too, but cannot change what the caller asks next).
+  const run = (src, r, ctxJson, check) => {
+    if (check && !pristine()) return '{"kind":"dirty"}';
     G.r = r; G.response = r; G.context = parse(ctxJson);
     phase = 1;
     try {
@@ -117,8 +122,8 @@ _SETUP_JS = r"""
 
   // tool_args_match's string `where`: `new Function('args', 'return (<where>);')` per call,
   // truthy means a match, errors are ignored. Returns the index of the first match or -1.
-  const where = (src, argsJson) => {
-    if (!pristine()) return -2;
+  const where = (src, argsJson, check) => {
+    if (check && !pristine()) return -2;
     try {
       const list = parse(argsJson);
       for (let i = 0; i < list.length; i++) {
@@ -202,6 +207,26 @@ _SETUP_JS = r"""
 _SANDBOX = v8.Isolate("sandbox", _SETUP_JS, MEMORY_LIMIT_MB * 1024 * 1024)
 
 
+class _Account:
+    """Whether every run on the sandbox since its start or its last comparison was of an inert
+    script (``js_inert.py``), so that the next run may skip the comparison. Kept here, not in
+    the isolate, where a script could change it. Read and written under ``_SANDBOX.lock``."""
+
+    clean = True
+
+    def before_run(self) -> str:
+        """The runner's ``check`` argument; the account stays unclean until the run is over."""
+        check, self.clean = not self.clean, False
+        return "true" if check else "false"
+
+    def reset(self) -> None:
+        _SANDBOX.reset()
+        self.clean = True  # a fresh isolate is as its record says
+
+
+_ACCOUNT = _Account()
+
+
 def _timeout_message(prefix: str) -> str:
     return f"{prefix}: Script execution timed out after {int(JS_TIMEOUT_S * 1000)}ms"
 
@@ -209,11 +234,12 @@ def _timeout_message(prefix: str) -> str:
 def run_script(src: str, response: str, messages: list[dict[str, Any]], model_id: str) -> RawResult:
     """Run a ``$js`` script; the raw result as the reference's ``js`` point function gives it."""
     context_json = json.dumps({"messages": messages, "modelId": model_id})
-    code = f"__wevalRun({json.dumps(src)},{json.dumps(response)},{json.dumps(context_json)})"
+    inert = js_inert.is_inert(src)
+    code = f"__wevalRun({json.dumps(src)},{json.dumps(response)},{json.dumps(context_json)},"
     with _SANDBOX.lock:
         for attempt in (1, 2):
             try:
-                out = json.loads(_SANDBOX.eval(code, JS_TIMEOUT_S))
+                out = json.loads(_SANDBOX.eval(code + _ACCOUNT.before_run() + ")", JS_TIMEOUT_S))
             except v8.JsTimeout:
                 if attempt == 1:
                     # Either a job an earlier script left behind still holds the isolate, or the
@@ -237,8 +263,9 @@ def run_script(src: str, response: str, messages: list[dict[str, Any]], model_id
                 _SANDBOX.reset()
                 return FnError(f"Expression evaluation failed: {exc}")
             if out["kind"] == "dirty":
-                _SANDBOX.reset()  # a past script changed the built-ins: start from a fresh one
+                _ACCOUNT.reset()  # a past script changed the built-ins: start from a fresh one
                 continue
+            _ACCOUNT.clean = inert
             return _convert(out)
     _SANDBOX.reset()
     return FnError("Expression evaluation failed: the JavaScript sandbox could not be restored")
@@ -274,11 +301,11 @@ def where_matches(where_src: str, args_list: list[Any]) -> bool | FnError:
     """True when ``where_src`` is truthy for one of ``args_list`` (each bound as ``args``)."""
     if not args_list:
         return False
-    code = f"__wevalWhere({json.dumps(where_src)},{json.dumps(json.dumps(args_list))})"
+    code = f"__wevalWhere({json.dumps(where_src)},{json.dumps(json.dumps(args_list))},"
     with _SANDBOX.lock:
         for attempt in (1, 2):
             try:
-                index = _SANDBOX.eval(code, JS_TIMEOUT_S)
+                index = _SANDBOX.eval(code + _ACCOUNT.before_run() + ")", JS_TIMEOUT_S)
             except v8.JsTimeout:
                 if attempt == 1 and not _SANDBOX.probe():
                     _SANDBOX.reset()
@@ -294,7 +321,7 @@ def where_matches(where_src: str, args_list: list[Any]) -> bool | FnError:
                 _SANDBOX.reset()
                 return FnError(f"tool_args_match: the 'where' expression failed: {exc}")
             if index == -2:
-                _SANDBOX.reset()
+                _ACCOUNT.reset()
                 continue
             return index >= 0
     _SANDBOX.reset()
