@@ -104,6 +104,9 @@ def _graph() -> dict[str, set[str]]:
 DEFERRED = {
     "genai_prices",  # ~0.2 s to load, needed only once a reply is priced
     "psycopg",  # an extra (pytest-weval[postgres]), needed only with a postgresql:// store
+    "aiohttp",  # ~0.15 s to load, needed only once a request is sent (not by a cached replay)
+    "httpx_aiohttp",  # aiohttp's seam under httpx, loaded with it
+    "py_mini_racer",  # V8, needed only once a run evaluates JavaScript ($js, regexes)
 }
 
 

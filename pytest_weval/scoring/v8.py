@@ -25,18 +25,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-from py_mini_racer import (
-    JSEvalException,
-    JSOOMException,
-    JSTimeoutException,
-    MiniRacer,
-    init_mini_racer,
-    mini_racer,
-)
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_weval.errors import WevalError
+
+if TYPE_CHECKING:
+    from py_mini_racer import MiniRacer
 
 
 class JsTimeout(WevalError):
@@ -85,6 +79,10 @@ def _engine_loop() -> asyncio.AbstractEventLoop:
 
             def serve() -> None:
                 try:
+                    # mini-racer and V8 only when a run evaluates JavaScript (a $js point, a
+                    # regex): not at import, so a run without them starts without them.
+                    from py_mini_racer import init_mini_racer
+
                     init_mini_racer(ignore_duplicate_init=True)
                 except BaseException as exc:  # noqa: BLE001 - reported to the caller below
                     failure.append(exc)
@@ -130,6 +128,8 @@ class Isolate:
         return self._mr
 
     def _start(self) -> tuple[contextlib.ExitStack, MiniRacer]:
+        from py_mini_racer import mini_racer  # loaded by _engine_loop already
+
         stack = contextlib.ExitStack()
         mr = stack.enter_context(mini_racer(_engine_loop()))
         mr.set_hard_memory_limit(self._memory_limit)
@@ -142,12 +142,11 @@ class Isolate:
         start = time.perf_counter()
         try:
             return mr.eval(code, timeout_sec=timeout_s)
-        except JSTimeoutException as exc:
-            raise JsTimeout() from exc
-        except JSOOMException as exc:
-            raise JsOutOfMemory() from exc
-        except JSEvalException as exc:
-            raise JsEngineError(str(exc)) from exc
+        except Exception as exc:
+            ours = _ours(exc)
+            if ours is None:
+                raise
+            raise ours from exc
         finally:
             STATS.evals += 1
             STATS.seconds += time.perf_counter() - start
@@ -173,6 +172,19 @@ class Isolate:
         """After a timeout or OOM: keep the isolate if it answers, else replace it."""
         if not self.probe():
             self.reset()
+
+
+def _ours(exc: Exception) -> WevalError | None:
+    """Our exception for a V8 failure mini-racer raised, or None for any other."""
+    from py_mini_racer import JSEvalException, JSOOMException, JSTimeoutException
+
+    if isinstance(exc, JSTimeoutException):
+        return JsTimeout()
+    if isinstance(exc, JSOOMException):
+        return JsOutOfMemory()
+    if isinstance(exc, JSEvalException):
+        return JsEngineError(str(exc))
+    return None
 
 
 @atexit.register

@@ -15,10 +15,10 @@ alive for the next one.
 from __future__ import annotations
 
 import asyncio
+import urllib.request
+from typing import Any
 
-import aiohttp
 import httpx
-from httpx_aiohttp import AiohttpTransport
 
 KEEPALIVE_S = 30.0  # how long an idle connection is kept for the next request to its host
 MAX_REPLY_MB = 8.0  # the default cap on one reply's body (--weval-max-reply-mb)
@@ -54,6 +54,8 @@ async def read_capped(response: httpx.Response, limit: int) -> bytearray:
 def _httpx_error(exc: BaseException) -> httpx.TransportError | None:
     """The httpx error an aiohttp failure is (httpx_aiohttp's own table maps every connection
     failure, a refused connection included, to ``ConnectTimeout``)."""
+    import aiohttp  # loaded with the client (async_client)
+
     if isinstance(exc, (asyncio.TimeoutError, aiohttp.ServerTimeoutError)):
         return httpx.TimeoutException(str(exc) or "timed out")
     if isinstance(exc, aiohttp.ClientConnectorError):
@@ -65,29 +67,43 @@ def _httpx_error(exc: BaseException) -> httpx.TransportError | None:
     return None
 
 
-class _Transport(AiohttpTransport):
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        try:
-            return await super().handle_async_request(request)
-        except httpx.TransportError as exc:
-            mapped = _httpx_error(exc.__cause__) if exc.__cause__ is not None else None
-            if mapped is None:
-                raise
-            raise mapped from exc.__cause__
-        except aiohttp.ClientError as exc:
-            mapped = _httpx_error(exc)
-            assert mapped is not None
-            raise mapped from exc
-
-
 def async_client(*, timeout: httpx.Timeout, follow_redirects: bool = False) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` on aiohttp. Proxies come from the environment (``HTTPS_PROXY``,
     ``NO_PROXY``, ...) as httpx's own client reads them: ``trust_env`` on aiohttp's session."""
+    # aiohttp (~0.15 s to import, its default SSL contexts built at import) only once a run
+    # sends a request: a cached replay or a plan never does.
+    import aiohttp
+    from httpx_aiohttp import AiohttpTransport
+
+    class _Transport(AiohttpTransport):
+        def __init__(self, client: Any) -> None:
+            # AiohttpTransport's own __init__ builds an SSL context (~30 ms: the CA bundle read)
+            # for a connector it makes only without a client; ours brings its connector.
+            self.client = client
+            self.proxy = None
+
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            try:
+                return await super().handle_async_request(request)
+            except httpx.TransportError as exc:
+                mapped = _httpx_error(exc.__cause__) if exc.__cause__ is not None else None
+                if mapped is None:
+                    raise
+                raise mapped from exc.__cause__
+            except aiohttp.ClientError as exc:
+                mapped = _httpx_error(exc)
+                assert mapped is not None
+                raise mapped from exc
+
+    # With trust_env, aiohttp looks up the proxy and ~/.netrc in a worker thread for every
+    # request (two thread hops, ~0.1 ms of CPU each); with no proxy in the environment there
+    # is nothing for it to find. (Basic auth from ~/.netrc was never wanted: a provider's key
+    # is the request's own header.)
+    trust_env = bool(urllib.request.getproxies())
 
     def session() -> aiohttp.ClientSession:
         # Made on first use, inside the engine's running loop, as aiohttp requires.
         connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=KEEPALIVE_S)
-        return aiohttp.ClientSession(connector=connector, trust_env=True)
+        return aiohttp.ClientSession(connector=connector, trust_env=trust_env)
 
-    transport = _Transport(client=session)
-    return httpx.AsyncClient(transport=transport, timeout=timeout, follow_redirects=follow_redirects)
+    return httpx.AsyncClient(transport=_Transport(session), timeout=timeout, follow_redirects=follow_redirects)
