@@ -15,6 +15,10 @@
         read every entry back (exit 1 when some cannot be read: the cache is damaged); keep every
         entry that can still be read and set the damaged file (or files) aside. Run them while
         no pytest run uses the cache.
+    python -m pytest_weval batch list [--all] [--cache-store STORE] [--cache-dir DIR] [--json]
+    python -m pytest_weval batch cancel ID|all [--cache-store STORE] [--cache-dir DIR]
+        the provider batches recorded in the store (--weval-batch): provider, id, status, lines,
+        age; cancel one or every open one at its provider (docs/batch.md).
     python -m pytest_weval history [--cache-store STORE] [--cache-dir DIR] [--model M] [--blueprint B]
                                    [--last N] [--json]
         the runs recorded in the store, oldest first, each model's mean and its change
@@ -26,12 +30,15 @@ Exit status: 0 done, 1 the operation failed (one line on stderr), 2 a usage erro
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import json
 import re
 import sys
 from collections.abc import Sequence
 
+from pytest_weval.engine.batching import cancel_batches, list_batches
+from pytest_weval.engine.errors import ModelCallError
 from pytest_weval.engine.store.backends import (
     StoreError,
     prune_store,
@@ -69,6 +76,13 @@ def _parser() -> argparse.ArgumentParser:
 
     cache = commands.add_parser("cache", help="the response cache: stats, prune")
     actions = cache.add_subparsers(dest="action", required=True)
+    batch = commands.add_parser("batch", help="provider batches in the store: list, cancel")
+    batch_actions = batch.add_subparsers(dest="action", required=True)
+    listing = batch_actions.add_parser("list", help="open batches (all with --all), oldest first")
+    listing.add_argument("--all", action="store_true", help="ended ones too")
+    listing.add_argument("--json", action="store_true", help="print the batches as JSON")
+    cancel = batch_actions.add_parser("cancel", help="cancel one open batch, or all, at its provider")
+    cancel.add_argument("which", metavar="ID|all", help="a batch id as `batch list` shows it, or all")
     history = commands.add_parser("history", help="the runs recorded in a store, oldest first")
     history.add_argument("--model", metavar="MODEL", help="only this model's means")
     history.add_argument("--blueprint", metavar="ID_OR_PATH", help="means over this blueprint's items only")
@@ -80,6 +94,8 @@ def _parser() -> argparse.ArgumentParser:
         ("check", actions.add_parser("check", help="read every entry back: is the cache damaged, what is lost")),
         ("repair", actions.add_parser("repair", help="keep every entry that can be read; set the damaged aside")),
         ("history", history),
+        ("list", listing),
+        ("cancel", cancel),
     ):
         action.add_argument(
             "--cache-store",
@@ -135,6 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "history":
             return _history(store, args)
+        if args.command == "batch":
+            return _batch(store, args)
         if args.action in ("check", "repair"):
             return _check_or_repair(store, args)
         if args.action == "prune" and args.older_than is None and args.history_keep is None:
@@ -153,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         forgotten = None
         if args.history_keep is not None:
             forgotten = history_for(store, args.cache_dir).prune(args.history_keep, dry_run=args.dry_run)
-    except StoreError as exc:
+    except (StoreError, ModelCallError) as exc:
         print(f"{args.command}: {exc}", file=sys.stderr)
         return 1
     where = redact_url(store) if store not in ("sqlite", "files") else f"{store} store in {args.cache_dir}"
@@ -164,6 +182,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"{verb} {forgotten} recorded run{'' if forgotten == 1 else 's'} from the history of {where} "
             f"(kept the {args.history_keep} newest)"
+        )
+    return 0
+
+
+def _batch(store: str, args: argparse.Namespace) -> int:
+    if args.action == "cancel":
+        cancelled = asyncio.run(cancel_batches(store, args.cache_dir, args.which))
+        if not cancelled:
+            print(f"batch cancel: no open batch {args.which!r} in the store", file=sys.stderr)
+            return 1
+        print(f"asked to cancel {len(cancelled)} batch{'es' if len(cancelled) != 1 else ''}: {', '.join(cancelled)}")
+        return 0
+    rows = asyncio.run(list_batches(store, args.cache_dir, include_ended=args.all))
+    if args.json:
+        print(json.dumps({"batches": [dataclasses.asdict(row) for row in rows]}, indent=2))
+        return 0
+    if not rows:
+        print("no open batch" if not args.all else "no batch")
+        return 0
+    print(f"{'provider':<10} {'id':<40} {'status':<22} {'lines':>7} {'waiting':>7} {'failed':>6}  age")
+    for row in rows:
+        status = row.status if row.provider_status is None else f"{row.status} ({row.provider_status})"
+        print(
+            f"{row.provider:<10} {row.id:<40} {status:<22} {row.lines:>7} {row.waiting:>7} {row.failed:>6}  "
+            f"{_age(round(row.age_s))}"
         )
     return 0
 

@@ -47,6 +47,7 @@ ErrorKind = Literal[
     "budget",  # --weval-budget was reached before this item's requests were sent
     "too_large",  # a reply was larger than --weval-max-reply-mb
     "store",  # the cache could not keep replies (disk full), so no request was sent
+    "batch_pending",  # --weval-batch=submit: the request is in a provider's batch not ended yet
     "interrupted",  # the run was interrupted before this item's requests were answered
     "judges",  # no judge could score the judged points
     "extraction",  # key points could not be extracted from the ideal answer

@@ -54,6 +54,7 @@ from pytest_weval.engine.store.db import SqliteDB
 
 __all__ = [
     "RESULT_RETENTION_S",
+    "ROLE_PREFIX",
     "SPEND_SCHEMA",
     "ClaimsStore",
     "Coordinator",
@@ -69,6 +70,9 @@ __all__ = [
 log = logging.getLogger("pytest_weval.engine")
 
 RESULT_RETENTION_S = 2 * 24 * 3600  # run results older than this are cleaned up at start
+# A claim on a duty rather than a request or an item (the batch submitter): held for as long as
+# its process does the duty, so nobody waits for it to be finished.
+ROLE_PREFIX = "role:"
 
 
 def _pid_alive(pid: int) -> bool:

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import httpx
 
 from pytest_weval.blueprint.model import ModelSpec
+from pytest_weval.engine.batching import Batcher
 from pytest_weval.engine.claims import Coordinator, Landed, SpendLedger
 from pytest_weval.engine.errors import (
     BudgetReached,
@@ -44,7 +45,7 @@ from pytest_weval.engine.errors import (
 from pytest_weval.engine.prices import Budget, PriceBook
 from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
-from pytest_weval.engine.store.backends import backend_for, scrub, store_shown
+from pytest_weval.engine.store.backends import backend_for, batch_store, scrub, store_shown
 from pytest_weval.engine.store.cache import ResponseCache, StoreFaults, cache_key, make_entry, reply_from_entry
 from pytest_weval.engine.store.common import StoreDown
 from pytest_weval.engine.store.outage import Outage
@@ -84,6 +85,7 @@ class _Usage:
     rate_wait_s: float = 0.0  # request-seconds spent waiting on rate limits
     cost_usd: float = 0.0  # of the replies sent by this process, where the price is known
     unpriced: int = 0  # replies sent whose model has no known price
+    batched: int = 0  # replies collected from a batch (priced at the batch price)
 
 
 class Engine:
@@ -112,6 +114,7 @@ class Engine:
         self._close_store: Callable[[], Awaitable[None]] = _nothing_to_close
         self.cache = ResponseCache(None, self.settings.cache_mode)
         self.coordinator: Coordinator | None = None
+        self.batcher: Batcher | None = None  # --weval-batch (engine/batching.py)
         self.outage: Outage | None = None  # a store server's reachability (store/outage.py)
         self.run_id = self.settings.run_id or f"local-{uuid.uuid4().hex}"
         self.run_started = self.settings.run_started or time.time()
@@ -199,6 +202,22 @@ class Engine:
             await self.coordinator.start()
             if settings.budget_usd is not None:
                 self.budget.use_ledger(SpendLedger(self.coordinator), poll_s=settings.poll_interval_s)
+            if settings.batch != "off":
+                self.batcher = Batcher(
+                    store=batch_store(claims),
+                    cache=self.cache,
+                    settings=settings,
+                    redactor=self.redactor,
+                    http=self._client,
+                    coordinator=self.coordinator,
+                    budget=self.budget,
+                    prices=self.prices,
+                    adapter_of=lambda model_id: self.adapter(ModelSpec(id=model_id)),
+                    on_reply=lambda key, model_id, reply: self._count(key, model_id, reply, sent=True, batch=True),
+                    interrupted=lambda: self._interrupted,
+                    notice=self._notice_once,
+                    run_started=self.run_started,
+                )
 
     def close(self) -> None:
         """Cancel what is still running on the loop, release claims, close connections and
@@ -347,6 +366,15 @@ class Engine:
             f"(up to {self.settings.rate_limit_wait_s:g} s each, --weval-rate-limit-wait)"
         )
 
+    def _notice_once(self, tag: str, text: str) -> None:
+        if tag not in self._noticed:
+            self._noticed.add(tag)
+            self._notices.append(text)
+
+    def _client(self) -> httpx.AsyncClient:
+        assert self._http is not None
+        return self._http
+
     def take_notices(self) -> list[str]:
         notices, self._notices = self._notices, []
         return notices
@@ -379,7 +407,7 @@ class Engine:
         """The cache key of ``request`` (for tests and tools)."""
         return cache_key(self.adapter(request.model).identity(), request)[0]
 
-    def _count(self, key: str, model_id: str, reply: ModelReply, *, sent: bool) -> None:
+    def _count(self, key: str, model_id: str, reply: ModelReply, *, sent: bool, batch: bool = False) -> None:
         """One distinct request answered: sent by this process (it costs), or from the cache;
         counted once a run, however many items ask it."""
         if key in self._counted:
@@ -392,7 +420,9 @@ class Engine:
         if not sent:
             usage.cache_hits += 1
             return
-        cost = self.prices.cost(model_id, reply.input_tokens, reply.output_tokens)
+        if batch:
+            usage.batched += 1
+        cost = self.prices.cost(model_id, reply.input_tokens, reply.output_tokens, batch=batch)
         if cost is None:
             usage.unpriced += 1
         else:
@@ -483,6 +513,8 @@ class Engine:
         self._unknown_model(model_id)
         self.breaker.check(model_id)
         adapter.connect(self.settings.environ, self.redactor)  # MissingKeyError before any claim
+        if self.batcher is not None and self.batcher.batchable(adapter, request):
+            return await self.batcher.obtain(adapter, request, key, summary)
         if self.coordinator is None:
             reply = await self._send(adapter, request, key, priority)
             await self._store(request, key, summary, reply)

@@ -114,6 +114,19 @@ class BudgetReached(ModelCallError):
     kind = "budget"
 
 
+class BatchPending(ModelCallError):
+    """``--weval-batch=submit``: the request is in a provider's batch that has not ended; its
+    item is skipped, and a later run collects it (docs/batch.md). Never an outcome shared with
+    other processes: each reads the batch's state in the store."""
+
+    kind = "batch_pending"
+
+    def __init__(self, message: str, *, model_id: str | None = None, provider: str = "", batch_id: str = ""):
+        self.provider = provider
+        self.batch_id = batch_id
+        super().__init__(message, model_id=model_id)
+
+
 class ReplyTooLargeError(ModelCallError):
     """A reply's body passed ``--weval-max-reply-mb``: it was not read further, so it is not
     stored, judged or written to any report. Not retried (the same request gets the same reply)."""
@@ -150,6 +163,7 @@ _KINDS: dict[str, ErrorKind] = {
     "unknown_model": "unknown_model",
     "too_large": "too_large",
     "store": "store",
+    "batch_pending": "batch_pending",
 }
 
 ERROR_KINDS: dict[str, type[ModelCallError]] = {

@@ -24,6 +24,9 @@ GENAI_PROVIDERS = {
     "openrouter": "openrouter",
 }
 MILLION = 1_000_000
+# What a provider's batch API charges, as a share of its live price: OpenAI's Batch API and
+# Anthropic's Message Batches both take half (docs/batch.md, 'Money').
+BATCH_SHARE = {"openai": 0.5, "anthropic": 0.5}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,9 +76,18 @@ class PriceBook:
             self._known[model_id] = _genai_price(model_id)
         return self._known[model_id]
 
-    def cost(self, model_id: str, input_tokens: float, output_tokens: float) -> float | None:
+    def cost(self, model_id: str, input_tokens: float, output_tokens: float, *, batch: bool = False) -> float | None:
         price = self.price(model_id)
-        return None if price is None else price.cost(input_tokens, output_tokens)
+        if price is None:
+            return None
+        cost = price.cost(input_tokens, output_tokens)
+        return cost * batch_share(model_id) if batch else cost
+
+
+def batch_share(model_id: str) -> float:
+    """The share of the live price a batched request of ``model_id`` costs (1 where its
+    provider has no batch API)."""
+    return BATCH_SHARE.get(model_id.partition(":")[0].strip().lower(), 1.0)
 
 
 def _genai_price(model_id: str) -> Price | None:
@@ -105,12 +117,24 @@ class Verdict(Protocol):
     def spent(self) -> float: ...
 
 
+class Tally(Protocol):
+    """The run's spend and what its live processes hold reserved."""
+
+    @property
+    def spent(self) -> float: ...
+
+    @property
+    def reserved(self) -> float: ...
+
+
 class Ledger(Protocol):
     """Where the processes of one run keep its spend (``claims.SpendLedger``, under xdist)."""
 
     async def reserve(self, amount: float, limit: float) -> Verdict: ...
 
     async def settle(self, reserved: float, cost: float) -> None: ...
+
+    async def total(self) -> Tally: ...
 
 
 class Budget:
@@ -185,6 +209,40 @@ class Budget:
                 raise BudgetReached(f"budget reached (${spent:.4f} of ${limit:g}): {kept}", model_id=model_id)
             if self._releases == releases:  # else one settled while we looked: look again now
                 await self._next_release(None if self._ledger is None else self._poll_s)
+
+    async def room(self) -> float:
+        """What may still be reserved: the limit less the run's spend and live reservations
+        (infinite without a budget). A batch is cut to fit it (docs/batch.md, 'Money')."""
+        if self.limit_usd is None:
+            return float("inf")
+        if self._ledger is None:
+            return self.limit_usd - self.spent_here - self._reserved
+        total = await self._ledger.total()
+        self._run_spent = max(self._run_spent, total.spent)
+        return self.limit_usd - total.spent - total.reserved
+
+    async def hold(self, amount: float) -> bool:
+        """Reserve ``amount`` (a whole batch) if it fits beside what is spent and reserved, never
+        on the alone-in-flight rule of ``reserve``: a batch is sized to the budget instead."""
+        if self.limit_usd is None:
+            return True
+        if await self.room() < amount:
+            return False
+        if self._ledger is not None and not (await self._ledger.reserve(amount, self.limit_usd)).admitted:
+            return False
+        self._reserved += amount
+        self._in_flight += 1
+        return True
+
+    async def charge(self, cost: float) -> None:
+        """A reply this process received without reserving for it (a batch another process
+        submitted): its cost counts."""
+        if self.limit_usd is None or cost <= 0:
+            return
+        if self._ledger is not None:  # an attempt of no reservation, settled at its cost
+            await self._ledger.reserve(0.0, float("inf"))
+        self._in_flight += 1
+        await self.settle(0.0, cost)
 
     async def settle(self, reserved: float, cost: float) -> None:
         """One attempt is over: its reservation (what ``reserve`` returned) is replaced by what

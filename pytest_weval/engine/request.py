@@ -16,6 +16,7 @@ from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.results import Usage
 
 CACHE_MODES = ("rw", "ro", "refresh", "off")
+BATCH_MODES = ("off", "wait", "submit")  # --weval-batch (docs/batch.md)
 CACHE_STORES = ("sqlite", "files")  # or a postgresql:// URL (engine/stores.py)
 
 
@@ -123,6 +124,10 @@ class EngineSettings:
     claim_lease_s: float = 30.0  # a claim's lease, renewed by its holder every lease/3
     poll_interval_s: float = 0.05  # how often a waiter looks for a result another process sends
     coordination_dir: Path | str | None = None  # files store: where the claims DB lives
+    # Requests to providers with a batch API go through it (docs/batch.md): off | wait | submit.
+    batch: str = "off"
+    batch_poll_s: float = 30.0  # how often an open batch's status is asked
+    batch_round_s: float = 1.0  # a round is submitted once no request joined it for this long
 
     def __post_init__(self) -> None:
         if self.cache_mode not in CACHE_MODES:
@@ -135,6 +140,13 @@ class EngineSettings:
             raise ValueError("max_attempts must be at least 1")
         if self.worker_count < 1:
             raise ValueError("worker_count must be at least 1")
+        if self.batch not in BATCH_MODES:
+            raise ValueError(f"batch {self.batch!r}: choose off, wait or submit")
+        if self.batch != "off" and self.cache_mode not in ("rw", "refresh"):
+            raise ValueError(
+                f"--weval-batch={self.batch} needs a cache to collect into (--weval-cache=rw or refresh), "
+                f"not --weval-cache={self.cache_mode}"
+            )
         object.__setattr__(self, "allowed_env", frozenset(self.allowed_env or ()))
         object.__setattr__(self, "provider_concurrency", dict(self.provider_concurrency or {}))
 
@@ -149,7 +161,7 @@ class EngineSettings:
         be writing at the same time, so the two never buy the same reply (docs/engine.md,
         'Cross-process claims')."""
         if self.coordinate is not None:
-            return self.coordinate
+            return self.coordinate or self.batch != "off"
         return self.worker_count > 1 or self.cache_mode in ("rw", "refresh")
 
     @property

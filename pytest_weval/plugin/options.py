@@ -19,7 +19,7 @@ import pytest
 from pytest_weval.blueprint.fixtures import ResponseFixtures
 from pytest_weval.engine import EngineSettings
 from pytest_weval.engine.prices import Price, parse_price_lines
-from pytest_weval.engine.request import CACHE_MODES, CACHE_STORES
+from pytest_weval.engine.request import BATCH_MODES, CACHE_MODES, CACHE_STORES
 from pytest_weval.engine.store.backends import is_postgres, redact_url
 from pytest_weval.run.pipeline import PipelineSettings
 
@@ -138,6 +138,22 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
         "before they are given up, in seconds (default 5); a second signal stops at once",
         "float",
         5.0,
+    ),
+    (
+        "--weval-batch",
+        "weval_batch",
+        "send requests to providers with a batch API (OpenAI, Anthropic) through it, at half the price: "
+        "off (default), wait (until every batch ends) or submit (submit, then exit; items not answered "
+        "yet are skipped and a later run collects them)",
+        "str",
+        "off",
+    ),
+    (
+        "--weval-batch-poll",
+        "weval_batch_poll",
+        "seconds between status checks of an open batch (default 30)",
+        "float",
+        30.0,
     ),
     (
         "--weval-missing-keys",
@@ -328,6 +344,8 @@ class WevalSettings:
     check_models: bool = True  # --weval-check-models
     max_reply_mb: float = 8.0  # --weval-max-reply-mb
     store_retry_s: float = 30.0  # --weval-store-retry
+    batch: str = "off"  # --weval-batch (docs/batch.md)
+    batch_poll_s: float = 30.0  # --weval-batch-poll
 
     def engine_settings(self, workerinput: Mapping[str, Any] | None) -> EngineSettings:
         """How this process's engine sends, limits and caches; ``workerinput`` is xdist's
@@ -341,6 +359,8 @@ class WevalSettings:
             max_attempts=self.max_attempts,
             rate_limit_wait_s=self.rate_limit_wait_s,
             stop_grace_s=self.stop_grace_s,
+            batch=self.batch,
+            batch_poll_s=self.batch_poll_s,
             max_reply_mb=self.max_reply_mb,
             store_retry_s=self.store_retry_s,
             budget_usd=self.budget_usd,
@@ -526,7 +546,18 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
         check_models=_choice(config, "weval_check_models", ON_OFF) == "on",
         max_reply_mb=_number(config, "weval_max_reply_mb", float, positive=True),
         store_retry_s=_number(config, "weval_store_retry", float, minimum=0),
+        **_batch(config, cache_mode),
     )
+
+
+def _batch(config: pytest.Config, cache_mode: str) -> dict[str, Any]:
+    batch = _choice(config, "weval_batch", BATCH_MODES)
+    if batch != "off" and cache_mode not in ("rw", "refresh"):
+        raise pytest.UsageError(
+            f"--weval-batch={batch} collects replies into the cache, so it needs --weval-cache=rw or refresh "
+            f"(not {cache_mode})"
+        )
+    return {"batch": batch, "batch_poll_s": _number(config, "weval_batch_poll", float, positive=True)}
 
 
 CACHE_FOLDER = ".weval_cache"

@@ -45,6 +45,10 @@ class Runner:
             # Enough evaluations in flight to keep every provider's cap busy, few enough that
             # a 100k-item run does not hold 100k coroutines.
             window = max(256, 8 * cap)
+        if self.engine.settings.batch != "off":
+            # Every item at once: each waits on a batch, and a round holds what has been asked
+            # when it is submitted (docs/batch.md).
+            window = max(window, len(items))
         self.scheduler = ItemScheduler(
             self.engine,
             self.pipeline,

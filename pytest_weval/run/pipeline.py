@@ -18,7 +18,7 @@ from pytest_weval import scoring
 from pytest_weval.blueprint.fixtures import ResponseFixtures
 from pytest_weval.blueprint.ids import effective_model_id
 from pytest_weval.blueprint.model import Blueprint, EvalPoint, ModelSpec, Prompt
-from pytest_weval.engine.errors import BudgetReached
+from pytest_weval.engine.errors import BatchPending, BudgetReached, ModelCallError
 from pytest_weval.engine.generation import Conversation, generate_conversation
 from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
 from pytest_weval.engine.transport.external import ExternalExecutor
@@ -246,6 +246,9 @@ class Pipeline:
         result.generated_texts = list(conversation.generated_texts)
         result.response = conversation.final_text
         result.fixture = conversation.fixture
+        if conversation.error_kind == "batch_pending":  # --weval-batch=submit: a later run collects it
+            result.outcome, result.error, result.error_kind = "skipped", conversation.error, "batch_pending"
+            return
         if conversation.error:
             result.error = f"generation failed for {work.model.id}: {conversation.error}"
             result.error_kind = conversation.error_kind or "provider"
@@ -255,7 +258,7 @@ class Pipeline:
             return
 
         points = list(prompt.points)
-        stops: list[str] = []
+        stops: list[ModelCallError] = []
         panel = judging.select_judges(
             list(self.settings.judges) if self.settings.judges else None,
             work.blueprint.evaluation_config,
@@ -266,9 +269,11 @@ class Pipeline:
                 prompt_text=judging.prompt_context_text(prompt.messages),
                 ideal=prompt.ideal,
                 panel=panel,
-                ask=self.asker(work.priority, usage, purpose="extract"),
+                ask=self.asker(work.priority, usage, purpose="extract", stops=stops),
                 errors=failures,
             )
+            if _pending(result, stops):
+                return
             if extracted is None:
                 result.error = (
                     "this prompt is scored on key points extracted from its ideal answer, and they could "
@@ -295,14 +300,17 @@ class Pipeline:
             panel=panel,
             ask=self.asker(work.priority, usage, purpose="judge", stops=stops),
         )
+        if _pending(result, stops):
+            return
         result.points = assessments
         if any(p.kind == "judged" for p in assessments):
             result.judge_agreement = judging.judge_agreement(assessments)
         result.score = scoring.round2(scoring.aggregate(assessments))
         verdict = decide(assessments, result.score, result.threshold)
         result.outcome, result.error, result.error_kind = verdict.outcome, verdict.error, verdict.kind
-        if verdict.kind == "judges" and stops:  # no judge was asked: the budget had run out
-            result.error, result.error_kind = stops[-1], "budget"
+        budget = [stop for stop in stops if isinstance(stop, BudgetReached)]
+        if verdict.kind == "judges" and budget:  # no judge was asked: the budget had run out
+            result.error, result.error_kind = budget[-1].message, "budget"
         if verdict.outcome == "error":
             # No score says anything about the model (the terminal says "No score", junit
             # carries no weval_score); the points keep what could be scored.
@@ -372,9 +380,10 @@ class Pipeline:
         _add_usage(usage, work.model.id, conversation.usage)
         return conversation
 
-    def asker(self, priority: int, usage: dict[str, Usage], *, purpose: str, stops: list[str] | None = None):
+    def asker(self, priority: int, usage: dict[str, Usage], *, purpose: str, stops: list[ModelCallError] | None = None):
         """How judges ask: through the engine, counted in ``usage``; a request the budget
-        refused is noted in ``stops`` (the item's judges then failed for that reason alone)."""
+        refused, or one waiting in a batch, is noted in ``stops`` (the item's judges then failed
+        for that reason alone)."""
 
         async def ask(judge: Any, messages: list[dict], temperature: float, max_tokens: int) -> str:
             model = self.model_spec(judge.model)
@@ -388,14 +397,24 @@ class Pipeline:
             )
             try:
                 reply = await self.engine.complete(request)
-            except BudgetReached as exc:
+            except (BudgetReached, BatchPending) as exc:
                 if stops is not None:
-                    stops.append(exc.message)
+                    stops.append(exc)
                 raise
             _add_usage(usage, model.id, reply.usage())
             return reply.text
 
         return ask
+
+
+def _pending(result: ItemResult, stops: list[ModelCallError]) -> bool:
+    """A judge or extraction request waits in a provider's batch (``--weval-batch=submit``): the
+    item is skipped until a later run collects it, whatever the other requests said."""
+    pending = next((stop for stop in stops if isinstance(stop, BatchPending)), None)
+    if pending is None:
+        return False
+    result.outcome, result.error, result.error_kind, result.score = "skipped", pending.message, "batch_pending", None
+    return True
 
 
 def mistaken_points(prompt: Prompt) -> list[tuple[EvalPoint, str]]:

@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 
 from pytest_weval.engine import Engine
-from pytest_weval.engine.claims import Coordinator, Landed
+from pytest_weval.engine.claims import ROLE_PREFIX, Coordinator, Landed
 from pytest_weval.engine.store.sqlite_health import is_full, is_unwritable
 from pytest_weval.results import ItemResult
 from pytest_weval.run.pipeline import Pipeline, Work
@@ -144,7 +144,7 @@ class ItemScheduler:
                 and not self.engine.interrupted
                 and time.monotonic() < deadline
             ):
-                if not any(not key.startswith(self._item_prefix) for key in coordinator.held):
+                if not any(not key.startswith((self._item_prefix, ROLE_PREFIX)) for key in coordinator.held):
                     break
                 await asyncio.sleep(0.02)
 

@@ -34,6 +34,7 @@ from pytest_weval.engine.claims import request_stop as _sqlite_request_stop
 from pytest_weval.engine.request import EngineSettings
 from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.store import postgres as store_pg
+from pytest_weval.engine.store.batches import BatchStore, PgBatches, SqliteBatches
 from pytest_weval.engine.store.cache import Store
 from pytest_weval.engine.store.claims_sqlite import SqliteClaims
 from pytest_weval.engine.store.claims_store import ClaimsStore
@@ -79,6 +80,7 @@ __all__ = [
     "StoreRepair",
     "StoreStats",
     "backend_for",
+    "batch_store",
     "check_store",
     "claims_path",
     "is_postgres",
@@ -527,6 +529,14 @@ def store_health(store: str, cache_dir: Path | str) -> StoreHealth:
 def repair_store(store: str, cache_dir: Path | str) -> StoreRepair:
     """Keep every entry that can still be read, set the damaged rest aside (``cache repair``)."""
     return backend_for(store, cache_dir).repair()
+
+
+def batch_store(claims: ClaimsStore) -> BatchStore:
+    """The batch tables (docs/batch.md) live beside the claims: the same file or database."""
+    if isinstance(claims, SqliteClaims):
+        return BatchStore(SqliteBatches(claims.db))
+    assert isinstance(claims, store_pg.PgClaims)
+    return BatchStore(PgBatches(claims.db))
 
 
 def claims_path(settings: EngineSettings) -> Path:

@@ -1,0 +1,163 @@
+"""Runs through the providers' batch APIs (docs/batch.md), against the loopback fake's OpenAI
+Batch API and Anthropic Message Batches: an OpenAI candidate judged by an Anthropic judge."""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from plugin_helpers import MODEL, MODEL_ID, Project, outcomes_by_id, verdict
+
+from tests.fakeserver import Rule
+
+ITEMS = 120
+JUDGE_MODEL = "claude-judge"
+JUDGE_ID = f"anthropic:{JUDGE_MODEL}"
+PRICES = ("weval_prices =", f"    {MODEL_ID} 2.5 10", f"    {JUDGE_ID} 3 15")
+
+
+def _suite(project: Project, items: int = ITEMS) -> None:
+    lines = [f"models: [{MODEL_ID}]", "---"]
+    for n in range(items):
+        lines += [f"- id: p{n}", f"  prompt: Question {n}, please answer.", "  should:", f"    - answers question {n}"]
+    project.write("blueprints/suite.yml", "\n".join(lines) + "\n")
+    # Every third item's answer misses the point, so the outcomes are not all alike.
+    project.rules(
+        *[
+            Rule(model=JUDGE_MODEL, contains=f"answers question {n}\n", reply=verdict("CLASS_UNMET"))
+            for n in range(0, items, 3)
+        ],
+        Rule(model=JUDGE_MODEL, reply=verdict("CLASS_EXACT")),
+    )
+    project.monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key")
+    project.ini(*PRICES)
+
+
+def _run(project: Project, *args: str, sub: bool = True):
+    return project.run(
+        f"--weval-judges={JUDGE_ID}", "--weval-batch-poll=0.2", "--weval-check-models=off", *args, sub=sub, timeout=300
+    )
+
+
+def _lines(project: Project) -> collections.Counter[str]:
+    """How many times each custom id was submitted in a batch."""
+    log = project.server.log()
+    return collections.Counter(log["batch_lines"]["by_custom_id"])
+
+
+def _cost(project: Project, out: str) -> float:
+    return float(project.json(f"{out}/summary.json")["usageTotal"]["costUsd"])
+
+
+def test_wait_passes_the_same_items_as_a_live_run_at_half_the_price(project: Project):
+    _suite(project)
+    live = _run(project, "--weval-out=live", "--weval-cache-dir=live-cache")
+    live_outcomes = outcomes_by_id(live)
+    sent_live = len(project.requests())
+    assert sent_live == 2 * ITEMS  # one answer and one verdict an item
+    project.server.reset()
+
+    batched = _run(project, "--weval-batch=wait", "--weval-out=batched", "--weval-cache-dir=batch-cache")
+    assert batched.ret == live.ret
+    assert outcomes_by_id(batched) == live_outcomes
+    batched.assert_outcomes(passed=80, failed=40)
+    assert project.requests() == []  # no live chat request
+    lines = _lines(project)
+    assert sum(lines.values()) == sent_live
+    assert max(lines.values()) == 1
+    ratio = _cost(project, "batched") / _cost(project, "live")
+    assert 0.45 <= ratio <= 0.55, ratio
+
+
+def test_submit_exits_at_once_and_a_later_wait_collects_without_resubmitting(project: Project):
+    _suite(project, 30)
+    project.server.set_batch(batch_delay_s=3.0)
+    started = time.monotonic()
+    submitted = _run(project, "--weval-batch=submit", "-rs")
+    took = time.monotonic() - started
+    assert submitted.ret == 0, submitted.stdout.str()[-3000:]
+    submitted.assert_outcomes(skipped=30)
+    assert "collect with --weval-batch=wait" in submitted.stdout.str()
+    assert took < 60  # it did not wait the batch out (3 s here; hours at a provider)
+    assert project.requests() == []
+
+    collected = _run(project, "--weval-batch=wait")
+    assert collected.ret == 1  # the items the judge marks unmet fail, as in a live run
+    collected.assert_outcomes(passed=20, failed=10)
+    lines = _lines(project)
+    assert sum(lines.values()) == 60 and max(lines.values()) == 1
+    assert project.requests() == []
+
+    replay = _run(project, "--weval-cache=ro")  # the batched replies are the cache's, as live ones
+    replay.assert_outcomes(passed=20, failed=10)
+
+
+def test_lines_that_expire_are_sent_again_and_nothing_else_twice(project: Project):
+    _suite(project, 60)
+    project.server.set_batch(batch_expire_rate=0.2, batch_seed=7)
+    result = _run(project, "--weval-batch=wait")
+    result.assert_outcomes(passed=40, failed=20)
+    log = project.server.log()
+    expired = collections.Counter(
+        custom_id
+        for batch in log["batches"].values()
+        for custom_id, outcome in batch["outcomes"].items()
+        if outcome == "expired"
+    )
+    assert sum(expired.values()) > 0
+    for custom_id, times in _lines(project).items():
+        assert times == 1 + expired.get(custom_id, 0), custom_id
+    assert project.requests() == []
+
+
+def test_a_permanent_error_errors_its_item_with_the_providers_message(project: Project):
+    _suite(project, 6)
+    project.server.rules.insert(0, Rule(model=MODEL, contains="Question 4,", status=400))
+    result = _run(project, "--weval-batch=wait")
+    outcomes = outcomes_by_id(result)
+    assert list(outcomes.values()).count("ERROR") == 1
+    assert "fake 400" in result.stdout.str()
+    assert max(_lines(project).values()) == 1  # the failed line is not resubmitted
+
+
+def test_killed_right_after_its_submit_then_wait_resubmits_nothing(project: Project):
+    _suite(project, 30)
+    project.server.set_batch(batch_delay_s=30.0)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--weval-judges={JUDGE_ID}"]
+    run = subprocess.Popen(
+        [*command, "--weval-batch=wait", "--weval-check-models=off"],
+        cwd=project.path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not project.server.batches and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert project.server.batches, "no batch was submitted"
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+    for batch in project.server.batches.values():  # the provider finishes it meanwhile
+        batch.ends_at = time.time()
+    result = _run(project, "--weval-batch=wait")
+    result.assert_outcomes(passed=20, failed=10)
+    lines = _lines(project)
+    assert sum(lines.values()) == 60 and max(lines.values()) == 1
+
+
+@pytest.mark.parametrize("mode", ["wait", "submit"])
+def test_batch_needs_a_cache_to_collect_into(project: Project, mode: str):
+    _suite(project, 1)
+    result = _run(project, f"--weval-batch={mode}", "--weval-cache=off")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--weval-cache=rw or refresh" in result.stderr.str()
