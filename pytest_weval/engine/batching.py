@@ -47,7 +47,7 @@ from pytest_weval.engine.errors import (
 from pytest_weval.engine.prices import Budget, PriceBook, batch_share, estimate_input_tokens
 from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
-from pytest_weval.engine.store.batches import FAILED, SUBMITTED, SUBMITTING, Batch, BatchStore, Line
+from pytest_weval.engine.store.batches import DONE, FAILED, SUBMITTED, SUBMITTING, Batch, BatchStore, Line
 from pytest_weval.engine.store.cache import ResponseCache, make_entry, reply_from_entry
 from pytest_weval.engine.store.common import StoreDown
 from pytest_weval.engine.transport.batch_api import AGAIN, BATCH_APIS, DROPPED, OK, BatchAPI
@@ -179,7 +179,7 @@ class Batcher:
             self._queued.clear()
             lines, self._queue = self._queue, []
             await self.store.queue(lines)
-            await self.store.requeue_failed([line.key for line in lines], before=self.run_started)
+            await self.store.requeue([line.key for line in lines], FAILED, before=self.run_started)
         if await self._submitter():
             await self._collect_open()
             await self._submit_rounds()
@@ -208,18 +208,21 @@ class Batcher:
         keys = list(self._wanted)
         states = await self.store.look(keys)
         again: list[Line] = []
+        lost: list[str] = []
         for key in keys:
             wanted = self._wanted.get(key)
             if wanted is None or wanted.future.done():
                 continue
             state = states.get(key)
             line = wanted.line
-            if state is None:  # collected: the reply is in the cache (or the line was cancelled)
+            if state is None or state.state == DONE:  # collected (or cancelled: state None)
                 entry = await self.cache.store.get(key) if self.cache.store is not None else None
                 if entry is not None:
                     wanted.future.set_result(reply_from_entry(entry, cached=False))
-                else:
+                elif state is None:
                     again.append(line)
+                else:  # its reply left the cache since (pruned): bought again
+                    lost.append(key)
             elif state.state == FAILED and state.updated >= self.run_started:
                 where = f" (batch {state.provider_id})" if state.provider_id else ""
                 if state.error_status == -1:  # the budget could not hold it
@@ -248,6 +251,8 @@ class Batcher:
                 )
         if again:
             await self.store.queue(again)
+        if lost:
+            await self.store.requeue(lost, DONE, before=time.time())
 
     # -- the submitter: collecting ------------------------------------------------------------
     async def _collect_open(self) -> None:
@@ -474,7 +479,7 @@ async def list_batches(cache_store: str, cache_dir: str, *, include_ended: bool 
             status=b.status,
             provider_status=b.provider_status,
             lines=b.lines,
-            waiting=sum(n for state, n in counts.get(b.id, {}).items() if state != FAILED),
+            waiting=sum(n for state, n in counts.get(b.id, {}).items() if state not in (FAILED, DONE)),
             failed=counts.get(b.id, {}).get(FAILED, 0),
             age_s=now - b.created,
         )

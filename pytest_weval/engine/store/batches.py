@@ -61,8 +61,10 @@ SCHEMA = [
         ended DOUBLE PRECISION)""",
 ]
 
-# Line states. A line whose reply is in the cache is deleted.
-QUEUED, TAKEN, SUBMITTED, FAILED = "queued", "taken", "submitted", "failed"
+# Line states. A line whose reply went to the cache stays ``done`` for a while, so a process that
+# queues it again (it looked in the cache just before) finds it there instead of buying it twice.
+QUEUED, TAKEN, SUBMITTED, FAILED, DONE = "queued", "taken", "submitted", "failed", "done"
+DONE_KEPT_S = 2 * 24 * 3600
 # Batch statuses: recorded before the provider is asked (``submitting``), known to the provider
 # (``submitted``), or over (``ended``: its lines were collected; ``cancelled`` by the user).
 SUBMITTING, OPEN, ENDED = "submitting", "submitted", "ended"
@@ -135,9 +137,10 @@ def _chunks(keys: Sequence[str]) -> list[Sequence[str]]:
 
 
 # -- the operations -----------------------------------------------------------------------------
-def _prepare() -> Op[None]:
+def _prepare(now: float) -> Op[None]:
     for statement in SCHEMA:
         yield statement, ()
+    yield "DELETE FROM weval_batch_lines WHERE state = ? AND updated < ?", (DONE, now - DONE_KEPT_S)
 
 
 def _look(keys: Sequence[str]) -> Op[dict[str, LineState]]:
@@ -178,13 +181,14 @@ def _queue(lines: Sequence[Line], now: float) -> Op[dict[str, LineState]]:
     return (yield from _look([line.key for line in lines]))
 
 
-def _requeue_failed(keys: Sequence[str], before: float, now: float) -> Op[None]:
-    """Lines that failed in an earlier run are asked again, as a live request would be."""
+def _requeue(keys: Sequence[str], state: str, before: float, now: float) -> Op[None]:
+    """Lines asked for again: failed in an earlier run (asked again, as a live request would be),
+    or done but their reply is no longer in the cache."""
     for chunk in _chunks(keys):
         yield (
             f"UPDATE weval_batch_lines SET state = ?, batch = NULL, error_status = NULL, error_message = NULL, "
             f"updated = ? WHERE state = ? AND updated < ? AND key IN ({_marks(len(chunk))})",
-            (QUEUED, now, FAILED, before, *chunk),
+            (QUEUED, now, state, before, *chunk),
         )
 
 
@@ -312,10 +316,15 @@ def _land(
     failed: Sequence[tuple[str, int | None, str]],
     now: float,
 ) -> Op[None]:
-    """A batch ended and its replies are in the cache: those lines go; lines that expired or met
-    a passing fault are queued for the next batch; cancelled ones are dropped (whoever still
-    needs them queues them again); the rest failed for good."""
-    for chunk in _chunks(list(done) + list(dropped)):
+    """A batch ended and its replies are in the cache: those lines are done; lines that expired
+    or met a passing fault are queued for the next batch; cancelled ones are dropped (whoever
+    still needs them queues them again); the rest failed for good."""
+    for chunk in _chunks(done):
+        yield (
+            f"UPDATE weval_batch_lines SET state = ?, updated = ? WHERE batch = ? AND key IN ({_marks(len(chunk))})",
+            (DONE, now, batch_id, *chunk),
+        )
+    for chunk in _chunks(dropped):
         yield f"DELETE FROM weval_batch_lines WHERE batch = ? AND key IN ({_marks(len(chunk))})", (batch_id, *chunk)
     for chunk in _chunks(again):
         yield (
@@ -331,8 +340,8 @@ def _land(
         )
     # Lines the provider's results left out (there should be none) are asked again.
     yield (
-        "UPDATE weval_batch_lines SET state = ?, batch = NULL, updated = ? WHERE batch = ? AND state != ?",
-        (QUEUED, now, batch_id, FAILED),
+        "UPDATE weval_batch_lines SET state = ?, batch = NULL, updated = ? WHERE batch = ? AND state NOT IN (?, ?)",
+        (QUEUED, now, batch_id, FAILED, DONE),
     )
     yield "UPDATE weval_batches SET status = ?, ended = ?, checked = ? WHERE id = ?", (ENDED, now, now, batch_id)
 
@@ -420,15 +429,15 @@ class BatchStore:
 
     async def prepare(self) -> None:
         if not self._prepared:
-            await self.runs.run(_prepare)
+            await self.runs.run(lambda: _prepare(time.time()))
             self._prepared = True
 
     async def queue(self, lines: Sequence[Line]) -> dict[str, LineState]:
         await self.prepare()
         return await self.runs.run(lambda: _queue(lines, time.time()))
 
-    async def requeue_failed(self, keys: Sequence[str], before: float) -> None:
-        await self.runs.run(lambda: _requeue_failed(keys, before, time.time()))
+    async def requeue(self, keys: Sequence[str], state: str, before: float) -> None:
+        await self.runs.run(lambda: _requeue(keys, state, before, time.time()))
 
     async def look(self, keys: Sequence[str]) -> dict[str, LineState]:
         await self.prepare()

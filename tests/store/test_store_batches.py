@@ -1,0 +1,63 @@
+"""A batch submitted by one pytest process is collected by another, in each kind of store
+(docs/batch.md): the lines and batches recorded by ``--weval-batch=submit`` are read back by a
+later ``--weval-batch=wait`` with nothing submitted twice and nothing sent live."""
+
+from __future__ import annotations
+
+import collections
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fakeserver import FakeServer, Rule
+
+ITEMS = 12
+VERDICT = "<reflection>Meets it.</reflection><classification>CLASS_EXACT</classification>"
+
+
+def _project(folder: Path) -> None:
+    lines = ["models: [openai:gpt-4o-mini]", "---"]
+    for n in range(ITEMS):
+        lines += [f"- id: p{n}", f"  prompt: Question {n}, please answer.", "  should:", f"    - answers question {n}"]
+    (folder / "suite.yml").write_text("\n".join(lines) + "\n")
+    (folder / "pytest.ini").write_text("[pytest]\n")
+
+
+def _pytest(folder: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    command = [
+        sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p", "no:randomly",
+        "suite.yml", "--weval-judges=anthropic:claude-judge", "--weval-batch-poll=0.2", "--weval-check-models=off",
+        *args,
+    ]  # fmt: skip
+    return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("store", ["sqlite", "files", "postgresql"])
+def test_a_batch_submitted_by_one_process_is_collected_by_another(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+):
+    cache_store = request.getfixturevalue("pg_url") if store == "postgresql" else store
+    _project(tmp_path)
+    with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=2.0) as server:
+        env = dict(os.environ)
+        env.update(server.env())
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        env.pop("PYTEST_ADDOPTS", None)
+        args = (f"--weval-cache-store={cache_store}",)
+        submitted = _pytest(tmp_path, env, "--weval-batch=submit", *args)
+        assert submitted.returncode == 0, submitted.stdout[-3000:] + submitted.stderr[-2000:]
+        assert f"{ITEMS} skipped" in submitted.stdout
+        assert "collect with --weval-batch=wait" in submitted.stdout
+        assert len(server.batches) == 1  # the answers' round; the judges' waits for them
+
+        collected = _pytest(tmp_path, env, "--weval-batch=wait", *args)
+        assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-2000:]
+        assert f"{ITEMS} passed" in collected.stdout
+        per_line = collections.Counter(server.log()["batch_lines"]["by_custom_id"])
+        assert sum(per_line.values()) == 2 * ITEMS, submitted.stdout + collected.stdout  # each answer and verdict once
+        assert max(per_line.values()) == 1
+        assert server.requests == []  # nothing live
+        assert {job.provider for job in server.batches.values()} == {"openai", "anthropic"}
