@@ -257,6 +257,12 @@ class WevalPlugin:
                 f"weval: {', '.join(withheld)} named by --weval-allow-env "
                 "reach custom model addresses only: programs from eval files never get a provider key"
             )
+        live = checked.unbatched(self.custom_models) if settings.batch != "off" and planner else []
+        if live:
+            self._pending_notices.append(
+                f"weval: --weval-batch: no batch API for {', '.join(live)}: "
+                f"{'its' if len(live) == 1 else 'their'} requests are sent live, at the live price"
+            )
         if checked.missing:
             self._pending_notices.append(
                 checked.report() + f"\nweval: --weval-missing-keys={settings.missing_keys}: "
@@ -301,7 +307,7 @@ class WevalPlugin:
             # A dry run reads the cache, if there is one, and writes nothing (no cache folder).
             has_cache = Path(self.settings.cache_dir).exists() or is_postgres(self.settings.cache_store)
             engine_settings = dataclasses.replace(
-                self.settings.engine_settings(None), cache_mode="ro" if has_cache else "off"
+                self.settings.engine_settings(None), cache_mode="ro" if has_cache else "off", batch="off"
             )
             try:
                 weval = Weval(
@@ -321,6 +327,7 @@ class WevalPlugin:
                 [work for work in (item.work() for item in selected) if isinstance(work, ItemWork)],
                 prices=PriceBook(self.settings.prices),
                 checked=checked,
+                batch=self.settings.batch != "off",
             )
         finally:
             if weval is not self._weval:

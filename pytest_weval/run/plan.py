@@ -20,7 +20,7 @@ from typing import Any
 from pytest_weval import judges as judging
 from pytest_weval.blueprint.model import EvalPoint
 from pytest_weval.engine import Engine, ModelCallError, ModelReply, ModelRequest
-from pytest_weval.engine.prices import Price, PriceBook, estimate_input_tokens
+from pytest_weval.engine.prices import Price, PriceBook, batch_share, estimate_input_tokens
 from pytest_weval.run import sampling
 from pytest_weval.run.pipeline import ItemWork, Pipeline, PipelineSettings, judged_subject, mistaken_points
 from pytest_weval.run.preflight import Preflight, needs_judges
@@ -154,6 +154,7 @@ class Plan:
     # model ids the run's pre-flight refuses (the run stops there): nothing of theirs is counted
     unusable_models: list[str] = dataclasses.field(default_factory=list)
     auto: AutoPlan | None = None  # --weval-repeat=auto: the rows count every item at its most samples
+    batch: bool = False  # --weval-batch: the cost through the batch APIs beside the live cost
 
     @property
     def total(self) -> int:
@@ -166,11 +167,23 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         priced = [m for m in self.by_model.values() if m.cost_low is not None]
         unpriced = sorted(model for model, m in self.by_model.items() if m.cost_low is None and m.requests > m.cached)
+        by_model = {model: m.to_dict() for model, m in sorted(self.by_model.items())}
+        batch_cost: dict[str, Any] = {}
+        if self.batch:
+            for model, row in by_model.items():
+                if row["cost_usd"] is not None:
+                    row["cost_usd"]["batch"] = _batch_range(model, row["cost_usd"])
+            batch_cost = {
+                "batch": {
+                    end: round(sum(r["cost_usd"]["batch"][end] for r in by_model.values() if r["cost_usd"]), 6)
+                    for end in ("low", "high")
+                }
+            }
         return {
             "requests": {
                 "total": self.total,
                 "cached": self.cached,
-                "by_model": {model: m.to_dict() for model, m in sorted(self.by_model.items())},
+                "by_model": by_model,
             },
             "missing_keys": self.missing_keys,
             "unusable_models": self.unusable_models,
@@ -179,35 +192,42 @@ class Plan:
                 "low": round(sum(m.cost_low or 0 for m in priced), 6),
                 "high": round(sum(m.cost_high or 0 for m in priced), 6),
                 "unpriced_models": unpriced,
+                **batch_cost,
             },
         }
 
     def lines(self) -> list[str]:
+        totals = self.to_dict()
         rows = [["model", "requests", "cached", "to send", "input tokens", "estimated cost"]]
+        if self.batch:
+            rows[0].append("through batches")
         for model, m in sorted(self.by_model.items()):
             cost = "no price" if m.cost_low is None else f"${m.cost_low:,.4f}-${m.cost_high or 0:,.4f}"
-            rows.append(
-                [
-                    model,
-                    f"{m.requests:,}",
-                    f"{m.cached:,}",
-                    f"{m.requests - m.cached:,}",
-                    f"{m.input_tokens:,.0f}",
-                    cost,
-                ]
-            )
-        totals = self.to_dict()
-        cost = totals["cost_usd"]
-        rows.append(
-            [
-                "total",
-                f"{self.total:,}",
-                f"{self.cached:,}",
-                f"{self.total - self.cached:,}",
-                "",
-                f"${cost['low']:,.4f}-${cost['high']:,.4f}" + (" + unpriced" if cost["unpriced_models"] else ""),
+            row = [
+                model,
+                f"{m.requests:,}",
+                f"{m.cached:,}",
+                f"{m.requests - m.cached:,}",
+                f"{m.input_tokens:,.0f}",
+                cost,
             ]
-        )
+            if self.batch:
+                batch = totals["requests"]["by_model"][model]["cost_usd"]
+                row.append("no price" if batch is None else _money(batch["batch"]))
+            rows.append(row)
+        cost = totals["cost_usd"]
+        unpriced = " + unpriced" if cost["unpriced_models"] else ""
+        total = [
+            "total",
+            f"{self.total:,}",
+            f"{self.cached:,}",
+            f"{self.total - self.cached:,}",
+            "",
+            _money(cost) + unpriced,
+        ]
+        if self.batch:
+            total.append(_money(cost["batch"]) + unpriced)
+        rows.append(total)
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         out = [
             "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
@@ -265,6 +285,17 @@ class AutoPlan:
         )
 
 
+def _money(cost: dict[str, Any]) -> str:
+    return f"${cost['low']:,.4f}-${cost['high']:,.4f}"
+
+
+def _batch_range(model_id: str, cost: dict[str, Any]) -> dict[str, float]:
+    """The cost range through the provider's batch API (its share of the live price; a provider
+    without one goes live, at the live price)."""
+    share = batch_share(model_id)
+    return {end: round(cost[end] * share, 6) for end in ("low", "high")}
+
+
 def make_plan(
     engine: Engine,
     settings: PipelineSettings,
@@ -272,8 +303,10 @@ def make_plan(
     *,
     prices: PriceBook,
     checked: Preflight | None = None,
+    batch: bool = False,
 ) -> Plan:
-    """The plan of ``works``: runs on ``engine``'s loop, reading its cache, sending nothing."""
+    """The plan of ``works``: runs on ``engine``'s loop, reading its cache, sending nothing;
+    ``batch``: the run goes through the batch APIs (their cost beside the live one)."""
     client = PlanClient(engine, prices)
     pipeline = Pipeline(client, settings)
     if settings.repeat_auto:
@@ -293,7 +326,13 @@ def make_plan(
     auto = None
     if client.first_samples is not None:
         auto = AutoPlan(client.first_samples, client.max_samples, client.later_samples)
-    return Plan(client.by_model, missing, sorted((checked.bad_models if checked else {}).values()), auto)
+    return Plan(
+        client.by_model,
+        missing,
+        sorted((checked.bad_models if checked else {}).values()),
+        auto,
+        batch=batch,
+    )
 
 
 async def _plan_item(pipeline: Pipeline, client: PlanClient, work: ItemWork) -> None:

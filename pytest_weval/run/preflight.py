@@ -17,7 +17,7 @@ from typing import Protocol
 from pytest_weval import judges as judging
 from pytest_weval.blueprint.model import ModelSpec, Prompt
 from pytest_weval.engine.errors import ConfigError, MissingKeyError
-from pytest_weval.engine.prices import PriceBook
+from pytest_weval.engine.prices import PriceBook, batch_share
 from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.transport.providers import adapter_for
 from pytest_weval.run.agent import AgentWork, judge_models
@@ -68,6 +68,18 @@ class Preflight:
     unpriced: set[str] = dataclasses.field(default_factory=set)  # models with no known price, under a budget
     missing: dict[str, MissingKey] = dataclasses.field(default_factory=dict)  # by variable
     blocked: dict[str, str] = dataclasses.field(default_factory=dict)  # node id -> the one-line reason
+    asked: set[str] = dataclasses.field(default_factory=set)  # every model id the run would send to
+
+    def unbatched(self, custom_models: Mapping[str, dict]) -> list[str]:
+        """Under --weval-batch: the providers (and custom models) the run asks that have no batch
+        API, whose requests go live (docs/batch.md)."""
+        live = set()
+        for model_id in self.asked - set(self.bad_models):
+            if model_id in custom_models:
+                live.add(f"custom model {model_id}")
+            elif batch_share(model_id) == 1.0:
+                live.add(model_id.partition(":")[0].strip().lower())
+        return sorted(live)
 
     @property
     def must_stop(self) -> bool:
@@ -196,6 +208,7 @@ def preflight(
     if model_lists is not None and keys_needed:
         checker.bad.update(checker.unlisted(model_lists))
     result.bad_models = checker.bad
+    result.asked = checker.asked
     if prices is not None and keys_needed:
         result.unpriced = {m for m in checker.asked if m not in checker.bad and prices.price(m) is None}
     if not keys_needed:

@@ -161,3 +161,58 @@ def test_batch_needs_a_cache_to_collect_into(project: Project, mode: str):
     result = _run(project, f"--weval-batch={mode}", "--weval-cache=off")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--weval-cache=rw or refresh" in result.stderr.str()
+
+
+def test_the_plan_shows_the_batch_cost_beside_the_live_cost(project: Project):
+    _suite(project, 10)
+    result = _run(project, "--collect-only", "--weval-batch=wait", "--weval-out=out")
+    assert "through batches" in result.stdout.str()
+    cost = project.json("out/plan.json")["cost_usd"]
+    assert cost["batch"]["low"] == pytest.approx(cost["low"] / 2, rel=1e-3)
+    assert cost["batch"]["high"] == pytest.approx(cost["high"] / 2, rel=1e-3)
+
+
+def test_a_budget_admits_a_batch_only_if_it_fits(project: Project):
+    _suite(project, 12)
+    # An answer may cost up to $0.0075 through the batch API (1,500 tokens at half of $10 per 1M,
+    # and its input): at most four answers fit in $0.03 at a time. Each reply costs far less than
+    # reserved, so the next batch goes once one is collected, and every item runs.
+    result = _run(project, "--weval-batch=wait", "--weval-budget=0.03")
+    result.assert_outcomes(passed=8, failed=4)
+    sizes = collections.defaultdict(list)
+    for batch in project.server.batches.values():
+        sizes[batch.provider].append(len(batch.custom_ids))
+    assert max(sizes["openai"]) <= 4 and sum(sizes["openai"]) == 12, sizes
+    assert max(sizes["anthropic"]) < 12 and sum(sizes["anthropic"]) == 12, sizes
+    assert max(_lines(project).values()) == 1
+
+
+def test_batch_list_and_cancel(project: Project):
+    _suite(project, 6)
+    project.server.set_batch(batch_delay_s=60.0)
+    assert _run(project, "--weval-batch=submit").ret == 0
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pytest_weval", "batch", *args, "--cache-dir", ".weval_cache"],
+            cwd=project.path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    (batch_id,) = project.server.batches
+    listed = cli("list")
+    assert listed.returncode == 0, listed.stderr
+    assert batch_id in listed.stdout and "openai" in listed.stdout
+    cancelled = cli("cancel", "all")
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert batch_id in cancelled.stdout
+    assert project.server.batches[batch_id].cancel_initiated is not None
+    project.server.set_batch(batch_delay_s=0.2)
+    # The cancelled lines come back as such; the run that needs them sends them again.
+    result = _run(project, "--weval-batch=wait")
+    result.assert_outcomes(passed=4, failed=2)
+    assert cli("list").stdout.strip() == "no open batch"
