@@ -47,10 +47,12 @@ from pytest_weval.engine.errors import (
 from pytest_weval.engine.prices import Budget, PriceBook, batch_share, estimate_input_tokens
 from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
+from pytest_weval.engine.store.backends import backend_for, batch_store
 from pytest_weval.engine.store.batches import DONE, FAILED, SUBMITTED, SUBMITTING, Batch, BatchStore, Line
 from pytest_weval.engine.store.cache import ResponseCache, make_entry, reply_from_entry
 from pytest_weval.engine.store.common import StoreDown
 from pytest_weval.engine.transport.batch_api import AGAIN, BATCH_APIS, DROPPED, OK, BatchAPI
+from pytest_weval.engine.transport.http import async_client
 from pytest_weval.engine.transport.providers import Adapter, BodyError, MalformedReply
 from pytest_weval.engine.transport.providers.anthropic import Anthropic
 from pytest_weval.engine.transport.providers.openai_compat import OpenAICompat
@@ -452,8 +454,6 @@ class BatchRow:
 
 
 async def _open_batches_of(settings: EngineSettings, redactor: Redactor) -> tuple[BatchStore, Callable[[], Any]]:
-    from pytest_weval.engine.store.backends import backend_for, batch_store
-
     opened = await backend_for(settings.cache_store, settings.cache_dir).open(settings, redactor)
     assert opened.claims is not None
     return batch_store(opened.claims), opened.close
@@ -491,8 +491,6 @@ async def cancel_batches(cache_store: str, cache_dir: str, which: str, env: Any 
     """Ask the provider to cancel open batch ``which`` (its id, or ``all``); the provider's ids of
     those cancelled. Their lines are dropped when the batch is next collected (a run that still
     needs them queues them again)."""
-    from pytest_weval.engine.transport.http import async_client
-
     settings = _admin_settings(cache_store, cache_dir, env)
     redactor = Redactor()
     store, close = await _open_batches_of(settings, redactor)
