@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from plugin_helpers import MODEL, MODEL_ID, Project, outcomes_by_id, verdict
+from plugin_helpers import CANARY, MODEL, MODEL_ID, Project, outcomes_by_id, verdict
 
 from tests.fakeserver import Rule
 
@@ -216,3 +216,32 @@ def test_batch_list_and_cancel(project: Project):
     result = _run(project, "--weval-batch=wait")
     result.assert_outcomes(passed=4, failed=2)
     assert cli("list").stdout.strip() == "no open batch"
+
+
+def test_later_turns_and_their_judges_are_later_rounds_and_xdist_submits_one_batch_a_round(project: Project):
+    lines = [f"models: [{MODEL_ID}]", "---"]
+    for n in range(8):
+        lines += [
+            f"- id: chat{n}",
+            "  messages:",
+            f"    - user: Hello {n}.",
+            "    - assistant: null",
+            f"    - user: Tell me about {n}.",
+            "  should:",
+            f"    - talks about {n}",
+        ]
+    project.write("blueprints/chat.yml", "\n".join(lines) + "\n")
+    project.rules(Rule(model=JUDGE_MODEL, reply=verdict("CLASS_EXACT")))
+    project.monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key")
+    result = _run(project, "--weval-batch=wait", "-n", "2")
+    result.assert_outcomes(passed=8)
+    batches = sorted(project.server.batches.values(), key=lambda job: job.created)
+    # First turns, then second turns (they need the first answers), then the verdicts: one
+    # batch each, whichever worker asked.
+    assert [(job.provider, len(job.custom_ids)) for job in batches] == [
+        ("openai", 8),
+        ("openai", 8),
+        ("anthropic", 8),
+    ]
+    assert project.requests() == []
+    assert CANARY not in project.all_text_under(".weval_cache")  # the key reaches no store
