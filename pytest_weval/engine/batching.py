@@ -109,6 +109,8 @@ class Batcher:
         self._queued = asyncio.Event()
         self._driver: asyncio.Task[None] | None = None
         self._next_claim = 0.0
+        self._next_look = 0.0
+        self._changes = 0  # what this process did to the store (queued, submitted, collected)
         self.submitted_lines = 0  # by this process, for the end of run line
         self.collected_lines = 0
 
@@ -177,16 +179,22 @@ class Batcher:
         if self.interrupted():
             self._fail_all(RunInterrupted("the run was interrupted while this request waited for its batch"))
             return
+        changes = self._changes
         if self._queue:
             self._queued.clear()
             lines, self._queue = self._queue, []
             await self.store.queue(lines)
             await self.store.requeue([line.key for line in lines], FAILED, before=self.run_started)
+            self._changes += 1
         if await self._submitter():
             await self._collect_open()
             await self._submit_rounds()
         await self._release_held()
-        if self._wanted:
+        # The lines waited for are looked up when this process changed something, else now and
+        # then (another process may have collected them): not every turn, as they may be many.
+        now = time.monotonic()
+        if self._wanted and (self._changes != changes or now >= self._next_look):
+            self._next_look = now + min(self.settings.batch_poll_s, 5.0)
             await self._answer_waiters()
 
     def _fail_all(self, exc: ModelCallError) -> None:
@@ -276,6 +284,7 @@ class Batcher:
             status = await api.status(batch.provider_id)
             if status.failed is not None:
                 await self.store.fail_all(batch.id, None, f"the batch failed at {batch.provider}: {status.failed}")
+                self._changes += 1
             elif status.ended:
                 await self._collect(api, batch)
             else:
@@ -343,6 +352,7 @@ class Batcher:
             else:
                 failed.append((result.key, result.status, self.redactor.redact(result.message)))
         await self.store.land(batch.id, done, again, dropped, failed)
+        self._changes += 1
         self.collected_lines += len(done)
         held = self._held.pop(batch.id, None)
         if held is not None:
@@ -416,6 +426,7 @@ class Batcher:
                     await asyncio.shield(self.store.unsubmit(batch_id))
                 raise
             await self.store.submitted(batch_id, provider_id)
+            self._changes += 1
             if amount:
                 self._held[batch_id] = amount
             self._asked[batch_id] = time.time()
@@ -438,6 +449,7 @@ class Batcher:
             "the replies received are in the cache, so a larger --weval-budget continues from here"
         )
         await self.store.fail_queued(provider, account, -1, message)
+        self._changes += 1
 
 
 # -- outside a run: python -m pytest_weval batch list|cancel --------------------------------------
