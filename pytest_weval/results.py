@@ -87,6 +87,9 @@ class ItemResult(BaseModel):
     # the other fields are those of the lowest-scoring sample; docs/statistics.md, 'Repeats');
     # under --weval-repeat=auto as many as it took (docs/sampling.md).
     sample_scores: list[float] = Field(default_factory=list)
+    # What its answers and scores depend on (model, system prompt, prompt, points, threshold), so
+    # the history tells runs of the same item content from others (docs/sampling.md, 'History').
+    content_digest: str | None = None
     # Agent eval files only: AgentV's verdict, pass (>= 0.8), borderline (>= 0.6) or fail; a
     # borderline case passes with a warning unless --weval-borderline=fail.
     verdict: Literal["pass", "borderline", "fail"] | None = None

@@ -392,6 +392,18 @@ class Engine:
             self._adapters[ident] = adapter
         return adapter
 
+    def holding(self, request: ModelRequest, count: int) -> contextlib.AbstractAsyncContextManager[None]:
+        """``HoldsBudget``: room for an item's ``count`` generations of ``request``. None is held
+        where nothing is sent live (``--weval-cache=ro``, a run under ``--weval-batch``, whose
+        batches are cut to the budget's room instead)."""
+        if self.budget.limit_usd is None or self.settings.cache_mode == "ro" or self.settings.batch != "off":
+            return contextlib.nullcontext()
+        try:
+            max_tokens = self.adapter(request.model).max_tokens(request)
+        except ModelCallError:  # a model id that cannot be sent: its generation says so
+            return contextlib.nullcontext()
+        return self.budget.holding(request, max_tokens, count)
+
     async def cached_reply(self, request: ModelRequest) -> ModelReply | None:
         """The reply the cache held for ``request`` when this run began, without sending or
         counting anything (the plan asks this of every request it can foresee; under xdist

@@ -5,8 +5,10 @@ database for LLM APIs). Used for the run's spend, its budget and the plan's esti
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Protocol
 
 from pytest_weval.engine.errors import BudgetReached
@@ -126,6 +128,9 @@ class Tally(Protocol):
     @property
     def reserved(self) -> float: ...
 
+    @property
+    def in_flight(self) -> int: ...
+
 
 class Ledger(Protocol):
     """Where the processes of one run keep its spend (``claims.SpendLedger``, under xdist)."""
@@ -179,14 +184,11 @@ class Budget:
         if limit is None:
             return 0.0
         model_id = request.model.id
-        price = self.prices.price(model_id)
-        if price is None:
-            raise BudgetReached(
-                f"{model_id} has no known price, so it cannot run under --weval-budget: add it to ini "
-                f"weval_prices as '{model_id} <USD per 1M input tokens> <USD per 1M output tokens>'",
-                model_id=model_id,
-            )
-        amount = price.cost(estimate_input_tokens(request), max_output_tokens or 1000)
+        amount = self.estimate(request, max_output_tokens)
+        held = _HELD.get()
+        if held is not None and request.purpose == "generate" and held.draw(amount, whole=True):
+            await self._unreserved_attempt()  # its room was reserved with its item's
+            return amount
         while True:
             releases = self._releases
             if self._ledger is None:
@@ -201,12 +203,15 @@ class Budget:
                 self._in_flight += 1
                 return amount
             if spent >= limit:
-                kept = (
-                    "the replies received are in the cache, so a larger --weval-budget continues from here"
-                    if self.keeps_replies
-                    else "with --weval-cache=off the replies received are not kept: a larger --weval-budget asks again"
-                )
-                raise BudgetReached(f"budget reached (${spent:.4f} of ${limit:g}): {kept}", model_id=model_id)
+                raise self._reached(spent, model_id)
+            if held is not None and not held.closed:
+                # A request of an item that holds room (a judge's, or a sample's retry) never
+                # waits: the item's own hold may be all that stands in its way, and it would
+                # wait on itself. It takes what is left of the hold and goes, as a request
+                # alone in flight goes.
+                taken = held.draw(amount)
+                await self._unreserved_attempt()
+                return taken
             if self._releases == releases:  # else one settled while we looked: look again now
                 await self._next_release(None if self._ledger is None else self._poll_s)
 
@@ -239,10 +244,75 @@ class Budget:
         submitted): its cost counts."""
         if self.limit_usd is None or cost <= 0:
             return
-        if self._ledger is not None:  # an attempt of no reservation, settled at its cost
+        await self._unreserved_attempt()
+        await self.settle(0.0, cost)
+
+    async def _unreserved_attempt(self) -> None:
+        """An attempt that reserves nothing of its own is in flight (settled like any other)."""
+        if self._ledger is not None:
             await self._ledger.reserve(0.0, float("inf"))
         self._in_flight += 1
-        await self.settle(0.0, cost)
+
+    def estimate(self, request: ModelRequest, max_output_tokens: int | None) -> float:
+        """The most one attempt of ``request`` may cost: its input and its whole output allowance."""
+        model_id = request.model.id
+        price = self.prices.price(model_id)
+        if price is None:
+            raise BudgetReached(
+                f"{model_id} has no known price, so it cannot run under --weval-budget: add it to ini "
+                f"weval_prices as '{model_id} <USD per 1M input tokens> <USD per 1M output tokens>'",
+                model_id=model_id,
+            )
+        return price.cost(estimate_input_tokens(request), max_output_tokens or 1000)
+
+    def _reached(self, spent: float, model_id: str) -> BudgetReached:
+        kept = (
+            "the replies received are in the cache, so a larger --weval-budget continues from here"
+            if self.keeps_replies
+            else "with --weval-cache=off the replies received are not kept: a larger --weval-budget asks again"
+        )
+        return BudgetReached(f"budget reached (${spent:.4f} of ${self.limit_usd:g}): {kept}", model_id=model_id)
+
+    @contextlib.asynccontextmanager
+    async def holding(self, request: ModelRequest, max_output_tokens: int | None, count: int) -> AsyncIterator[None]:
+        """Room for ``count`` attempts of ``request`` (an item's most samples, docs/sampling.md,
+        'The budget'), reserved at once before any is sent, or ``BudgetReached``: once the
+        spend has reached the limit, or when nothing else is in flight to make room and it
+        does not fit. Waits while other attempts are in flight. Inside the block, the item's
+        generations draw their reservations from it; what they did not use is released at
+        the end."""
+        if self.limit_usd is None:
+            yield
+            return
+        amount = self.estimate(request, max_output_tokens) * count
+        await self._hold_whole(amount, request.model.id)
+        held = Held(amount)
+        token = _HELD.set(held)
+        try:
+            yield
+        finally:
+            _HELD.reset(token)
+            held.closed = True  # a request still under way (cancelled with its item) reserves anew
+            await self.settle(held.left, 0.0)
+
+    async def _hold_whole(self, amount: float, model_id: str) -> None:
+        while True:
+            releases = self._releases
+            if await self.hold(amount):
+                return
+            spent = self.spent
+            if spent >= (self.limit_usd or 0.0):
+                raise self._reached(spent, model_id)
+            busy = self._in_flight if self._ledger is None else (await self._ledger.total()).in_flight
+            if not busy:  # nothing will make room: waiting would be for ever
+                raise BudgetReached(
+                    f"budget: an item's most samples may cost ${amount:.4f}, more than the "
+                    f"${max(0.0, self.limit_usd or 0.0) - spent:.4f} left of ${self.limit_usd:g}; not started "
+                    "(a larger --weval-budget, or a lower --weval-max-repeat, lets it run)",
+                    model_id=model_id,
+                )
+            if self._releases == releases:
+                await self._next_release(None if self._ledger is None else self._poll_s)
 
     async def settle(self, reserved: float, cost: float) -> None:
         """One attempt is over: its reservation (what ``reserve`` returned) is replaced by what
@@ -279,6 +349,27 @@ class Budget:
                 timer.cancel()
             if waiter in self._waiters:
                 self._waiters.remove(waiter)
+
+
+@dataclasses.dataclass
+class Held:
+    """Room reserved for one item's generations (``Budget.holding``), drawn as they are sent."""
+
+    left: float
+    closed: bool = False
+
+    def draw(self, amount: float, *, whole: bool = False) -> float:
+        """Up to ``amount`` of what is left (all of it or nothing when ``whole``; nothing once
+        the hold is over)."""
+        taken = 0.0 if self.closed else min(amount, self.left)
+        if whole and taken < amount:
+            taken = 0.0
+        self.left -= taken
+        return taken
+
+
+# The hold of the item whose task is running: its requests' tasks inherit it (contextvars).
+_HELD: contextvars.ContextVar[Held | None] = contextvars.ContextVar("weval_budget_held", default=None)
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.results import Usage
@@ -78,6 +79,15 @@ class ModelClient(Protocol):
     """What sends a request and returns its reply (the ``Engine``, on its own loop)."""
 
     async def complete(self, request: ModelRequest) -> ModelReply: ...
+
+
+@runtime_checkable
+class HoldsBudget(Protocol):
+    """A ``ModelClient`` that can reserve room in ``--weval-budget`` for ``count`` generations
+    of ``request`` before the first is sent (an item's most samples, docs/sampling.md); raises
+    ``BudgetReached`` when they do not fit. The plan's client does not: it sends nothing."""
+
+    def holding(self, request: ModelRequest, count: int) -> AbstractAsyncContextManager[None]: ...
 
 
 @dataclasses.dataclass(frozen=True)

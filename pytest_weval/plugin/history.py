@@ -32,6 +32,7 @@ from pytest_weval.report.history import (
     previous_run,
     run_record,
 )
+from pytest_weval.run.sampling import HISTORY_RUNS, Past
 
 GIT_TIMEOUT_S = 10
 # Where CI systems say the branch when the checkout is a detached HEAD.
@@ -147,3 +148,26 @@ class RunHistory:
             where = f" of branch {branch}" if branch else ""
             return None, f"--weval-baseline={setting}: the history holds no earlier run{where}: nothing to compare with"
         return baseline_of(earlier, self.items(str(earlier["id"]))), None
+
+
+def past_samples(settings: WevalSettings) -> dict[str, tuple[Past, ...]]:
+    """Under ``--weval-repeat=auto``, each item's newest recorded runs (as many as the sampling
+    rule reads), newest first, by node id: the history an item may start from one sample on
+    (docs/sampling.md, 'Starting from the history'). Nothing when there is no history to read,
+    or it cannot be read (the items then sample as without one)."""
+    if not settings.repeat_auto or settings.cache_mode == "off":
+        return {}
+    found: dict[str, list[Past]] = {}
+    try:
+        history = history_for(settings.cache_store, settings.cache_dir)
+        if not history.exists():
+            return {}
+        for run in reversed(history.runs()[-HISTORY_RUNS:]):
+            for item in history.items(str(run["id"])):
+                detail = item.get("detail") or {}
+                score = item.get("score")
+                scores = tuple(detail.get("samples") or (() if score is None else (score,)))
+                found.setdefault(item["nodeid"], []).append(Past(detail.get("digest"), item["outcome"], scores))
+    except StoreError:
+        return {}
+    return {nodeid: tuple(past) for nodeid, past in found.items()}

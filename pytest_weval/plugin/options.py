@@ -21,6 +21,7 @@ from pytest_weval.engine import EngineSettings
 from pytest_weval.engine.prices import Price, parse_price_lines
 from pytest_weval.engine.request import BATCH_MODES, CACHE_MODES, CACHE_STORES
 from pytest_weval.engine.store.backends import is_postgres, redact_url
+from pytest_weval.run import sampling
 from pytest_weval.run.pipeline import PipelineSettings
 
 MISSING_KEYS = ("stop", "error", "skip")
@@ -246,9 +247,9 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
     (
         "--weval-max-repeat",
         "weval_max_repeat",
-        "most samples per item under --weval-repeat=auto (default 8)",
+        f"most samples per item under --weval-repeat=auto (default {sampling.DEFAULT_MAX})",
         "int",
-        8,
+        sampling.DEFAULT_MAX,
     ),
     (
         "--weval-fail-flaky",

@@ -49,7 +49,7 @@ from pytest_weval.engine.transport.model_lists import ModelLists
 from pytest_weval.formats.discover import is_agent_eval_file
 from pytest_weval.plugin.agent_items import AgentEvalFile
 from pytest_weval.plugin.collect import BLUEPRINT_SUFFIXES, BlueprintFile, blueprint_rel_path, is_blueprint_path
-from pytest_weval.plugin.history import RunHistory
+from pytest_weval.plugin.history import RunHistory, past_samples
 from pytest_weval.plugin.items import WevalItem
 from pytest_weval.plugin.options import WevalSettings, option_name, options_in_effect, settings_from_config
 from pytest_weval.plugin.running import Runner, settle_collected_objects
@@ -132,7 +132,10 @@ class WevalPlugin:
             try:
                 self._weval = Weval(
                     engine_settings=self.settings.engine_settings(workerinput),
-                    pipeline_settings=self.settings.pipeline_settings(self.custom_models, self.fixtures),
+                    pipeline_settings=dataclasses.replace(
+                        self.settings.pipeline_settings(self.custom_models, self.fixtures),
+                        past=past_samples(self.settings),
+                    ),
                 )
             except StoreError as exc:  # checked at session start; gone since (or an xdist worker)
                 raise _store_error(self.settings, exc) from None

@@ -70,6 +70,8 @@ def item_record(result: ItemResult) -> Record:
             "promptLine": result.prompt_line,
             "source": result.source,
             "points": _points(result.points),
+            "digest": result.content_digest,  # with the samples, read by --weval-repeat=auto
+            "samples": result.sample_scores,
         },
     }
 

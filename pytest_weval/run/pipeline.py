@@ -7,10 +7,14 @@ through here, so every reporter sees the same ``ItemResult`` records.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import hashlib
+import json
 import math
 import time
 import traceback
+from collections.abc import Mapping
 from typing import Any, TypeAlias
 
 from pytest_weval import judges as judging
@@ -20,7 +24,7 @@ from pytest_weval.blueprint.ids import effective_model_id
 from pytest_weval.blueprint.model import Blueprint, EvalPoint, ModelSpec, Prompt
 from pytest_weval.engine.errors import BatchPending, BudgetReached, ModelCallError
 from pytest_weval.engine.generation import Conversation, generate_conversation
-from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
+from pytest_weval.engine.request import ChatMessage, HoldsBudget, ModelClient, ModelRequest
 from pytest_weval.engine.transport.external import ExternalExecutor
 from pytest_weval.judges.config import JudgePanel
 from pytest_weval.results import ItemResult, Outcome, PointAssessment, Usage
@@ -92,6 +96,8 @@ class PipelineSettings:
     repeat: int = 1  # --weval-repeat: samples per blueprint item, their mean its score (auto: the most)
     repeat_auto: bool = False  # --weval-repeat=auto: as many samples as the outcome needs (run/sampling.py)
     fixtures: ResponseFixtures | None = None  # --weval-fixtures: canned answers (docs/fixtures.md)
+    # Under auto: each item's recorded runs, newest first, by node id (plugin/history.py)
+    past: Mapping[str, tuple[sampling.Past, ...]] = dataclasses.field(default_factory=dict)
 
 
 class Pipeline:
@@ -134,19 +140,15 @@ class Pipeline:
         Sample k keeps its key, so a cached run replays the same samples and stops where the
         first run stopped."""
         started = time.monotonic()
-        first = work.sample * repeat
+        try:
+            async with self._hold(work, repeat):
+                samples = await self._samples(work, repeat)
+        except BudgetReached as exc:  # not started: no sample was asked for
+            result = self._blank(work)
+            result.error, result.error_kind = exc.message, "budget"
+            result.duration_s = time.monotonic() - started
+            return result
         auto = self.settings.repeat_auto
-        count = sampling.first_samples(repeat) if auto else repeat
-        samples = list(
-            await asyncio.gather(
-                *(self._evaluate_once(dataclasses.replace(work, sample=first + k)) for k in range(count))
-            )
-        )
-        threshold = self._threshold(work)
-        while auto and all(s.outcome in ("passed", "failed") and s.score is not None for s in samples):
-            if sampling.should_stop([s.score or 0.0 for s in samples], threshold, repeat):
-                break
-            samples.append(await self._evaluate_once(dataclasses.replace(work, sample=first + len(samples))))
         usage: dict[str, Usage] = {}
         for sample in samples:
             for model, used in sample.usage.items():
@@ -169,10 +171,63 @@ class Pipeline:
         result.duration_s = time.monotonic() - started
         return result
 
-    async def _evaluate_once(self, work: ItemWork) -> ItemResult:
-        started = time.monotonic()
-        usage: dict[str, Usage] = {}
-        result = ItemResult(
+    async def _samples(self, work: ItemWork, repeat: int) -> list[ItemResult]:
+        first = work.sample * repeat
+        auto = self.settings.repeat_auto
+        threshold = self._threshold(work)
+        settled = (
+            sampling.settled(self.settings.past.get(work.nodeid, ()), self._digest(work), threshold) if auto else None
+        )
+        count = sampling.first_samples(repeat, settled) if auto else repeat
+        samples = list(
+            await asyncio.gather(
+                *(self._evaluate_once(dataclasses.replace(work, sample=first + k)) for k in range(count))
+            )
+        )
+        while auto and all(s.outcome in ("passed", "failed") and s.score is not None for s in samples):
+            if sampling.should_stop([s.score or 0.0 for s in samples], threshold, repeat, settled):
+                break
+            samples.append(await self._evaluate_once(dataclasses.replace(work, sample=first + len(samples))))
+        return samples
+
+    def _hold(self, work: ItemWork, samples: int) -> contextlib.AbstractAsyncContextManager[None]:
+        """Under --weval-budget, room for the generations of the item's most samples, reserved
+        before the first is sent, so the budget never stops an item halfway through its samples
+        (docs/sampling.md, 'The plan and the budget')."""
+        prompt = work.prompt
+        if (
+            not isinstance(self.engine, HoldsBudget)
+            or (work.model.id in BUILTIN_MODELS and work.model.custom is None)
+            or prompt.validation_error
+            or mistaken_points(prompt)
+            or not (prompt.points or prompt.ideal)
+        ):  # nothing would be sent for it
+            return contextlib.nullcontext()
+        system = [ChatMessage("system", work.system_prompt)] if work.system_prompt is not None else []
+        request = ModelRequest(
+            model=work.model,
+            messages=tuple(system + [ChatMessage(m.role, m.content) for m in prompt.messages]),
+            temperature=work.sent_temperature,
+            priority=work.priority,
+        )
+        answers = sum(1 for m in prompt.messages if m.role == "assistant" and m.content is None)
+        answers += bool(prompt.messages and prompt.messages[-1].role == "user")
+        return self.engine.holding(request, samples * max(1, answers))
+
+    def _digest(self, work: ItemWork) -> str:
+        """What the item's answers and scores depend on, as ``ItemResult.content_digest``."""
+        what = [
+            work.effective_model_id,
+            work.system_prompt,
+            work.prompt.raw,
+            self._threshold(work),
+            work.blueprint.evaluation_config,
+        ]
+        return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+    def _blank(self, work: ItemWork) -> ItemResult:
+        """The item's result before anything is known of it: an error until it is scored."""
+        return ItemResult(
             nodeid=work.nodeid,
             blueprint_id=work.blueprint.id,
             blueprint_path=work.blueprint.path,
@@ -188,7 +243,13 @@ class Pipeline:
             outcome="error",
             threshold=self._threshold(work),
             sample=work.sample,
+            content_digest=self._digest(work),
         )
+
+    async def _evaluate_once(self, work: ItemWork) -> ItemResult:
+        started = time.monotonic()
+        usage: dict[str, Usage] = {}
+        result = self._blank(work)
         try:
             await self._evaluate_into(work, result, usage)
         except judging.JudgeConfigError as exc:

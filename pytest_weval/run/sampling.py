@@ -9,6 +9,11 @@ change the outcome, or it holds ``max_samples``. The outcome is the mean's, as w
 between "a sample passes with probability q" and "with probability 1 - q" (the gambler's ruin
 walk with barriers at +-LEAD); the first step is cheaper, so that an item that never varies
 costs ``FIRST`` samples and the items near their threshold pay for the rest.
+
+With a history (docs/history.md), an item whose last ``HISTORY_RUNS`` recorded runs of the same
+content all came out the same way, every sample on that side and none within ``MARGIN`` of the
+threshold, is *settled*: it starts from one sample, and stops there when that sample votes as
+the history did; otherwise the rule goes on as above from that sample.
 """
 
 from __future__ import annotations
@@ -19,18 +24,49 @@ from collections.abc import Sequence
 
 FIRST = 2  # samples an item always takes (fewer only when --weval-max-repeat is lower)
 LEAD = 3  # once the samples disagree, the lead in votes that ends the sampling
-DEFAULT_MAX = 8  # --weval-max-repeat
+HISTORY_RUNS = 5  # recorded runs that must agree before an item starts from one sample
+MARGIN = 0.1  # a recorded score this close to the threshold could have gone the other way
+DEFAULT_MAX = 11  # --weval-max-repeat: odd, so two-valued samples never tie (docs/sampling.md)
 
 
-def first_samples(max_samples: int) -> int:
-    return min(FIRST, max_samples)
+@dataclasses.dataclass(frozen=True)
+class Past:
+    """One recorded run of an item, as the history keeps it."""
+
+    digest: str | None  # ItemResult.content_digest: the same model, prompt, points and threshold
+    outcome: str
+    scores: tuple[float, ...]  # its samples' scores (its score alone when it was not sampled)
 
 
-def should_stop(scores: Sequence[float], threshold: float, max_samples: int) -> bool:
-    """Whether an item whose samples scored ``scores`` (each in 0..1) needs no more of them."""
+def settled(past: Sequence[Past], digest: str, threshold: float) -> bool | None:
+    """The outcome (True: pass) of an item the history shows never varied: its newest
+    ``HISTORY_RUNS`` recorded runs (``past``, newest first) are of this content, all passed or
+    all failed, and every sample of theirs voted that way at least ``MARGIN`` from the
+    threshold. None for any other item."""
+    recent = past[:HISTORY_RUNS]
+    if len(recent) < HISTORY_RUNS or any(p.digest != digest for p in recent):
+        return None
+    if len({p.outcome for p in recent}) != 1 or recent[0].outcome not in ("passed", "failed"):
+        return None
+    passed = recent[0].outcome == "passed"
+    steady = all(
+        p.scores and all((s >= threshold) == passed and abs(s - threshold) >= MARGIN for s in p.scores) for p in recent
+    )
+    return passed if steady else None
+
+
+def first_samples(max_samples: int, settled: bool | None = None) -> int:
+    return 1 if settled is not None else min(FIRST, max_samples)
+
+
+def should_stop(scores: Sequence[float], threshold: float, max_samples: int, settled: bool | None = None) -> bool:
+    """Whether an item whose samples scored ``scores`` (each in 0..1) needs no more of them;
+    ``settled``: the outcome its history shows it never varied from (``settled``)."""
     n = len(scores)
     if n >= max_samples:
         return True
+    if n == 1 and settled is not None:
+        return (scores[0] >= threshold) == settled
     if n < first_samples(max_samples):
         return False
     ayes = sum(1 for s in scores if s >= threshold)
