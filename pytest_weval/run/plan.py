@@ -8,21 +8,36 @@ are met (nothing is kept per request but what de-duplication needs). A judge cal
 does not hold yet cannot be built; it is counted under a stand-in key made of what its request
 would be made of (the answer's own requests, the judge, the criterion), so items that will get
 the same answer and ask the same judge the same question are counted once, as the run sends them.
+
+With no cache to read (none there, or --weval-cache=off) no answer is known, so what an item asks
+is fixed by its prompt: ``DirectCount`` works out each prompt's requests once (the first
+generation, the turns after it, the judge calls under their stand-ins) and counts an item from
+that without building its requests; the items it cannot foresee so (built-in models, ids no
+provider takes, a prompt whose answer is written in it, canned answers) still go through the
+pipeline.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from pytest_weval import judges as judging
-from pytest_weval.blueprint.model import EvalPoint
+from pytest_weval.blueprint.model import EvalPoint, ModelSpec, Prompt
 from pytest_weval.engine import Engine, ModelCallError, ModelReply, ModelRequest
 from pytest_weval.engine.prices import Price, PriceBook, batch_share, estimate_input_tokens
 from pytest_weval.run import sampling
-from pytest_weval.run.pipeline import ItemWork, Pipeline, PipelineSettings, judged_subject, mistaken_points
+from pytest_weval.run.pipeline import (
+    BUILTIN_MODELS,
+    ItemWork,
+    Pipeline,
+    PipelineSettings,
+    judged_subject,
+    mistaken_points,
+)
 from pytest_weval.run.preflight import Preflight, needs_judges
 
 # Output tokens assumed for a request whose reply is not known: low and high ends of the range.
@@ -105,10 +120,13 @@ class PlanClient:
             self._count(model_id, purpose, input_tokens, max_output, cached=False)
 
     def _count(self, model_id: str, purpose: str, input_tokens: float, max_output: int, cached: bool) -> None:
+        self.row(model_id).add(purpose, input_tokens, max_output, cached)
+
+    def row(self, model_id: str) -> ModelPlan:
         row = self.by_model.get(model_id)
         if row is None:
             row = self.by_model[model_id] = ModelPlan(price=self.prices.price(model_id))
-        row.add(purpose, input_tokens, max_output, cached)
+        return row
 
 
 @dataclasses.dataclass
@@ -134,6 +152,24 @@ class ModelPlan:
         self.cost_low += self.price.cost(input_tokens, min(OUTPUT_LOW, max_output))
         self.cost_high = (self.cost_high or 0) + self.price.cost(input_tokens, max_output)
 
+    def add_uncached(self, share: _Share) -> None:
+        """``share``'s requests, none of them cached: the same sums as ``add`` one at a time.
+        Token estimates are whole quarters, which floats add exactly in any order; the costs
+        are added one by one, in the order ``add`` would meet them."""
+        self.requests += share.count
+        self.by_purpose[share.purpose] = self.by_purpose.get(share.purpose, 0) + share.count
+        self.input_tokens += share.input_tokens
+        if self.price is None or self.cost_low is None:
+            self.cost_low = self.cost_high = None
+            return
+        low = self.cost_low
+        for cost in share.lows:
+            low += cost
+        high = self.cost_high or 0
+        for cost in share.highs:
+            high += cost
+        self.cost_low, self.cost_high = low, high
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "total": self.requests,
@@ -145,6 +181,269 @@ class ModelPlan:
             if self.cost_low is None
             else {"low": round(self.cost_low, 6), "high": round(self.cost_high or 0, 6)},
         }
+
+
+@dataclasses.dataclass(frozen=True)
+class _Share:
+    """What one model's row gets from one block of requests: how many, their input tokens, and
+    each one's low and high cost, in order."""
+
+    purpose: str
+    count: int
+    input_tokens: float
+    lows: tuple[float, ...]
+    highs: tuple[float, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class _StandIn:
+    """A request counted under a stand-in key: what the key adds to the answer's identity."""
+
+    key: int
+    model_id: str
+    purpose: str
+    input_tokens: float
+    max_output: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _Shape:
+    """What every item of one prompt (under one system prompt) asks when no answer is known:
+    its first generation (the rest wait for it), the turns after it, the key-point extraction
+    and the judge calls. Only the tested model, the temperature and the sample vary by item."""
+
+    system: str | None  # the system prompt
+    first_key: int  # the first generation's messages, hashed
+    first_tokens: float
+    messages_key: int  # the prompt's messages, hashed (part of the answer's identity)
+    turn_tokens: float
+    turns: int  # generations after the first
+    extract: bool  # key points are extracted from the ideal answer
+    judged: tuple[_StandIn, ...]  # distinct judge calls, in the order the pipeline meets them
+    shares: tuple[tuple[str, _Share], ...]  # ``judged`` by model row
+
+
+class _Model:
+    """A tested model as the plan counts it."""
+
+    def __init__(self, model_id: str, key_custom: str | None, identity_custom: str, max_output: int):
+        self.id = model_id
+        self.key_custom = key_custom
+        self.identity_custom = identity_custom
+        self.max_output = max_output
+
+
+_PIPELINE = object()  # an item (or its prompt, or its model) the pipeline must plan
+_NOTHING = object()  # a prompt whose items send nothing
+
+
+class DirectCount:
+    """The plan of items whose requests are fixed by their prompts: with no cache to read, no
+    answer is known, so an item asks for its first generation, foresees the turns after it and
+    the judge calls on its answer under stand-in keys (as ``_plan_item`` does) and, when its
+    prompt has only an ideal answer, asks for the key points. Each prompt's requests are worked
+    out once; an item is then two hashes and a few additions. The keys and their de-duplication
+    are the pipeline's: the first generation by what its request is made of, the stand-ins by
+    the answer's identity, so the same items meet as in ``_plan_item``."""
+
+    def __init__(self, client: PlanClient, pipeline: Pipeline):
+        self.client = client
+        self.pipeline = pipeline
+        self._shapes: dict[tuple[int, int], Any] = {}  # (id of the prompt, system index) -> _Shape
+        self._models: dict[Any, Any] = {}
+        self._panels: dict[int, Any] = {}  # id of the blueprint -> its panel, or None
+        self._firsts: set[int] = set()  # first generations met
+        # answer identity -> the _Shape whose stand-ins were counted for it, or the set of
+        # stand-in keys once a second prompt with the same answer identity adds its own
+        self._answers: dict[int, Any] = {}
+        self._extracted: set[int] = set()  # ids of shapes whose extraction requests were met
+
+    def direct(self, work: ItemWork) -> bool:
+        """The item can be counted here (else the pipeline plans it)."""
+        return self._model(work.model) is not _PIPELINE and self._shape(work) is not _PIPELINE
+
+    async def count(self, work: ItemWork) -> None:
+        shape = self._shape(work)
+        if shape is _NOTHING or work.blocked is not None:
+            return  # the run sends nothing for these items
+        model = self._model(work.model)
+        client = self.client
+        temperature = work.sent_temperature
+        first = hash((model.id, model.key_custom, shape.first_key, temperature, work.sample))
+        row = None
+        if first not in self._firsts:
+            self._firsts.add(first)
+            row = client.row(model.id)
+            row.add("generate", shape.first_tokens, model.max_output, False)
+            if client.first_samples is not None and work.sample % client.max_samples >= client.first_samples:
+                client.later_samples += 1
+        identity = hash((model.id, model.identity_custom, shape.messages_key, shape.system, temperature))
+        seen = self._answers.get(identity)
+        new_turns: Sequence[int] = range(shape.turns)
+        if seen is None:
+            self._answers[identity] = shape
+        elif seen is shape:
+            new_turns = range(0)
+        else:  # another prompt with the same answer identity: only what it adds
+            if isinstance(seen, _Shape):
+                seen = self._answers[identity] = {s.key for s in seen.judged} | set(range(seen.turns))
+            new_turns = [turn for turn in range(shape.turns) if turn not in seen]  # a turn's key is its number
+            seen.update(new_turns)
+        if new_turns:
+            row = row or client.row(model.id)
+            for _ in new_turns:
+                row.add("generate", shape.turn_tokens, OUTPUT_HIGH_DEFAULT, False)
+        if shape.extract and id(shape) not in self._extracted:
+            self._extracted.add(id(shape))
+            await self._extract(work)
+        if seen is None:
+            for model_id, share in shape.shares:
+                client.row(model_id).add_uncached(share)
+        elif seen is not shape:
+            for stand_in in shape.judged:
+                if stand_in.key not in seen:
+                    seen.add(stand_in.key)
+                    client.row(stand_in.model_id).add(
+                        stand_in.purpose, stand_in.input_tokens, stand_in.max_output, False
+                    )
+
+    async def _extract(self, work: ItemWork) -> None:
+        """The key-point extraction requests, through the pipeline's own steps (none is
+        answered: the plan client counts each distinct one once)."""
+        prompt = work.prompt
+        panel = self._panel(work)
+        assert panel is not None and prompt.ideal
+        await judging.extract_key_points(
+            prompt_text=judging.prompt_context_text(prompt.messages),
+            ideal=prompt.ideal,
+            panel=panel,
+            ask=self.pipeline.asker(0, {}, purpose="extract"),
+        )
+
+    def _model(self, model: ModelSpec) -> Any:
+        key = model.id if model.custom is None else (model.id, repr(model.custom))
+        known = self._models.get(key)
+        if known is None:
+            known = self._models[key] = self._describe_model(model)
+        return known
+
+    def _describe_model(self, model: ModelSpec) -> Any:
+        if model.id in BUILTIN_MODELS and model.custom is None:
+            return _PIPELINE  # answers without a request
+        try:
+            adapter = self.client.engine.adapter(model)
+        except ModelCallError:
+            return _PIPELINE  # no provider takes it: the pipeline says what follows
+        # What the generation's max tokens come to (it asks for none of its own).
+        max_output = adapter.max_tokens(ModelRequest(model=model, messages=())) or OUTPUT_HIGH_DEFAULT
+        return _Model(
+            model.id,
+            repr(model.custom) if model.custom is not None else None,
+            repr(self.pipeline.model_spec(model.id).custom),
+            max_output,
+        )
+
+    def _panel(self, work: ItemWork) -> judging.JudgePanel | None:
+        blueprint = work.blueprint
+        if id(blueprint) not in self._panels:
+            settings = self.pipeline.settings
+            try:
+                panel = judging.select_judges(
+                    list(settings.judges) if settings.judges else None, blueprint.evaluation_config
+                )
+            except judging.JudgeConfigError:
+                panel = None
+            self._panels[id(blueprint)] = panel
+        return self._panels[id(blueprint)]
+
+    def _shape(self, work: ItemWork) -> Any:
+        key = (id(work.prompt), work.system_index)
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = self._shapes[key] = self._describe_shape(work)
+        return shape
+
+    def _describe_shape(self, work: ItemWork) -> Any:
+        prompt = work.prompt
+        if prompt.validation_error or mistaken_points(prompt) or (not prompt.points and not prompt.ideal):
+            return _NOTHING
+        first = _first_generation(prompt, work.system_prompt)
+        if first is None:
+            return _PIPELINE  # the answer is written in the prompt: judged as the run judges it
+        messages = tuple((m.role, m.content) for m in prompt.messages)
+        turn_tokens = sum(len(m.content or "") for m in prompt.messages) / 4
+        judged: list[_StandIn] = []
+        extract = False
+        panel = self._panel(work) if needs_judges(prompt) else None
+        if panel is not None:
+            points = list(prompt.points)
+            if not points and prompt.ideal:
+                extract = True
+                points = [EvalPoint(text=prompt.ideal, display_text=prompt.ideal)]
+            description = work.blueprint.description
+            keys: set[int] = set()
+            for point in points:
+                if point.is_function or point.authoring_error:
+                    continue
+                for judge in panel.judges:
+                    key = hash((judge.model, judge.approach, panel.scale, point.text, description))
+                    if key in keys:
+                        continue
+                    keys.add(key)
+                    judged.append(
+                        _StandIn(
+                            key,
+                            judge.model,
+                            "judge",
+                            # the judge prompt, the answer unknown
+                            400 + turn_tokens + len(point.text or "") / 4,
+                            judging.JUDGE_MAX_TOKENS,
+                        )
+                    )
+        return _Shape(
+            system=work.system_prompt,
+            first_key=hash(first),
+            first_tokens=10 + sum(len(content or "") for _, content in first) / 4,
+            messages_key=hash(messages),
+            turn_tokens=turn_tokens,
+            turns=max(0, _generations(prompt) - 1),
+            extract=extract,
+            judged=tuple(judged),
+            shares=self._shares(judged),
+        )
+
+    def _shares(self, judged: list[_StandIn]) -> tuple[tuple[str, _Share], ...]:
+        by_model: dict[str, list[_StandIn]] = {}
+        for stand_in in judged:
+            by_model.setdefault(stand_in.model_id, []).append(stand_in)
+        shares = []
+        for model_id, calls in by_model.items():
+            price = self.client.prices.price(model_id)
+            lows: tuple[float, ...] = ()
+            highs: tuple[float, ...] = ()
+            if price is not None:
+                lows = tuple(price.cost(c.input_tokens, min(OUTPUT_LOW, c.max_output)) for c in calls)
+                highs = tuple(price.cost(c.input_tokens, c.max_output) for c in calls)
+            tokens = sum(c.input_tokens for c in calls)
+            shares.append((model_id, _Share("judge", len(calls), tokens, lows, highs)))
+        return tuple(shares)
+
+
+def _first_generation(prompt: Prompt, system: str | None) -> tuple[tuple[str, str | None], ...] | None:
+    """The messages of the prompt's first generation request, as ``generate_conversation``
+    builds it: the system prompt and the messages before the first ``assistant: null`` (all of
+    them when there is none); None when the prompt asks for no generation (its last assistant
+    turn is written out)."""
+    history: list[tuple[str, str | None]] = [("system", system)] if system else []
+    for message in prompt.messages:
+        if message.role == "assistant" and message.content is None:
+            return tuple(history)
+        history.append((message.role, message.content))
+    if prompt.messages and prompt.messages[-1].role == "user":
+        return tuple(history)
+    if any(m.role == "assistant" and m.content is not None for m in prompt.messages):
+        return None
+    return tuple(history)
 
 
 @dataclasses.dataclass
@@ -299,7 +598,7 @@ def _batch_range(model_id: str, cost: dict[str, Any]) -> dict[str, float]:
 def make_plan(
     engine: Engine,
     settings: PipelineSettings,
-    works: Sequence[ItemWork],
+    works: Iterable[ItemWork],
     *,
     prices: PriceBook,
     checked: Preflight | None = None,
@@ -312,11 +611,16 @@ def make_plan(
     if settings.repeat_auto:
         client.first_samples, client.max_samples = sampling.first_samples(settings.repeat), settings.repeat
     if settings.repeat > 1:  # --weval-repeat: each item is asked N times, each sample its own request
-        works = [dataclasses.replace(work, sample=k) for work in works for k in range(settings.repeat)]
+        works = (dataclasses.replace(work, sample=k) for work in works for k in range(settings.repeat))
+    direct = DirectCount(client, pipeline) if engine.cache.store is None and settings.fixtures is None else None
 
     async def plan_all() -> None:
-        for start in range(0, len(works), _BATCH):
-            await asyncio.gather(*(_plan_item(pipeline, client, work) for work in works[start : start + _BATCH]))
+        for batch in _batches(works, _BATCH):
+            if direct is not None and all(direct.direct(work) for work in batch):
+                for work in batch:  # no item of the batch waits on another: no tasks needed
+                    await direct.count(work)
+            else:
+                await asyncio.gather(*(_plan_item(pipeline, client, direct, work) for work in batch))
 
     engine.run_coroutine(plan_all()).result()
     missing = [
@@ -335,7 +639,16 @@ def make_plan(
     )
 
 
-async def _plan_item(pipeline: Pipeline, client: PlanClient, work: ItemWork) -> None:
+def _batches(works: Iterable[ItemWork], size: int) -> Iterator[list[ItemWork]]:
+    it = iter(works)
+    while batch := list(itertools.islice(it, size)):
+        yield batch
+
+
+async def _plan_item(pipeline: Pipeline, client: PlanClient, direct: DirectCount | None, work: ItemWork) -> None:
+    if direct is not None and direct.direct(work):
+        await direct.count(work)
+        return
     prompt = work.prompt
     if work.blocked is not None or prompt.validation_error or mistaken_points(prompt):
         return  # the run sends nothing for these items
