@@ -8,6 +8,7 @@ import collections
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -41,23 +42,30 @@ def test_a_batch_submitted_by_one_process_is_collected_by_another(
 ):
     cache_store = request.getfixturevalue("pg_url") if store == "postgresql" else store
     _project(tmp_path)
-    with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=2.0) as server:
+    # Batches take ten minutes (a provider's hours), so the submitting run sees them open
+    # however slow the machine; they are ended by hand before the second run.
+    with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=600.0) as server:
         env = dict(os.environ)
         env.update(server.env())
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         env.pop("PYTEST_ADDOPTS", None)
         args = (f"--weval-cache-store={cache_store}",)
         submitted = _pytest(tmp_path, env, "--weval-batch=submit", *args)
-        assert submitted.returncode == 0, submitted.stdout[-3000:] + submitted.stderr[-2000:]
-        assert f"{ITEMS} skipped" in submitted.stdout
-        assert "collect with --weval-batch=wait" in submitted.stdout
-        assert len(server.batches) == 1  # the answers' round; the judges' waits for them
+        said = submitted.stdout[-3000:] + submitted.stderr[-2000:]
+        assert submitted.returncode == 0, said
+        assert f"{ITEMS} skipped" in submitted.stdout, said
+        assert "collect with --weval-batch=wait" in submitted.stdout, said
+        assert len(server.batches) == 1, said  # the answers' round; the judges' waits for them
+        server.set_batch(batch_delay_s=0.2)
+        for batch in server.batches.values():
+            batch.ends_at = time.time()
 
         collected = _pytest(tmp_path, env, "--weval-batch=wait", *args)
-        assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-2000:]
-        assert f"{ITEMS} passed" in collected.stdout
+        said += "\n--- the collecting run ---\n" + collected.stdout[-3000:] + collected.stderr[-2000:]
+        assert collected.returncode == 0, said
+        assert f"{ITEMS} passed" in collected.stdout, said
         per_line = collections.Counter(server.log()["batch_lines"]["by_custom_id"])
-        assert sum(per_line.values()) == 2 * ITEMS, submitted.stdout + collected.stdout  # each answer and verdict once
-        assert max(per_line.values()) == 1
-        assert server.requests == []  # nothing live
-        assert {job.provider for job in server.batches.values()} == {"openai", "anthropic"}
+        assert sum(per_line.values()) == 2 * ITEMS, said  # each answer and each verdict, once
+        assert max(per_line.values()) == 1, said
+        assert server.requests == [], said  # nothing live
+        assert {job.provider for job in server.batches.values()} == {"openai", "anthropic"}, said
