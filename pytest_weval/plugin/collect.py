@@ -33,6 +33,8 @@ class BlueprintSource(ResultSource, Protocol):
 
     def first_time(self, message: str) -> bool: ...
 
+    def hold_collected(self) -> None: ...
+
 
 def is_blueprint_path(file_path: Path, settings: WevalSettings, named_files: frozenset[Path]) -> bool:
     if file_path.suffix.lower() not in BLUEPRINT_SUFFIXES:
@@ -104,6 +106,7 @@ class BlueprintFile(pytest.File):
             findings = [f for f in findings if f.code != "empty-collection" or self.source.first_time(f.message)]
             lint.warn_mistakes(findings, self.path, blueprint.path, WevalWarning)
         yield from make_items(self, blueprint)
+        self.source.hold_collected()
 
 
 def marker_name(tag: str) -> str:
@@ -129,8 +132,10 @@ def make_items(parent: BlueprintFile, blueprint: Blueprint) -> Iterator[pytest.I
     names = [parent.source.register_marker(name) for name in map(marker_name, blueprint.tags) if name]
     for mark in [pytest.mark.weval] + [getattr(pytest.mark, name) for name in names]:
         parent.add_marker(mark)
+    # A prompt id may hold NUL or U+202E: shown, not acted on. Made visible once per prompt and
+    # per variant (the translation works character by character), not once per item.
     variants = [
-        (model, temperature, system_index, variant_label(model, temperature, system_index, blueprint))
+        (model, temperature, system_index, visible(variant_label(model, temperature, system_index, blueprint)))
         for model in blueprint.models
         for temperature in blueprint.temperatures
         for system_index in range(len(blueprint.systems))
@@ -141,11 +146,11 @@ def make_items(parent: BlueprintFile, blueprint: Blueprint) -> Iterator[pytest.I
         seen[prompt.id] = count
         # Weval keys results by prompt id, so a repeated id collides there; here each copy
         # keeps its own node id (the parser reports the repeat as a finding).
-        base = prompt.id if count == 1 else f"{prompt.id}~{count}"
+        base = visible(prompt.id if count == 1 else f"{prompt.id}~{count}")
         for model, temperature, system_index, label in variants:
             item = BlueprintItem.from_parent(
                 parent,
-                name=visible(f"{base}[{label}]"),  # a prompt id may hold NUL or U+202E: shown, not acted on
+                name=f"{base}[{label}]",
                 blueprint=blueprint,
                 prompt=prompt,
                 model=model,

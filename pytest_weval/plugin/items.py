@@ -11,10 +11,12 @@ Each kind says what it asks for as a ``work`` record the run's pipeline knows ho
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from typing import Any, Protocol
 
 import pytest
+from _pytest import nodes as _nodes
 from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTracebackNative
 
 from pytest_weval.blueprint.model import Blueprint, ModelSpec, Prompt
@@ -26,6 +28,8 @@ from pytest_weval.report.failure import crash_line, detail_for, explain_error, e
 from pytest_weval.report.junit import JUNIT_NAMES, junit_properties
 from pytest_weval.results import ItemResult, Outcome
 from pytest_weval.run.pipeline import ItemWork, Work
+
+_NodeId = getattr(_nodes, "NodeId", None)  # pytest 9; pytest 8's node ids are strings
 
 
 class ResultSource(Protocol):
@@ -48,6 +52,32 @@ class WevalScoreFailure(AssertionError):
         super().__init__(f"score {result.score} < threshold {result.threshold}")
 
 
+def bracketed_id(parent: _nodes.Node, name: str) -> Any:
+    """The id of item ``name`` (``prompt[model]``) under ``parent``.
+
+    pytest 9 keeps node ids structured: from ``name`` alone it would make the bracket part of
+    the name, while the ids it reads back (--lf, --ff, --sw) are parsed into name and params,
+    so "p[model]" would never match itself. The id is made as pytest parses its string, from
+    the parent's own path and the parts of ``name`` (their copies shared by the items of a
+    file, which repeat them), instead of parsing a string that copies them all once per item
+    (pytest 8 takes the string as is)."""
+    parent_id = getattr(parent, "_id", None)
+    if (
+        _NodeId is None
+        or not isinstance(parent_id, _NodeId)
+        or parent_id.names
+        or parent_id.params is not None
+        or "::" in parent_id.path
+    ):
+        return f"{parent.nodeid}::{name}"
+    name_part, bracket, params = name.partition("[")
+    return _NodeId(
+        path=parent_id.path,
+        names=tuple(sys.intern(part) for part in name_part.split("::")),
+        params=sys.intern(params.removesuffix("]")) if bracket else None,
+    )
+
+
 class WevalItem(pytest.Item):
     """An item the run evaluates; subclasses say what (``work``) and where it is written."""
 
@@ -57,11 +87,7 @@ class WevalItem(pytest.Item):
 
     def __init__(self, *, source: ResultSource, **kwargs: Any):
         if "nodeid" not in kwargs and "[" in kwargs.get("name", ""):
-            # pytest 9 keeps node ids structured: from `name` alone it would make the bracket
-            # part of the name, while the ids it reads back (--lf, --ff, --sw) are parsed into
-            # name and params, so "p[model]" would never match itself. Built from the string,
-            # the id is parsed the same way both times (and pytest 8 takes the string as is).
-            kwargs["nodeid"] = f"{kwargs['parent'].nodeid}::{kwargs['name']}"
+            kwargs["nodeid"] = bracketed_id(kwargs["parent"], kwargs["name"])
         super().__init__(**kwargs)
         self.source = source
         self.weval_result = None

@@ -122,6 +122,10 @@ class _Checker:
         self.asked: set[str] = set()  # every model id the run would send to
         self.named: dict[str, str] = {}  # provider:model id -> where it is first named, for messages
         self._missing: dict[str, str | None] = {}
+        self._specs: dict[str, ModelSpec] = {}
+        # the reasons an item is blocked -> the line that says so: items blocked for the same
+        # reasons share it (a configs repository without keys blocks 164k items)
+        self.block_lines: dict[tuple[tuple[str, tuple[str, ...]], ...], str] = {}
 
     def variable_missing(self, model: ModelSpec) -> str | None:
         if model.id in BUILTIN_MODELS and model.custom is None:
@@ -138,7 +142,10 @@ class _Checker:
         return self._missing[model.id]
 
     def spec(self, model_id: str) -> ModelSpec:
-        return ModelSpec(id=model_id, custom=self.custom.get(model_id))
+        spec = self._specs.get(model_id)
+        if spec is None:
+            spec = self._specs[model_id] = ModelSpec(id=model_id, custom=self.custom.get(model_id))
+        return spec
 
     def note_named(self, model: ModelSpec, where: str) -> None:
         """A provider's model id (not a custom model or a built-in) and where it is named."""
@@ -186,10 +193,11 @@ def preflight(
         reasons: dict[str, list[str]] = {}  # variable -> who needs it, for this item
         if isinstance(work, AgentWork):
             _agent_keys(result, checker, work, judges or (), reasons)
-            _block(result, work, reasons, keys_needed)
+            _block(result, checker, work, reasons, keys_needed)
             continue
         variable = checker.variable_missing(work.model)
-        checker.note_named(work.model, _where_named(work))
+        if work.model.id not in checker.named:
+            checker.note_named(work.model, _where_named(work))
         if variable is not None:
             _note(result, variable, work).models.add(work.model.id)
             reasons.setdefault(variable, []).append(f"model {work.model.id}")
@@ -204,7 +212,7 @@ def preflight(
                     continue  # the item says so when it runs (a located blueprint mistake)
             for variable, who in _judge_keys(result, checker, panel, work, judges):
                 reasons.setdefault(variable, []).append(who)
-        _block(result, work, reasons, keys_needed)
+        _block(result, checker, work, reasons, keys_needed)
     if model_lists is not None and keys_needed:
         checker.bad.update(checker.unlisted(model_lists))
     result.bad_models = checker.bad
@@ -217,10 +225,14 @@ def preflight(
     return result
 
 
-def _block(result: Preflight, work: Work, reasons: dict[str, list[str]], keys_needed: bool) -> None:
+def _block(result: Preflight, checker: _Checker, work: Work, reasons: dict[str, list[str]], keys_needed: bool) -> None:
     if reasons and keys_needed:
-        missing = "; ".join(f"{variable} (for {_who(who)})" for variable, who in sorted(reasons.items()))
-        result.blocked[work.nodeid] = f"not run, a key it needs is not set: {missing}; nothing was sent"
+        why = tuple((variable, tuple(who)) for variable, who in sorted(reasons.items()))
+        line = checker.block_lines.get(why)
+        if line is None:
+            missing = "; ".join(f"{variable} (for {_who(list(who))})" for variable, who in why)
+            line = checker.block_lines[why] = f"not run, a key it needs is not set: {missing}; nothing was sent"
+        result.blocked[work.nodeid] = line
 
 
 def _agent_keys(
@@ -281,7 +293,8 @@ def _judge_keys(
             )
             continue
         variable = checker.variable_missing(checker.spec(judge.model))
-        checker.note_named(checker.spec(judge.model), _where_judges(work, judges))
+        if judge.model not in checker.named:
+            checker.note_named(checker.spec(judge.model), _where_judges(work, judges))
         if variable is not None:
             _note(result, variable, work).judges.add(judge.model)
             reasons.append((variable, f"judge {judge.model}"))
@@ -317,6 +330,8 @@ def _who(needs: list[str]) -> str:
 
 
 def _note(result: Preflight, variable: str, work: Work) -> MissingKey:
-    missing = result.missing.setdefault(variable, MissingKey(variable))
+    missing = result.missing.get(variable)
+    if missing is None:
+        missing = result.missing[variable] = MissingKey(variable)
     missing.item_ids.add(work.nodeid)
     return missing
