@@ -89,13 +89,22 @@ class Expectation:
     q: float
     samples: float  # expected samples
     passes: float  # probability the item's outcome is pass
+    all_pass: float = 0.0  # probability every sample passes (a run the history may call settled)
+    all_fail: float = 0.0
 
 
-def expect(q: float, max_samples: int, high: float = 1.0, low: float = 0.5, threshold: float = 0.75) -> Expectation:
+def expect(
+    q: float,
+    max_samples: int,
+    high: float = 1.0,
+    low: float = 0.5,
+    threshold: float = 0.75,
+    settled: bool | None = None,
+) -> Expectation:
     """Exact, by walking every sequence of samples the rule can stop on (merged by counts: the
     rule reads only how many samples scored high, and whether they disagreed, which the counts
-    say too)."""
-    samples = passes = 0.0
+    say too); ``settled``: the item starts from the history (``settled``)."""
+    samples = passes = all_pass = all_fail = 0.0
     paths: dict[int, float] = {0: 1.0}  # samples that scored high -> probability, at n samples
     n = 0
     while paths:
@@ -107,14 +116,46 @@ def expect(q: float, max_samples: int, high: float = 1.0, low: float = 0.5, thre
                     continue
                 h = highs + is_high
                 scores = [high] * h + [low] * (n - h)
-                if not should_stop(scores, threshold, max_samples):
+                if not should_stop(scores, threshold, max_samples, settled):
                     more[h] = more.get(h, 0.0) + prob * p
                     continue
                 samples += n * prob * p
                 if math.fsum(scores) / n >= threshold:
                     passes += prob * p
+                all_pass += prob * p if h == n else 0.0
+                all_fail += prob * p if h == 0 else 0.0
         paths = more
-    return Expectation(q, samples, passes)
+    return Expectation(q, samples, passes, all_pass, all_fail)
+
+
+def expect_with_history(q: float, max_samples: int, after: int = 500) -> Expectation:
+    """``expect`` for an item run again and again, each run recorded and read by the next: the
+    runs' last ``HISTORY_RUNS`` kinds (all samples passed, all failed, or both) are a Markov
+    chain, whose distribution after ``after`` recorded runs (from none) weighs the three starts
+    (settled on pass, on fail, or not); the default is its stationary one, the long run of a CI
+    job. For a two-valued item whose values are both at least ``MARGIN`` from the threshold, as
+    in the worked example."""
+    starts = {start: expect(q, max_samples, settled=start) for start in (None, True, False)}
+
+    def start_of(state: tuple[str, ...]) -> bool | None:
+        return (state[0] == "P") if len(set(state)) == 1 and state[0] != "X" else None
+
+    chain: dict[tuple[str, ...], float] = {("X",) * HISTORY_RUNS: 1.0}  # a new item: no history
+    for _ in range(after):  # 500: stationary (it mixes in a few dozen runs)
+        after: dict[tuple[str, ...], float] = {}
+        for state, prob in chain.items():
+            got = starts[start_of(state)]
+            for kind, p in (("P", got.all_pass), ("F", got.all_fail), ("X", 1 - got.all_pass - got.all_fail)):
+                if p > 0:
+                    nxt = (kind, *state[:-1])
+                    after[nxt] = after.get(nxt, 0.0) + prob * p
+        chain = after
+    total = {"samples": 0.0, "passes": 0.0, "all_pass": 0.0, "all_fail": 0.0}
+    for state, prob in chain.items():
+        got = starts[start_of(state)]
+        for name in total:
+            total[name] += prob * getattr(got, name)
+    return Expectation(q, **total)
 
 
 def expected_samples(max_samples: int) -> float:

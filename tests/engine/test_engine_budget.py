@@ -261,3 +261,43 @@ def test_two_engines_of_one_run_send_within_the_budget(make_engine, server):
     assert refused and all(o.startswith("budget reached ($") for o in refused), refused
     assert len(refused) + len(costs) == 80
     assert server.max_in_flight >= 4
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["one process", "ledger"])
+def test_an_item_holds_its_most_samples_draws_them_and_gives_back_the_rest(tmp_path: Path, shared: bool):
+    """``Budget.holding`` (docs/sampling.md, 'The plan and the budget'): an item's generations
+    draw from the room it holds and never wait or are refused; what they leave is released;
+    an item whose hold does not fit while nothing else is in flight is refused before anything."""
+    one = request(MODEL, "sample", purpose="generate")
+
+    async def main() -> None:
+        budget = Budget(1.0, PriceBook(PRICES))
+        closing = []
+        if shared:
+            db, coordinator, ledger = await _ledger(tmp_path / "ledger.sqlite", "run-1", "gw0")
+            budget.use_ledger(ledger, poll_s=0.01)
+            closing = [coordinator, db]
+        each = budget.estimate(one, 100)  # $0.1 and a little: input and 100 output tokens
+        async with budget.holding(one, 100, 5):
+            assert await budget.room() == pytest.approx(1.0 - 5 * each)
+            for n in range(3):  # three samples, each drawn from the hold
+                reserved = await budget.reserve(one, 100)
+                assert reserved == pytest.approx(each)
+                # nothing reserved anew; each settled sample's reservation became its cost
+                assert await budget.room() == pytest.approx(1.0 - 5 * each + n * (each - 0.05))
+                await budget.settle(reserved, 0.05)
+        assert await budget.room() == pytest.approx(1.0 - 0.15)  # the two samples not taken are free again
+        with pytest.raises(
+            BudgetReached,
+            match=r"^budget: an item.s most samples may cost \$0\.89.*than the \$0\.8500 left of \$1; not started",
+        ):
+            async with budget.holding(one, 100, 8):
+                raise AssertionError("not started")
+        assert await budget.room() == pytest.approx(1.0 - 0.15)
+        if shared:
+            total = await ledger.total()
+            assert (total.spent, total.reserved, total.in_flight) == (pytest.approx(0.15), 0.0, 0)
+            await closing[0].close()
+            closing[1].close()
+
+    asyncio.run(main())

@@ -7,7 +7,17 @@ import math
 
 import pytest
 
-from pytest_weval.run.sampling import expect, expected_samples, first_samples, should_stop
+from pytest_weval.run.sampling import (
+    DEFAULT_MAX,
+    HISTORY_RUNS,
+    Past,
+    expect,
+    expect_with_history,
+    expected_samples,
+    first_samples,
+    settled,
+    should_stop,
+)
 
 
 @pytest.mark.parametrize(
@@ -65,3 +75,42 @@ def test_five_repeats_by_the_binomial_for_comparison():
     five = sum(math.comb(5, k) * 0.8**k * 0.2 ** (5 - k) for k in range(3, 6))
     assert five == pytest.approx(0.9421, abs=1e-4)
     assert 1 - expect(0.8, 8).passes < 1 - five  # auto is wrong less often at q = 0.8
+
+
+def _past(outcome: str, *scores: float, digest: str = "d") -> Past:
+    return Past(digest, outcome, tuple(scores))
+
+
+def test_an_item_is_settled_after_agreeing_runs_of_its_content_far_from_the_threshold():
+    steady = [_past("passed", 1.0, 1.0)] * (HISTORY_RUNS - 1) + [_past("passed", 0.9)]
+    assert settled(steady, "d", 0.75) is True
+    assert settled([_past("failed", 0.5)] * HISTORY_RUNS, "d", 0.75) is False
+    assert settled(steady[:-1], "d", 0.75) is None  # too few runs
+    assert settled(steady, "other", 0.75) is None  # another prompt, model or threshold
+    assert settled(steady[:-1] + [_past("passed", 1.0, 0.5, 1.0)], "d", 0.75) is None  # it varied once
+    assert settled(steady[:-1] + [_past("passed", 0.8)], "d", 0.75) is None  # 0.05 from the threshold
+    assert settled(steady[:-1] + [_past("failed", 0.5)], "d", 0.75) is None
+    assert settled(steady[:-1] + [_past("error")], "d", 0.75) is None
+    assert settled([_past("failed", 0.5)] + steady, "d", 0.75) is None  # the newest runs count
+
+
+def test_a_settled_item_starts_from_one_sample_and_goes_on_when_it_disagrees():
+    assert first_samples(DEFAULT_MAX, True) == 1 and first_samples(DEFAULT_MAX) == 2
+    assert should_stop([1.0], 0.75, DEFAULT_MAX, True)
+    assert not should_stop([0.5], 0.75, DEFAULT_MAX, True)  # against its history: the rule from here
+    assert should_stop([0.5, 0.5], 0.75, DEFAULT_MAX, True)
+    assert not should_stop([0.5, 1.0], 0.75, DEFAULT_MAX, True)
+
+
+def test_the_history_start_keeps_the_error_and_saves_samples():
+    # A settled item is wrong only when its one sample is wrong and so is the next: the same
+    # two wrong samples that make the rule wrong without a history.
+    settled_right, fresh = expect(0.8, DEFAULT_MAX, settled=True), expect(0.8, DEFAULT_MAX)
+    assert 0.2 * 0.2 < 1 - settled_right.passes < 1 - fresh.passes  # 4.40% against 4.81%
+    assert settled_right.samples < fresh.samples
+    steady = expect_with_history(1.0, DEFAULT_MAX)
+    assert (steady.samples, steady.passes) == (1.0, 1.0)
+    varies, before = expect_with_history(0.8, DEFAULT_MAX), expect(0.8, DEFAULT_MAX)
+    assert varies.samples < before.samples and abs(varies.passes - before.passes) < 0.002
+    # a model changed behind the same id: an item settled on pass that now passes 30% of the time
+    assert expect(0.3, DEFAULT_MAX, settled=True).passes > expect(0.3, DEFAULT_MAX).passes
