@@ -142,14 +142,14 @@ def expect_with_history(q: float, max_samples: int, after: int = 500) -> Expecta
 
     chain: dict[tuple[str, ...], float] = {("X",) * HISTORY_RUNS: 1.0}  # a new item: no history
     for _ in range(after):  # 500: stationary (it mixes in a few dozen runs)
-        after: dict[tuple[str, ...], float] = {}
+        following: dict[tuple[str, ...], float] = {}
         for state, prob in chain.items():
             got = starts[start_of(state)]
             for kind, p in (("P", got.all_pass), ("F", got.all_fail), ("X", 1 - got.all_pass - got.all_fail)):
                 if p > 0:
                     nxt = (kind, *state[:-1])
-                    after[nxt] = after.get(nxt, 0.0) + prob * p
-        chain = after
+                    following[nxt] = following.get(nxt, 0.0) + prob * p
+        chain = following
     total = {"samples": 0.0, "passes": 0.0, "all_pass": 0.0, "all_fail": 0.0}
     for state, prob in chain.items():
         got = starts[start_of(state)]
