@@ -50,7 +50,7 @@ from pytest_weval.engine.store.cache import ResponseCache, StoreFaults, cache_ke
 from pytest_weval.engine.store.common import StoreDown
 from pytest_weval.engine.store.outage import Outage
 from pytest_weval.engine.store.sqlite_health import fix_command, is_full, is_unwritable
-from pytest_weval.engine.transport.http import ReplyTooLarge, async_client, read_capped
+from pytest_weval.engine.transport.http import ReplyTooLarge, Wire, async_client
 from pytest_weval.engine.transport.limits import Limits, Priority
 from pytest_weval.engine.transport.providers import (
     Adapter,
@@ -95,8 +95,8 @@ class Engine:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self._http: httpx.AsyncClient | None = None
-        self._urls: dict[str, httpx.URL] = {}  # parsed once: httpx parses a str URL on every send
+        self._http: httpx.AsyncClient | None = None  # the batch APIs' (engine/batching.py)
+        self._wire = Wire()  # model requests (transport/http.py)
         self._adapters: dict[str, Adapter] = {}
         self._flights: dict[tuple[str, bool], tuple[asyncio.Task[ModelReply], Priority]] = {}
         # Replies the persistent cache does not serve (modes refresh/off, no_cache requests):
@@ -257,6 +257,7 @@ class Engine:
             await self.coordinator.close()
         if self._http is not None:
             await self._http.aclose()
+        await self._wire.aclose()
         if self.cache.store is not None:
             self.cache.store.close()
         await self._close_store()
@@ -880,37 +881,26 @@ class Engine:
             rate_limited=True,
         )
 
-    async def _exchange(self, request: httpx.Request) -> tuple[httpx.Response, bytearray]:
-        """Send ``request`` and read its body, capped (``read_capped``); the connection of a
-        refused body is closed, not kept for the next request."""
-        response = await self._client().send(request, stream=True)
-        try:
-            return response, await read_capped(response, int(self.settings.max_reply_mb * 1_000_000))
-        finally:
-            await response.aclose()
-
     async def _attempt(
         self, adapter: Adapter, call: HttpCall, timeout: float, model_id: str
     ) -> tuple[ModelReply | Failure, RateInfo | None]:
         """One HTTP exchange: a reply or a failure, and the provider's rate-limit headers."""
-        http = self._client()
         started = time.monotonic()
         self._counts["http_requests"] += 1
         self._usage_of(model_id).http_requests += 1
+        # As httpx encodes a json= body, so a request's bytes do not depend on the client.
+        payload = json.dumps(call.body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
         try:
-            url = self._urls.get(call.url)
-            if url is None:
-                url = self._urls[call.url] = httpx.URL(call.url)
-            exchange = self._exchange(
-                http.build_request("POST", url, headers=dict(call.headers), json=call.body, timeout=timeout)
+            exchange = self._wire.post(
+                call.url, call.headers, payload, timeout, int(self.settings.max_reply_mb * 1_000_000)
             )
-            # The whole attempt is bounded (httpx's timeouts are per phase). asyncio.timeout
-            # where there is one: wait_for runs the request in a Task of its own (Python 3.11).
+            # The whole attempt is bounded. asyncio.timeout where there is one: wait_for runs
+            # the request in a Task of its own (Python 3.11).
             if sys.version_info >= (3, 11):
                 async with asyncio.timeout(timeout):
-                    response, body = await exchange
+                    response = await exchange
             else:
-                response, body = await asyncio.wait_for(exchange, timeout)
+                response = await asyncio.wait_for(exchange, timeout)
         except ReplyTooLarge as exc:
             size = f" ({exc.announced / 1e6:.1f} MB announced)" if exc.announced is not None else ""
             raise ReplyTooLargeError(
@@ -923,11 +913,12 @@ class Engine:
         except httpx.TransportError as exc:
             detail = self.redactor.redact(str(exc)) or type(exc).__name__
             return Failure(None, f"connection failed ({type(exc).__name__}: {detail})", retryable=True), None
+        body = response.body
         now = time.time()
         info = RateInfo.from_headers(response.headers, now)
-        status = response.status_code
+        status = response.status
         if status >= 400:
-            text = body.decode(response.charset_encoding or "utf-8", errors="replace")
+            text = body.decode(response.charset or "utf-8", errors="replace")
             try:
                 data = json.loads(body)
             except ValueError:

@@ -1,4 +1,5 @@
-"""The engine's HTTP client: httpx's API over aiohttp's connection pool.
+"""The engine's HTTP: model requests straight on aiohttp (``Wire``), everything else through
+httpx's API over aiohttp's connection pool (``async_client``).
 
 httpcore's pool scans every pooled connection for every request it starts and every response it
 closes (is it idle, expired, readable?); at the concurrency of an evaluation run that scan was
@@ -6,6 +7,11 @@ most of the engine thread's CPU (docs/engine.md, 'HTTP'). aiohttp's connector ke
 connections per host and hands one out in constant time. ``httpx_aiohttp.AiohttpTransport`` puts
 it behind httpx's transport seam, so requests, responses, timeouts and errors stay httpx's
 (the OpenAI Python SDK offers the same pairing for high-concurrency users).
+
+A model request is the engine's hot path: httpx's request and response objects around aiohttp's
+cost about 0.5 ms of CPU a request, more than aiohttp's own exchange (``bench/requests.py``;
+docs/engine.md, 'HTTP'), so ``Wire`` sends those on aiohttp directly and reports its failures as
+the httpx errors the engine handles. The few other calls (model lists, batch APIs) keep httpx.
 
 The pool has no cap of its own: the engine's limits (``limits.py``) already hold each provider to
 its concurrency, so a connection is opened only for a request those limits let through, and kept
@@ -15,7 +21,9 @@ alive for the next one.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import urllib.request
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -34,23 +42,6 @@ class ReplyTooLarge(Exception):
         super().__init__(f"the reply is larger than {limit} bytes")
 
 
-async def read_capped(response: httpx.Response, limit: int) -> bytearray:
-    """The body of a response opened with ``stream=True``, refused as soon as it is known to pass
-    ``limit`` bytes: a Content-Length over it is refused before the body is read, and a body
-    without one is counted as it arrives, so no more than about ``limit`` bytes are ever held
-    (a 50 MB answer once took 2.1 GB on its way through JSON, the store and the reports).
-    The limit applies to the decoded body, so a compressed reply cannot expand past it."""
-    announced = response.headers.get("content-length")
-    if announced is not None and announced.strip().isdigit() and int(announced) > limit:
-        raise ReplyTooLarge(limit, int(announced))
-    body = bytearray()
-    async for chunk in response.aiter_bytes():
-        body += chunk
-        if len(body) > limit:
-            raise ReplyTooLarge(limit)
-    return body
-
-
 def _httpx_error(exc: BaseException) -> httpx.TransportError | None:
     """The httpx error an aiohttp failure is (httpx_aiohttp's own table maps every connection
     failure, a refused connection included, to ``ConnectTimeout``)."""
@@ -65,6 +56,73 @@ def _httpx_error(exc: BaseException) -> httpx.TransportError | None:
     if isinstance(exc, aiohttp.ClientError):
         return httpx.NetworkError(str(exc) or type(exc).__name__)
     return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Exchange:
+    """One HTTP exchange's outcome: the status, the headers (case-insensitive lookups) and the
+    body as received (capped)."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytearray
+    charset: str | None
+
+
+class Wire:
+    """POST requests on one aiohttp session (made inside the engine's loop on first use), each
+    read whole up to a cap, bounded by one timeout. Failures are httpx's exception types:
+    ``httpx.TimeoutException``, ``httpx.ConnectError``, ``httpx.RemoteProtocolError``,
+    ``httpx.NetworkError``; a body over the cap is ``ReplyTooLarge`` and its connection is
+    closed, not kept for the next request. The cap: a Content-Length over it is refused before
+    the body is read, and a body without one is counted as it arrives (after decompression, so a
+    compressed reply cannot expand past it): no more than about ``limit`` bytes are ever held (a
+    50 MB answer once took 2.1 GB on its way through JSON, the store and the reports)."""
+
+    def __init__(self) -> None:
+        self._session: Any = None
+
+    def _open(self) -> Any:
+        import aiohttp  # loaded when a run sends its first request (~0.15 s)
+
+        connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=KEEPALIVE_S)
+        self._session = aiohttp.ClientSession(
+            connector=connector, trust_env=bool(urllib.request.getproxies()), auto_decompress=True
+        )
+        return self._session
+
+    async def post(self, url: str, headers: Mapping[str, str], body: bytes, timeout: float, limit: int) -> Exchange:
+        import aiohttp
+
+        session = self._session or self._open()
+        try:
+            async with session.post(
+                url,
+                data=body,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=timeout),
+                allow_redirects=False,
+            ) as response:
+                announced = response.content_length
+                if announced is not None and announced > limit:
+                    response.close()
+                    raise ReplyTooLarge(limit, announced)
+                received = bytearray()
+                async for chunk in response.content.iter_any():
+                    received += chunk
+                    if len(received) > limit:
+                        response.close()
+                        raise ReplyTooLarge(limit)
+                return Exchange(response.status, response.headers, received, response.charset)
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            mapped = _httpx_error(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
 
 
 def async_client(*, timeout: httpx.Timeout, follow_redirects: bool = False) -> httpx.AsyncClient:
