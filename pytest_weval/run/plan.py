@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pytest_weval import judges as judging
@@ -223,6 +223,16 @@ class _Shape:
     shares: tuple[tuple[str, _Share], ...]  # ``judged`` by model row
 
 
+@dataclasses.dataclass(frozen=True)
+class _Met:
+    """The stand-ins counted for an answer several prompts ask judges about (by the ids of
+    their _Shapes): the judge calls' keys and how many turns."""
+
+    shapes: frozenset[int]
+    keys: frozenset[int]
+    turns: int
+
+
 class _Model:
     """A tested model as the plan counts it."""
 
@@ -253,9 +263,10 @@ class DirectCount:
         self._models: dict[Any, Any] = {}
         self._panels: dict[int, Any] = {}  # id of the blueprint -> its panel, or None
         self._firsts: set[int] = set()  # first generations met
-        # answer identity -> the _Shape whose stand-ins were counted for it, or the set of
-        # stand-in keys once a second prompt with the same answer identity adds its own
-        self._answers: dict[int, Any] = {}
+        # answer identity -> the _Shape whose stand-ins were counted for it, or the _Met
+        # stand-ins once a second prompt with the same answer identity adds its own
+        self._answers: dict[int, _Shape | _Met] = {}
+        self._joins: dict[tuple[int, int], tuple[_Met, int, tuple[_StandIn, ...]]] = {}
         self._extracted: set[int] = set()  # ids of shapes whose extraction requests were met
 
     def direct(self, work: ItemWork) -> bool:
@@ -278,34 +289,53 @@ class DirectCount:
             if client.first_samples is not None and work.sample % client.max_samples >= client.first_samples:
                 client.later_samples += 1
         identity = hash((model.id, model.identity_custom, shape.messages_key, shape.system, temperature))
-        seen = self._answers.get(identity)
-        new_turns: Sequence[int] = range(shape.turns)
-        if seen is None:
+        met = self._answers.get(identity)
+        new_turns = shape.turns
+        added: tuple[_StandIn, ...] | None = None  # None: all of the shape's
+        if met is None:
             self._answers[identity] = shape
-        elif seen is shape:
-            new_turns = range(0)
+        elif met is shape:
+            new_turns, added = 0, ()
         else:  # another prompt with the same answer identity: only what it adds
-            if isinstance(seen, _Shape):
-                seen = self._answers[identity] = {s.key for s in seen.judged} | set(range(seen.turns))
-            new_turns = [turn for turn in range(shape.turns) if turn not in seen]  # a turn's key is its number
-            seen.update(new_turns)
+            self._answers[identity], new_turns, added = self._join(met, shape)
         if new_turns:
             row = row or client.row(model.id)
-            for _ in new_turns:
+            for _ in range(new_turns):
                 row.add("generate", shape.turn_tokens, OUTPUT_HIGH_DEFAULT, False)
         if shape.extract and id(shape) not in self._extracted:
             self._extracted.add(id(shape))
             await self._extract(work)
-        if seen is None:
+        if added is None:
             for model_id, share in shape.shares:
                 client.row(model_id).add_uncached(share)
-        elif seen is not shape:
-            for stand_in in shape.judged:
-                if stand_in.key not in seen:
-                    seen.add(stand_in.key)
-                    client.row(stand_in.model_id).add(
-                        stand_in.purpose, stand_in.input_tokens, stand_in.max_output, False
-                    )
+        for stand_in in added or ():
+            client.row(stand_in.model_id).add(stand_in.purpose, stand_in.input_tokens, stand_in.max_output, False)
+
+    def _join(self, met: _Shape | _Met, shape: _Shape) -> tuple[_Met, int, tuple[_StandIn, ...]]:
+        """The stand-ins of ``met`` and ``shape`` together, how many turns and which judge
+        calls ``shape`` adds to them. The same prompts meet under every model and temperature
+        they share: worked out once for all of their answer identities."""
+        key = (id(met), id(shape))
+        joined = self._joins.get(key)
+        if joined is None:
+            if isinstance(met, _Shape):
+                met = _Met(frozenset({id(met)}), frozenset(s.key for s in met.judged), met.turns)
+            if id(shape) in met.shapes:
+                joined = (met, 0, ())
+            else:
+                keys = set(met.keys)
+                added = []
+                for stand_in in shape.judged:
+                    if stand_in.key not in keys:
+                        keys.add(stand_in.key)
+                        added.append(stand_in)
+                joined = (
+                    _Met(met.shapes | {id(shape)}, frozenset(keys), max(met.turns, shape.turns)),
+                    max(0, shape.turns - met.turns),  # a turn's key is its number
+                    tuple(added),
+                )
+            self._joins[key] = joined
+        return joined
 
     async def _extract(self, work: ItemWork) -> None:
         """The key-point extraction requests, through the pipeline's own steps (none is

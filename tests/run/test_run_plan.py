@@ -51,10 +51,11 @@ def test_the_examples_plan_is_what_the_earlier_plan_computed(tmp_path: Path) -> 
 # Counted directly (run/plan.py, DirectCount) or through the pipeline's own steps, a plan with no
 # cache to read comes to the same figures. The suite has what the direct count must get right:
 # temperatures and system prompts, multi-turn prompts, a prompt whose answer is written in it,
-# an ideal answer without points (key points extracted), function points only, nothing to score,
-# a point repeated, the same prompt in two blueprints with other points and description (the
-# same answers, judged on other criteria), a tested model that also judges, a model with its
-# own max tokens, and models the pipeline plans itself (built-ins, an id no provider takes).
+# an ideal answer without points (key points extracted), function points only, nothing to
+# score, a point repeated, the same prompt twice in a blueprint (some points shared) and in
+# another blueprint with other points and description (the same answers, judged on other
+# criteria), a tested model that also judges, a model with its own max tokens, and models the
+# pipeline plans itself (built-ins, an id no provider takes).
 _FIRST = """\
 title: First
 description: the first
@@ -78,6 +79,11 @@ systems: [null, Be brief.]
     - names a colour
     - names a colour
     - $icontains: blue
+- id: sky-twin
+  prompt: What colour is the sky?
+  should:
+    - names a colour
+    - is short
 - id: grass
   prompt: What colour is grass?
   ideal: Grass is green.
