@@ -10,6 +10,7 @@ Each kind says what it asks for as a ``work`` record the run's pipeline knows ho
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import warnings
@@ -73,9 +74,14 @@ def bracketed_id(parent: _nodes.Node, name: str) -> Any:
     name_part, bracket, params = name.partition("[")
     return _NodeId(
         path=parent_id.path,
-        names=tuple(sys.intern(part) for part in name_part.split("::")),
+        names=_id_names(name_part),
         params=sys.intern(params.removesuffix("]")) if bracket else None,
     )
+
+
+@functools.lru_cache(maxsize=256)  # a prompt's items are made one after another
+def _id_names(name_part: str) -> tuple[str, ...]:
+    return tuple(name_part.split("::"))
 
 
 class WevalItem(pytest.Item):
