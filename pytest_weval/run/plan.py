@@ -269,15 +269,18 @@ class DirectCount:
         self._joins: dict[tuple[int, int], tuple[_Met, int, tuple[_StandIn, ...]]] = {}
         self._extracted: set[int] = set()  # ids of shapes whose extraction requests were met
 
-    def direct(self, work: ItemWork) -> bool:
-        """The item can be counted here (else the pipeline plans it)."""
-        return self._model(work.model) is not _PIPELINE and self._shape(work) is not _PIPELINE
-
-    async def count(self, work: ItemWork) -> None:
+    def direct(self, work: ItemWork) -> tuple[Any, _Model] | None:
+        """The item's prompt and model as counted here; None when the pipeline plans it."""
+        model = self._model(work.model)
+        if model is _PIPELINE:
+            return None
         shape = self._shape(work)
+        return None if shape is _PIPELINE else (shape, model)
+
+    async def count(self, work: ItemWork, how: tuple[Any, _Model]) -> None:
+        shape, model = how
         if shape is _NOTHING or work.blocked is not None:
             return  # the run sends nothing for these items
-        model = self._model(work.model)
         client = self.client
         temperature = work.sent_temperature
         first = hash((model.id, model.key_custom, shape.first_key, temperature, work.sample))
@@ -646,9 +649,10 @@ def make_plan(
 
     async def plan_all() -> None:
         for batch in _batches(works, _BATCH):
-            if direct is not None and all(direct.direct(work) for work in batch):
-                for work in batch:  # no item of the batch waits on another: no tasks needed
-                    await direct.count(work)
+            counted = [how for how in map(direct.direct, batch) if how is not None] if direct is not None else []
+            if direct is not None and len(counted) == len(batch):
+                for work, how in zip(batch, counted):  # no item of the batch waits on another: no tasks
+                    await direct.count(work, how)
             else:
                 await asyncio.gather(*(_plan_item(pipeline, client, direct, work) for work in batch))
 
@@ -676,8 +680,9 @@ def _batches(works: Iterable[ItemWork], size: int) -> Iterator[list[ItemWork]]:
 
 
 async def _plan_item(pipeline: Pipeline, client: PlanClient, direct: DirectCount | None, work: ItemWork) -> None:
-    if direct is not None and direct.direct(work):
-        await direct.count(work)
+    how = direct.direct(work) if direct is not None else None
+    if direct is not None and how is not None:
+        await direct.count(work, how)
         return
     prompt = work.prompt
     if work.blocked is not None or prompt.validation_error or mistaken_points(prompt):

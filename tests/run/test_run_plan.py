@@ -180,7 +180,7 @@ def test_counted_directly_the_plan_comes_to_what_the_pipeline_counts(
         assert all(
             model in ("ideal", "echo", "consumer:chatgpt_client") or prompt == "written" for prompt, model in generated
         )
-        monkeypatch.setattr(planning.DirectCount, "direct", lambda self, work: False)
+        monkeypatch.setattr(planning.DirectCount, "direct", lambda self, work: None)
         through_pipeline = planning.make_plan(
             weval.engine, weval.pipeline.settings, works, prices=PriceBook()
         ).to_dict()
