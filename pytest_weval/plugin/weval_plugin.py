@@ -22,7 +22,7 @@ import itertools
 import os
 import time
 import warnings
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,7 @@ from pytest_weval.report.html import RunFacts
 from pytest_weval.report.terminal import render_summary
 from pytest_weval.report.weval_json import write_json_atomic
 from pytest_weval.results import ItemResult, Usage
-from pytest_weval.run.pipeline import ItemWork
+from pytest_weval.run.pipeline import ItemWork, Work
 from pytest_weval.run.plan import Plan, make_plan
 from pytest_weval.run.preflight import Preflight, preflight
 from pytest_weval.run.programs.runner import provider_key_reason
@@ -246,8 +246,9 @@ class WevalPlugin:
         if not selected:
             return
         settings = self.settings
+        works = [item.work() for item in selected]  # the pre-flight's, then the plan's
         checked = preflight(
-            [item.work() for item in selected],
+            works,
             judges=settings.judges,
             env=os.environ,
             allowed_env=settings.allow_env,
@@ -261,7 +262,7 @@ class WevalPlugin:
         if planner and self.fixtures is not None:
             warn_unused_fixtures(self.fixtures, self.blueprints.values())
         if (self.config.option.collectonly or (self.config.option.verbose > 0 and not self.dry_run)) and planner:
-            self._make_plan(selected, checked)
+            self._make_plan(works, checked)
         if self.dry_run:
             return
         if checked.must_stop or (checked.missing and settings.missing_keys == "stop"):
@@ -316,7 +317,7 @@ class WevalPlugin:
             reuse=settings.cache_mode != "refresh",
         )
 
-    def _make_plan(self, selected: list[WevalItem], checked: Preflight) -> None:
+    def _make_plan(self, works: list[Work], checked: Preflight) -> None:
         """What the run would send (--collect-only, and the header of a run at -v): said on
         the terminal, and written to ``plan.json`` with --weval-out. It never stops a run."""
         if self.config.option.collectonly:
@@ -340,8 +341,7 @@ class WevalPlugin:
                 weval.pipeline.settings,
                 # Agent eval cases are not planned yet: their judges depend on evaluator types
                 # the plan does not model (docs/agent-formats.md, 'Not yet').
-                # made as they are counted: a corpus's 164k works are not held at once
-                (work for work in (item.work() for item in selected) if isinstance(work, ItemWork)),
+                _handed_over(works),
                 prices=PriceBook(self.settings.prices),
                 checked=checked,
                 batch=self.settings.batch != "off",
@@ -688,6 +688,16 @@ def _junit_property(config: pytest.Config, name: str, value: str) -> None:
         add = getattr(plugin, "add_global_property", None)
         if callable(add):
             add(name, value)
+
+
+def _handed_over(works: list[Work]) -> Iterator[ItemWork]:
+    """The blueprint items' works, each let go of once the plan has it: a corpus's 164k are
+    not all held while the plan's own counts grow."""
+    works.reverse()
+    while works:
+        work = works.pop()
+        if isinstance(work, ItemWork):
+            yield work
 
 
 def _store_error(settings: WevalSettings, exc: StoreError) -> pytest.UsageError:
