@@ -189,30 +189,36 @@ def preflight(
     checker = _Checker(env, allowed_env, custom_models)
     result = Preflight()
     panels: dict[str, judging.JudgePanel] = {}
+    # Items of one blueprint asking one model are checked alike (the same keys, the same line
+    # when blocked): each kind is checked once, and its notes applied to the others.
+    kinds: dict[tuple[int, int, bool, bool], _Kind] = {}
+    alike: dict[_Kind, _Kind] = {}  # most kinds come to the same notes: held once
+    prompts: dict[int, tuple[bool, bool]] = {}
     for work in works:
-        reasons: dict[str, list[str]] = {}  # variable -> who needs it, for this item
         if isinstance(work, AgentWork):
+            reasons: dict[str, list[str]] = {}  # variable -> who needs it, for this item
             _agent_keys(result, checker, work, judges or (), reasons)
             _block(result, checker, work, reasons, keys_needed)
             continue
-        variable = checker.variable_missing(work.model)
-        if work.model.id not in checker.named:
-            checker.note_named(work.model, _where_named(work))
-        if variable is not None:
-            _note(result, variable, work).models.add(work.model.id)
-            reasons.setdefault(variable, []).append(f"model {work.model.id}")
-        if needs_judges(work.prompt):
-            panel = panels.get(work.blueprint.path)
-            if panel is None:
-                try:
-                    panel = panels[work.blueprint.path] = judging.select_judges(
-                        list(judges) if judges else None, work.blueprint.evaluation_config
-                    )
-                except judging.JudgeConfigError:
-                    continue  # the item says so when it runs (a located blueprint mistake)
-            for variable, who in _judge_keys(result, checker, panel, work, judges):
-                reasons.setdefault(variable, []).append(who)
-        _block(result, checker, work, reasons, keys_needed)
+        prompt = prompts.get(id(work.prompt))
+        if prompt is None:
+            prompt = prompts[id(work.prompt)] = (needs_judges(work.prompt), not work.prompt.points)
+        kind = (id(work.blueprint), id(work.model), *prompt)
+        notes = kinds.get(kind)
+        if notes is None:
+            checked = Preflight()
+            _check_item(checked, checker, panels, work, judges, keys_needed)
+            notes = (
+                tuple((v, tuple(m.models), tuple(m.judges)) for v, m in checked.missing.items()),
+                next(iter(checked.blocked.values()), None),
+            )
+            notes = kinds[kind] = alike.setdefault(notes, notes)
+        for variable, models, judging_models in notes[0]:
+            missing = _note(result, variable, work)
+            missing.models.update(models)
+            missing.judges.update(judging_models)
+        if notes[1] is not None:
+            result.blocked[work.nodeid] = notes[1]
     if model_lists is not None and keys_needed:
         checker.bad.update(checker.unlisted(model_lists))
     result.bad_models = checker.bad
@@ -223,6 +229,39 @@ def preflight(
         result.missing.clear()
         result.blocked.clear()
     return result
+
+
+# What one kind of item notes: (variable, models, judges) per missing key, and its blocked line.
+_Kind = tuple[tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...], str | None]
+
+
+def _check_item(
+    result: Preflight,
+    checker: _Checker,
+    panels: dict[str, judging.JudgePanel],
+    work: ItemWork,
+    judges: Sequence[str] | None,
+    keys_needed: bool,
+) -> None:
+    reasons: dict[str, list[str]] = {}  # variable -> who needs it, for this item
+    variable = checker.variable_missing(work.model)
+    if work.model.id not in checker.named:
+        checker.note_named(work.model, _where_named(work))
+    if variable is not None:
+        _note(result, variable, work).models.add(work.model.id)
+        reasons.setdefault(variable, []).append(f"model {work.model.id}")
+    if needs_judges(work.prompt):
+        panel = panels.get(work.blueprint.path)
+        if panel is None:
+            try:
+                panel = panels[work.blueprint.path] = judging.select_judges(
+                    list(judges) if judges else None, work.blueprint.evaluation_config
+                )
+            except judging.JudgeConfigError:
+                return  # the item says so when it runs (a located blueprint mistake)
+        for variable, who in _judge_keys(result, checker, panel, work, judges):
+            reasons.setdefault(variable, []).append(who)
+    _block(result, checker, work, reasons, keys_needed)
 
 
 def _block(result: Preflight, checker: _Checker, work: Work, reasons: dict[str, list[str]], keys_needed: bool) -> None:
