@@ -65,6 +65,11 @@ T = TypeVar("T")
 _ISOLATES: list[Isolate] = []
 _loop_lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
+# mini-racer as it was imported when V8 started: its isolates and its exception classes are
+# used from this one module object, even if sys.modules later loses it (pytester's in-process
+# runs drop what each run imported; a second import would bring new exception classes that
+# the running isolates never raise, and a second V8 initialisation).
+_mini_racer: Any = None
 
 
 def _engine_loop() -> asyncio.AbstractEventLoop:
@@ -81,9 +86,11 @@ def _engine_loop() -> asyncio.AbstractEventLoop:
                 try:
                     # mini-racer and V8 only when a run evaluates JavaScript (a $js point, a
                     # regex): not at import, so a run without them starts without them.
-                    from py_mini_racer import init_mini_racer
+                    global _mini_racer
+                    import py_mini_racer
 
-                    init_mini_racer(ignore_duplicate_init=True)
+                    py_mini_racer.init_mini_racer(ignore_duplicate_init=True)
+                    _mini_racer = py_mini_racer
                 except BaseException as exc:  # noqa: BLE001 - reported to the caller below
                     failure.append(exc)
                 finally:
@@ -128,10 +135,9 @@ class Isolate:
         return self._mr
 
     def _start(self) -> tuple[contextlib.ExitStack, MiniRacer]:
-        from py_mini_racer import mini_racer  # loaded by _engine_loop already
-
+        loop = _engine_loop()  # imports mini-racer
         stack = contextlib.ExitStack()
-        mr = stack.enter_context(mini_racer(_engine_loop()))
+        mr = stack.enter_context(_mini_racer.mini_racer(loop))
         mr.set_hard_memory_limit(self._memory_limit)
         mr.eval(self._setup_js)  # on the loop's thread mini-racer runs it synchronously
         return stack, mr
@@ -176,13 +182,13 @@ class Isolate:
 
 def _ours(exc: Exception) -> WevalError | None:
     """Our exception for a V8 failure mini-racer raised, or None for any other."""
-    from py_mini_racer import JSEvalException, JSOOMException, JSTimeoutException
-
-    if isinstance(exc, JSTimeoutException):
+    if _mini_racer is None:
+        return None
+    if isinstance(exc, _mini_racer.JSTimeoutException):
         return JsTimeout()
-    if isinstance(exc, JSOOMException):
+    if isinstance(exc, _mini_racer.JSOOMException):
         return JsOutOfMemory()
-    if isinstance(exc, JSEvalException):
+    if isinstance(exc, _mini_racer.JSEvalException):
         return JsEngineError(str(exc))
     return None
 
