@@ -728,12 +728,4 @@ def answer_line(server: FakeServer, live_path: str, body: dict[str, Any], header
         if rule is not None and rule.echo_header:
             message += f": you sent {rule.echo_header}={headers.get(rule.echo_header.lower(), '')}"
         return status, {"error": {"message": message, "type": "fake_error", "code": status}}
-    if fault == "blank":
-        text = ""
-    elif rule is not None and rule.reply is not None:
-        text = rule.reply.replace("{last}", last_user).replace("{model}", model or "")
-        if rule.flaky_term and server._leaves_out(rule, model, last_user):
-            text = text.replace(rule.flaky_term, "")
-    else:
-        text = f"echo: {last_user}"
-    return 200, render_reply(live_path, model, text, last_user)
+    return 200, render_reply(live_path, model, server.reply_text(rule, fault, model, last_user), last_user)

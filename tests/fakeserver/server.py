@@ -694,16 +694,21 @@ class FakeServer:
                 extra["Retry-After"] = "0"
             await self._send(writer, status, error_body, extra)
             return True
+        text = self.reply_text(rule, fault, model, last_user)
+        await self._send(writer, 200, json.dumps(render_reply(path, model, text, last_user)), rate_headers)
+        return True
+
+    def reply_text(self, rule: Rule | None, fault: str | None, model: str | None, last_user: str) -> str:
+        """A successful reply's text: blank, the rule's (a flaky rule may leave its term out),
+        or the echo; live and batched requests alike."""
         if fault == "blank":
-            text = ""
-        elif rule is not None and rule.reply is not None:
+            return ""
+        if rule is not None and rule.reply is not None:
             text = rule.reply.replace("{last}", last_user).replace("{model}", model or "")
             if rule.flaky_term and self._leaves_out(rule, model, last_user):
                 text = text.replace(rule.flaky_term, "")
-        else:
-            text = f"echo: {last_user}"
-        await self._send(writer, 200, json.dumps(render_reply(path, model, text, last_user)), rate_headers)
-        return True
+            return text
+        return f"echo: {last_user}"
 
 
 def _flaky_draw(seed: int, model: str | None, last_user: str, nth: int) -> float:
