@@ -413,17 +413,19 @@ class WevalPlugin:
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # The result is kept before the item counts as reported: a signal between the two (its
+        # KeyboardInterrupt can come at any line here) then leaves an item both kept and counted
+        # as run, never counted as run without its result (``not_run`` takes both sets).
+        data = getattr(report, "weval_result", None)
+        if data:
+            result = ItemResult.model_validate_json(data)
+            if not result.nodeid:
+                result.nodeid = report.nodeid
+            self._results[result.nodeid] = result
         if report.when == "call" or report.outcome != "passed":
             self._reported.add(report.nodeid)
         for notice in getattr(report, "weval_notices", None) or ():
             self._say(notice)
-        data = getattr(report, "weval_result", None)
-        if not data:
-            return
-        result = ItemResult.model_validate_json(data)
-        if not result.nodeid:
-            result.nodeid = report.nodeid
-        self._results[result.nodeid] = result
 
     def _say(self, line: str) -> None:
         """A line for the person watching, once, between the progress lines."""
@@ -521,7 +523,7 @@ class WevalPlugin:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
             return
         # Ctrl-C, SIGTERM, -x: the reports say how many selected items never ran
-        not_run = max(0, session.testscollected - len(self._reported)) if interrupted else None
+        not_run = max(0, session.testscollected - len(self._reported | set(self._results))) if interrupted else None
         if not self.results and not (not_run and session.testscollected):
             return
         settings = self.settings
