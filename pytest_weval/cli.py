@@ -48,6 +48,7 @@ from pytest_weval.engine.store.backends import (
     store_stats,
 )
 from pytest_weval.engine.store.history import history_for
+from pytest_weval.report._fmt import fmt_duration
 from pytest_weval.report.finish import merge_outputs
 from pytest_weval.report.history import history_rows, history_table
 from pytest_weval.report.run_record import MergeError
@@ -206,7 +207,7 @@ def _batch(store: str, args: argparse.Namespace) -> int:
         status = row.status if row.provider_status is None else f"{row.status} ({row.provider_status})"
         print(
             f"{row.provider:<10} {row.id:<40} {status:<22} {row.lines:>7} {row.waiting:>7} {row.failed:>6}  "
-            f"{_age(round(row.age_s))}"
+            f"{fmt_duration(row.age_s)}"
         )
     return 0
 

@@ -48,7 +48,16 @@ from pytest_weval.engine.prices import Budget, PriceBook, batch_share, estimate_
 from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.store.backends import backend_for, batch_store
-from pytest_weval.engine.store.batches import DONE, FAILED, SUBMITTED, SUBMITTING, Batch, BatchStore, Line
+from pytest_weval.engine.store.batches import (
+    BUDGET_STATUS,
+    DONE,
+    FAILED,
+    SUBMITTED,
+    SUBMITTING,
+    Batch,
+    BatchStore,
+    Line,
+)
 from pytest_weval.engine.store.cache import ResponseCache, make_entry, reply_from_entry
 from pytest_weval.engine.store.common import StoreDown
 from pytest_weval.engine.transport.batch_api import AGAIN, BATCH_APIS, DROPPED, OK, BatchAPI
@@ -111,8 +120,6 @@ class Batcher:
         self._next_claim = 0.0
         self._next_look = 0.0
         self._changes = 0  # what this process did to the store (queued, submitted, collected)
-        self.submitted_lines = 0  # by this process, for the end of run line
-        self.collected_lines = 0
 
     # -- what goes through a batch ----------------------------------------------------------
     @staticmethod
@@ -226,7 +233,7 @@ class Batcher:
             state = states.get(key)
             line = wanted.line
             if state is None or state.state == DONE:  # collected (or cancelled: state None)
-                entry = await self.cache.store.get(key) if self.cache.store is not None else None
+                entry = await self.cache.get(key)
                 if entry is not None:
                     wanted.future.set_result(reply_from_entry(entry, cached=False))
                 elif state is None:
@@ -235,7 +242,7 @@ class Batcher:
                     lost.append(key)
             elif state.state == FAILED and state.updated >= self.run_started:
                 where = f" (batch {state.provider_id})" if state.provider_id else ""
-                if state.error_status == -1:  # the budget could not hold it
+                if state.error_status == BUDGET_STATUS:
                     wanted.future.set_exception(BudgetReached(state.error_message or "budget", model_id=line.model))
                 else:
                     wanted.future.set_exception(
@@ -353,7 +360,6 @@ class Batcher:
                 failed.append((result.key, result.status, self.redactor.redact(result.message)))
         await self.store.land(batch.id, done, again, dropped, failed)
         self._changes += 1
-        self.collected_lines += len(done)
         held = self._held.pop(batch.id, None)
         if held is not None:
             await self.budget.settle(held, cost)
@@ -430,7 +436,6 @@ class Batcher:
             if amount:
                 self._held[batch_id] = amount
             self._asked[batch_id] = time.time()
-            self.submitted_lines += len(taken)
             self.notice(
                 f"batch-submitted:{batch_id}",
                 f"weval: submitted {len(taken)} request{'s' if len(taken) != 1 else ''} to {provider} as batch "
@@ -448,7 +453,7 @@ class Batcher:
             f"budget reached (${spent:.4f} of ${limit:g}): the next batch would pass it; "
             "the replies received are in the cache, so a larger --weval-budget continues from here"
         )
-        await self.store.fail_queued(provider, account, -1, message)
+        await self.store.fail_queued(provider, account, BUDGET_STATUS, message)
         self._changes += 1
 
 

@@ -135,3 +135,12 @@ def judge_label(judge_model_id: str) -> str:
 
 def plural(count: int, word: str, words: str | None = None) -> str:
     return f"{count} {word if count == 1 else (words or word + 's')}"
+
+
+def fmt_duration(seconds: float) -> str:
+    """``42.0 s``, ``3 min 05 s``, ``26 h 03 min 05 s``: a run's length, a batch's age."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min {secs:02d} s" if hours else f"{minutes} min {secs:02d} s"

@@ -41,7 +41,7 @@ from urllib.parse import quote
 
 from pytest_weval.blueprint.model import Blueprint, Prompt
 from pytest_weval.files import write_atomic
-from pytest_weval.report._fmt import fmt_p, fmt_score, js_number, judge_label, plural
+from pytest_weval.report._fmt import fmt_duration, fmt_p, fmt_score, js_number, judge_label, plural
 from pytest_weval.report.baseline import Comparison, ModelComparison, fmt_difference
 from pytest_weval.report.history import HistoryView
 from pytest_weval.report.html_assets import CSS, JS
@@ -563,14 +563,6 @@ def _overview_table(rollup: Rollup, thresholds: Mapping[str, str], comparison: C
     return "".join(out)
 
 
-def _duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min {secs:02d} s" if hours else f"{minutes} min {secs:02d} s"
-
-
 def _judges_seen(results: Iterable[ItemResult]) -> dict[str, int]:
     """Judge -> assessments it gave, over every judged point of the run."""
     seen: dict[str, int] = {}
@@ -701,7 +693,7 @@ def _facts(rollup: Rollup, results: Sequence[ItemResult], facts: RunFacts, compa
         started = started.replace(tzinfo=dt.timezone.utc)
     rows = [
         ("Date", f"{started.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC"),
-        ("Duration", _duration(facts.duration_s) if facts.duration_s is not None else "\u2014"),
+        ("Duration", fmt_duration(facts.duration_s) if facts.duration_s is not None else "\u2014"),
         (
             "Items",
             f"{t.items:,} in {plural(len(rollup.blueprints), 'blueprint')}: {t.passed:,} passed, {t.failed:,} failed, "

@@ -17,8 +17,9 @@ from typing import Protocol
 from pytest_weval import judges as judging
 from pytest_weval.blueprint.model import ModelSpec, Prompt
 from pytest_weval.engine.errors import ConfigError, MissingKeyError
-from pytest_weval.engine.prices import PriceBook, batch_share
+from pytest_weval.engine.prices import PriceBook
 from pytest_weval.engine.secrets import Redactor
+from pytest_weval.engine.transport.batch_api import BATCH_APIS
 from pytest_weval.engine.transport.providers import adapter_for
 from pytest_weval.run.agent import AgentWork, judge_models
 from pytest_weval.run.pipeline import BUILTIN_MODELS, ItemWork, Work
@@ -77,8 +78,8 @@ class Preflight:
         for model_id in self.asked - set(self.bad_models):
             if model_id in custom_models:
                 live.add(f"custom model {model_id}")
-            elif batch_share(model_id) == 1.0:
-                live.add(model_id.partition(":")[0].strip().lower())
+            elif (provider := model_id.partition(":")[0].strip().lower()) not in BATCH_APIS:
+                live.add(provider)
         return sorted(live)
 
     @property

@@ -711,12 +711,7 @@ def answer_line(server: FakeServer, live_path: str, body: dict[str, Any], header
 
     model = _model(live_path, body)
     last_user = _last_user(live_path, body)
-    rule = server._pick(model, last_user, live_path)
-    fault = rule.fault if rule is not None else None
-    if fault is None and (rule is None or rule.status is None) and server.fault_rate > 0:
-        with server._lock:
-            if server.rng.random() < server.fault_rate:
-                fault = server.rng.choice(server.fault_kinds)
+    rule, fault = server.rule_and_fault(model, last_user, live_path)
     status = 500 if fault in SERVER_FAULTS else 429 if fault == "429" else (rule.status if rule is not None else None)
     if status:
         if rule is not None and rule.body:

@@ -538,12 +538,7 @@ class FakeServer:
                     method, path, headers, body, text_body, model, last_user, rate_headers, writer
                 )
             limited = rate_headers
-        rule = self._pick(model, last_user, path)
-        fault = rule.fault if rule is not None else None
-        if fault is None and (rule is None or rule.status is None) and self.fault_rate > 0:
-            with self._lock:
-                if self.rng.random() < self.fault_rate:
-                    fault = self.rng.choice(self.fault_kinds)
+        rule, fault = self.rule_and_fault(model, last_user, path)
         outcome = fault or (str(rule.status) if rule is not None and rule.status else "200")
         record = RecordedRequest(
             method=method,
@@ -697,6 +692,17 @@ class FakeServer:
         text = self.reply_text(rule, fault, model, last_user)
         await self._send(writer, 200, json.dumps(render_reply(path, model, text, last_user)), rate_headers)
         return True
+
+    def rule_and_fault(self, model: str | None, last_user: str, path: str) -> tuple[Rule | None, str | None]:
+        """The rule a request matches and its fault: the rule's, else one drawn at the seeded
+        ``fault_rate`` (not for a rule that sets a status); live and batched requests alike."""
+        rule = self._pick(model, last_user, path)
+        fault = rule.fault if rule is not None else None
+        if fault is None and (rule is None or rule.status is None) and self.fault_rate > 0:
+            with self._lock:
+                if self.rng.random() < self.fault_rate:
+                    fault = self.rng.choice(self.fault_kinds)
+        return rule, fault
 
     def reply_text(self, rule: Rule | None, fault: str | None, model: str | None, last_user: str) -> str:
         """A successful reply's text: blank, the rule's (a flaky rule may leave its term out),

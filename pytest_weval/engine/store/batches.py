@@ -66,8 +66,11 @@ SCHEMA = [
 QUEUED, TAKEN, SUBMITTED, FAILED, DONE = "queued", "taken", "submitted", "failed", "done"
 DONE_KEPT_S = 2 * 24 * 3600
 # Batch statuses: recorded before the provider is asked (``submitting``), known to the provider
-# (``submitted``), or over (``ended``: its lines were collected; ``cancelled`` by the user).
+# (``submitted``), or over (``ended``: its lines were collected, a cancelled batch's too).
 SUBMITTING, OPEN, ENDED = "submitting", "submitted", "ended"
+# The error status of lines failed because the budget had no room for them: their waiters get
+# the budget's error, not a provider's.
+BUDGET_STATUS = -1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -346,14 +349,10 @@ def _land(
     yield "UPDATE weval_batches SET status = ?, ended = ?, checked = ? WHERE id = ?", (ENDED, now, now, batch_id)
 
 
-def _forget(keys: Sequence[str]) -> Op[None]:
-    for chunk in _chunks(keys):
-        yield f"DELETE FROM weval_batch_lines WHERE key IN ({_marks(len(chunk))})", tuple(chunk)
-
-
 def _all_batches(include_ended: bool) -> Op[list[Batch]]:
-    where = "" if include_ended else " WHERE status IN ('submitting', 'submitted')"
-    rows = yield f"SELECT {_BATCH_COLUMNS} FROM weval_batches{where} ORDER BY created", ()
+    if not include_ended:
+        return (yield from _open_batches())
+    rows = yield f"SELECT {_BATCH_COLUMNS} FROM weval_batches ORDER BY created", ()
     return [Batch(*row) for row in rows]
 
 
@@ -366,10 +365,6 @@ def _line_counts() -> Op[dict[str, dict[str, int]]]:
     for batch, state, count in rows:
         counts.setdefault(batch, {})[state] = count
     return counts
-
-
-def _mark(batch_id: str, status: str, now: float) -> Op[None]:
-    yield "UPDATE weval_batches SET status = ?, ended = ? WHERE id = ?", (status, now, batch_id)
 
 
 # -- where they run ---------------------------------------------------------------------------
@@ -494,9 +489,6 @@ class BatchStore:
     ) -> None:
         await self.runs.run(lambda: _land(batch_id, done, again, dropped, failed, time.time()))
 
-    async def forget(self, keys: Sequence[str]) -> None:
-        await self.runs.run(lambda: _forget(keys))
-
     async def batches(self, *, include_ended: bool = False) -> list[Batch]:
         await self.prepare()
         return await self.runs.run(lambda: _all_batches(include_ended))
@@ -504,6 +496,3 @@ class BatchStore:
     async def line_counts(self) -> dict[str, dict[str, int]]:
         await self.prepare()
         return await self.runs.run(_line_counts)
-
-    async def mark(self, batch_id: str, status: str) -> None:
-        await self.runs.run(lambda: _mark(batch_id, status, time.time()))
