@@ -255,6 +255,13 @@ def test_canned_answers_run_without_any_key(project: Project) -> None:
         f"blueprints/greeting.yml::clarify[{MODEL_ID}]": "PASSED",
     }, text
     assert project.requests() == [] and project.server.listings == []
+    # The whole file: the judged item waits for a judge's key, the others run as above.
+    result = project.run(
+        "blueprints/greeting.yml", "--weval-fixtures=fixtures/greeting.json", "--weval-missing-keys=skip", "-rA", sub=True
+    )
+    assert outcomes_by_id(result) == outcomes, result.stdout.str()
+    result.assert_outcomes(passed=2, failed=1, skipped=1)
+    assert project.requests() == []
 
 
 def test_canned_answers_with_judged_points_need_the_judges_key_only(project: Project) -> None:
