@@ -259,8 +259,9 @@ def test_canned_answers_run_without_any_key(project: Project) -> None:
     result = project.run(
         "blueprints/greeting.yml", "--weval-fixtures=fixtures/greeting.json", "--weval-missing-keys=skip", "-rA", sub=True
     )
-    assert outcomes_by_id(result) == outcomes, result.stdout.str()
     result.assert_outcomes(passed=2, failed=1, skipped=1)
+    assert outcomes.items() <= outcomes_by_id(result).items(), result.stdout.str()
+    assert "blueprints/greeting.yml:21: not run, a key it needs is not set: OPENROUTER_API_KEY" in result.stdout.str()
     assert project.requests() == []
 
 
