@@ -87,7 +87,11 @@ def format_of(path: str | Path) -> str:
 
 
 def read_blueprint_file(
-    path: str | Path, *, display_path: str | None = None, max_file_mb: float = DEFAULT_MAX_FILE_MB, what: str = "blueprint"
+    path: str | Path,
+    *,
+    display_path: str | None = None,
+    max_file_mb: float = DEFAULT_MAX_FILE_MB,
+    what: str = "blueprint",
 ) -> RawSource:
     """The file's documents; ``what`` names the kind of file in the messages (a fixture file
     is read the same way, and is not a blueprint)."""

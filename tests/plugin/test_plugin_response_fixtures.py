@@ -257,7 +257,11 @@ def test_canned_answers_run_without_any_key(project: Project) -> None:
     assert project.requests() == [] and project.server.listings == []
     # The whole file: the judged item waits for a judge's key, the others run as above.
     result = project.run(
-        "blueprints/greeting.yml", "--weval-fixtures=fixtures/greeting.json", "--weval-missing-keys=skip", "-rA", sub=True
+        "blueprints/greeting.yml",
+        "--weval-fixtures=fixtures/greeting.json",
+        "--weval-missing-keys=skip",
+        "-rA",
+        sub=True,
     )
     result.assert_outcomes(passed=2, failed=1, skipped=1)
     assert outcomes.items() <= outcomes_by_id(result).items(), result.stdout.str()
@@ -345,6 +349,6 @@ def test_the_plan_of_canned_answers_needs_no_key(project: Project) -> None:
     )
     plan = project.json("plan/plan.json")
     assert list(plan["requests"]["by_model"]) == [JUDGE_ID]  # the judged item's judge only
-    assert plan["missing_keys"] == [
-        {"variable": "OPENAI_API_KEY", "models": [], "judges": [JUDGE_ID], "items": 1}
-    ], plan["missing_keys"]
+    assert plan["missing_keys"] == [{"variable": "OPENAI_API_KEY", "models": [], "judges": [JUDGE_ID], "items": 1}], (
+        plan["missing_keys"]
+    )
