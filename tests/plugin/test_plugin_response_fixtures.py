@@ -352,3 +352,25 @@ def test_the_plan_of_canned_answers_needs_no_key(project: Project) -> None:
     assert plan["missing_keys"] == [{"variable": "OPENAI_API_KEY", "models": [], "judges": [JUDGE_ID], "items": 1}], (
         plan["missing_keys"]
     )
+
+
+def test_canned_answers_hold_no_budget(project: Project) -> None:
+    """Under --weval-repeat the budget holds room for the generations an item's samples will
+    send: none for canned answers, so a budget too small for one generation does not stop them
+    (issue 40)."""
+    _greeting(project)
+    result = project.run(
+        "blueprints/greeting.yml",
+        "--weval-fixtures=fixtures/greeting.json",
+        "--weval-budget=0.000001",
+        "--weval-repeat=2",
+        "-k",
+        "not judged",
+        "-rA",
+    )
+    assert outcomes_by_id(result) == {
+        f"blueprints/greeting.yml::greeting[{MODEL_ID}]": "PASSED",
+        f"blueprints/greeting.yml::refusal[{MODEL_ID}]": "FAILED",
+        f"blueprints/greeting.yml::clarify[{MODEL_ID}]": "PASSED",
+    }, result.stdout.str()
+    assert project.requests() == []
