@@ -11,6 +11,7 @@ a run that quietly calls the model instead of using the fixture costs money and 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -19,6 +20,7 @@ from .loader import RawSource, read_blueprint_file
 from .model import BlueprintError, Location
 
 STRATEGIES = ("seeded", "first", "round-robin")
+ENTRY_KEYS = ("default", "byModel", "notes")  # the keys of one prompt's entry
 FixtureSource = Literal["final", "turns"]
 
 
@@ -93,7 +95,7 @@ def load_fixtures(path: str | Path, *, display_path: str | None = None) -> Respo
     file, the line and the field of the first problem."""
     shown = display_path or str(path)
     try:
-        source = read_blueprint_file(path, display_path=shown)
+        source = read_blueprint_file(path, display_path=shown, what="fixture file")
     except OSError as exc:
         raise BlueprintError(
             f"cannot read the fixture file: {exc.strerror or exc}",
@@ -127,9 +129,13 @@ def _check_spec(source: RawSource, responses: Mapping[str, Any], prompt_id: str,
     field = f"responses.{prompt_id}"
     if not isinstance(spec, Mapping):
         raise _problem(source, responses, prompt_id, f"{field} is a mapping with `default` and/or `byModel`")
-    unknown = sorted(set(spec) - {"default", "byModel", "notes"})
+    unknown = [key for key in spec if key not in ENTRY_KEYS]
     if unknown:
-        raise _problem(source, spec, unknown[0], f"{field}: unknown key {unknown[0]!r} (expected default, byModel)")
+        close = difflib.get_close_matches(str(unknown[0]), ENTRY_KEYS, n=1, cutoff=0.6)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise _problem(
+            source, spec, unknown[0], f"{field}: unknown key {unknown[0]!r} (expected {', '.join(ENTRY_KEYS)}){hint}"
+        )
     if "default" in spec:
         _check_value(source, spec, "default", f"{field}.default")
     by_model = spec.get("byModel")

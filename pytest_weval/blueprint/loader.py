@@ -87,8 +87,14 @@ def format_of(path: str | Path) -> str:
 
 
 def read_blueprint_file(
-    path: str | Path, *, display_path: str | None = None, max_file_mb: float = DEFAULT_MAX_FILE_MB
+    path: str | Path,
+    *,
+    display_path: str | None = None,
+    max_file_mb: float = DEFAULT_MAX_FILE_MB,
+    what: str = "blueprint",
 ) -> RawSource:
+    """The file's documents; ``what`` names the kind of file in the messages (a fixture file
+    is read the same way, and is not a blueprint)."""
     shown = display_path or str(path)
     limit = int(max_file_mb * 1024 * 1024)
     with open(path, "rb") as handle:
@@ -96,11 +102,11 @@ def read_blueprint_file(
     if len(data) > limit:
         size = max(Path(path).stat().st_size, len(data))
         raise BlueprintError(
-            f"the file is {size / 1024 / 1024:.3g} MB, more than the {max_file_mb:g} MB a blueprint may be",
+            f"the file is {size / 1024 / 1024:.3g} MB, more than the {max_file_mb:g} MB a {what} may be",
             Location(path=shown, field="file size"),
             hint="split the blueprint, or raise the cap with ini `weval_max_file_mb`",
         )
-    return load_source(decode_blueprint_bytes(data, shown), fmt=format_of(path), path=shown)
+    return load_source(decode_blueprint_bytes(data, shown), fmt=format_of(path), path=shown, what=what)
 
 
 def decode_blueprint_bytes(data: bytes, shown: str) -> str:
@@ -118,18 +124,18 @@ def decode_blueprint_bytes(data: bytes, shown: str) -> str:
         ) from None
 
 
-def load_source(text: str, *, fmt: str, path: str) -> RawSource:
+def load_source(text: str, *, fmt: str, path: str, what: str = "blueprint") -> RawSource:
     if text.startswith("\ufeff"):
         text = text[1:]
     if fmt == "yaml":
-        return _load_yaml(text, path)
-    return _load_json(text, path)
+        return _load_yaml(text, path, what)
+    return _load_json(text, path, what)
 
 
 # --- YAML --------------------------------------------------------------------------------------
 
 
-def _load_yaml(text: str, path: str) -> RawSource:
+def _load_yaml(text: str, path: str, what: str = "blueprint") -> RawSource:
     try:
         built = build_yaml_documents(text, path)  # also checks depth and aliases
         if built is not None:
@@ -137,12 +143,14 @@ def _load_yaml(text: str, path: str) -> RawSource:
         else:
             documents, marks = _load_with_constructor(text)
     except yaml.YAMLError as exc:
-        raise yaml_error(exc, text, path) from None
+        raise yaml_error(exc, text, path, what) from None
     if not documents:
         raise BlueprintError(
-            f"Failed to parse YAML blueprint: {EMPTY_YAML}",
+            f"Failed to parse YAML blueprint: {EMPTY_YAML}"
+            if what == "blueprint"
+            else f"Failed to parse YAML {what}: it is empty or holds only null documents",
             Location(path=path, line=1, column=1),
-            hint="add a header and prompts, or remove the file",
+            hint="add a header and prompts, or remove the file" if what == "blueprint" else None,
         )
     return RawSource(path=path, fmt="yaml", documents=documents, marks=marks)
 
@@ -247,7 +255,7 @@ _KEY_ON_LINE = re.compile(r"^\s*(?:-\s+)?([^\s:#'\"][^:#]*?|'[^']*'|\"[^\"]*\")\
 _PYYAML_DEPTH_PROBLEM = "exceeded maximum nesting depth"
 
 
-def yaml_error(exc: yaml.YAMLError, text: str, path: str) -> BlueprintError:
+def yaml_error(exc: yaml.YAMLError, text: str, path: str, what: str = "blueprint") -> BlueprintError:
     """A PyYAML error as a located BlueprintError in plain words."""
     mark = getattr(exc, "problem_mark", None)
     problem = getattr(exc, "problem", None) or str(exc)
@@ -273,7 +281,7 @@ def yaml_error(exc: yaml.YAMLError, text: str, path: str) -> BlueprintError:
     elif hint == _QUOTE_HINT and key:
         hint = f"quote the whole value of '{key}', e.g. {key}: \"...\""
     return BlueprintError(
-        f"Failed to parse YAML blueprint: {message}",
+        f"Failed to parse YAML {what}: {message}",
         Location(path=path, line=line, column=column, field=key),
         hint=hint,
     )
@@ -305,20 +313,20 @@ def _json_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _load_json(text: str, path: str) -> RawSource:
+def _load_json(text: str, path: str, what: str = "blueprint") -> RawSource:
     if _json_depth(text) > MAX_DEPTH:
         raise depth_error(path, 1, 1)
     try:
         document = json.loads(text, parse_constant=_json_constant)
     except json.JSONDecodeError as exc:
         raise BlueprintError(
-            f"Failed to parse JSON blueprint: {exc.msg}",
+            f"Failed to parse JSON {what}: {exc.msg}",
             Location(path=path, line=exc.lineno, column=exc.colno),
             hint="check the JSON syntax at that spot (a missing comma, quote or bracket)",
         ) from None
     except ValueError as exc:
         raise BlueprintError(
-            f"Failed to parse JSON blueprint: {exc}",
+            f"Failed to parse JSON {what}: {exc}",
             Location(path=path),
             hint="JSON has no NaN or Infinity; write null or a number",
         ) from None

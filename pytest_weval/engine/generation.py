@@ -27,9 +27,39 @@ class Conversation:
 
 
 def _role_content(message: Any) -> tuple[str, str | None]:
+    if isinstance(message, tuple):
+        return message
     if isinstance(message, dict):
         return message["role"], message.get("content")
     return message.role, message.content
+
+
+def planned_answers(messages: Iterable[Any], fixture: FixturePick | None) -> list[tuple[FixtureSource, str] | None]:
+    """The answers a conversation takes, in the order ``generate_conversation`` meets them (each
+    ``assistant: null`` turn, then the trailing one when there is one): the fixture's source and
+    text where the fixture answers, None where the model is asked. The pre-flight and the plan
+    read it to know whether the tested model is sent anything (docs/fixtures.md)."""
+    authored = [_role_content(m) for m in messages]
+    nulls = sum(1 for role, content in authored if role == "assistant" and content is None)
+    turns = fixture.turns if fixture is not None and fixture.turns is not None else ()
+    answers: list[tuple[FixtureSource, str] | None] = [
+        ("turns", turns[index]) if index < len(turns) and turns[index] else None for index in range(nulls)
+    ]
+    if authored and authored[-1][0] == "user":
+        trailing = True
+    else:
+        # docs/format.md, 'Multi-turn generation': with no null turn, the last fixed assistant
+        # text is the answer (nothing is asked); with none either, one answer is.
+        trailing = nulls == 0 and not any(role == "assistant" and content is not None for role, content in authored)
+    if trailing:
+        final = fixture.final if fixture is not None and nulls == 0 else None
+        answers.append(("final", final) if final else None)
+    return answers
+
+
+def asks_model(messages: Iterable[Any], fixture: FixturePick | None) -> bool:
+    """The conversation sends the tested model a request: some answer is not the fixture's."""
+    return any(answer is None for answer in planned_answers(messages, fixture))
 
 
 async def generate_conversation(
@@ -65,17 +95,14 @@ async def generate_conversation(
     usage = Usage()
     assistant_index = 0
     used: list[FixtureSource] = []
+    planned = planned_answers(authored, fixture)
 
-    def canned(source: FixtureSource) -> str | None:
-        if fixture is None:
-            return None
-        if source == "turns" and fixture.turns is not None and len(fixture.turns) > len(generated_texts):
-            used.append(source)
-            return fixture.turns[len(generated_texts)]
-        if source == "final" and fixture.final is not None and not generated_texts:
-            used.append(source)
-            return fixture.final
-        return None
+    async def answer() -> str:
+        canned = planned[len(generated_texts)]
+        if canned is None:
+            return await generate()
+        used.append(canned[0])
+        return canned[1]
 
     async def generate() -> str:
         request = ModelRequest(
@@ -98,13 +125,13 @@ async def generate_conversation(
         for role, content in authored:
             if role == "assistant":
                 if content is None:
-                    content = canned("turns") or await generate()
+                    content = await answer()
                     generated_indices.append(assistant_index)
                     generated_texts.append(content)
                 assistant_index += 1
             history.append({"role": role, "content": content})
         if authored and authored[-1][0] == "user":
-            text = canned("final") or await generate()
+            text = await answer()
             history.append({"role": "assistant", "content": text})
             generated_indices.append(assistant_index)
             generated_texts.append(text)
@@ -116,7 +143,7 @@ async def generate_conversation(
                 return Conversation(
                     history=history, generated_indices=[], generated_texts=[], final_text=fixed[-1], usage=usage
                 )
-            text = canned("final") or await generate()
+            text = await answer()
             history.append({"role": "assistant", "content": text})
             generated_indices.append(assistant_index)
             generated_texts.append(text)

@@ -127,11 +127,12 @@ def warn_mistakes(findings: list[Finding], path: Path, shown_path: str, category
 
 
 def _warn_group(findings: list[Finding], what: str, path: Path, category: type[Warning]) -> None:
-    """One finding as it is; several as one warning at the first, with how many there are."""
+    """One finding as it is; several as one warning at the first by line, with how many there
+    are (the parser's findings and the regex check's come in separate lists)."""
     if len(findings) < 2:
         warn_findings(findings, path, category, with_code=False)
         return
-    first = findings[0]
+    first = min(findings, key=lambda f: (not f.location.line, f.location.line, f.location.column))
     message = f"{len(findings)} {what}; the first: {first.message}"
     warnings.warn_explicit(
         category(visible(message)), category=category, filename=str(path), lineno=first.location.line or 1

@@ -256,6 +256,7 @@ class WevalPlugin:
             keys_needed=settings.cache_mode != "ro",
             prices=PriceBook(settings.prices) if settings.budget_usd is not None else None,
             model_lists=self._model_lists(),
+            fixtures=self.fixtures,
         )
         # Under xdist every worker holds the whole selection, so one (gw0) makes the plan for all.
         planner = getattr(self.config, "workerinput", {}).get("workerid", "gw0") == "gw0"

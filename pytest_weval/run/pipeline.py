@@ -19,11 +19,11 @@ from typing import Any, TypeAlias
 
 from pytest_weval import judges as judging
 from pytest_weval import scoring
-from pytest_weval.blueprint.fixtures import ResponseFixtures
+from pytest_weval.blueprint.fixtures import FixturePick, ResponseFixtures
 from pytest_weval.blueprint.ids import effective_model_id
 from pytest_weval.blueprint.model import Blueprint, EvalPoint, ModelSpec, Prompt
 from pytest_weval.engine.errors import BatchPending, BudgetReached, ModelCallError
-from pytest_weval.engine.generation import Conversation, generate_conversation
+from pytest_weval.engine.generation import Conversation, asks_model, generate_conversation
 from pytest_weval.engine.request import ChatMessage, HoldsBudget, ModelClient, ModelRequest
 from pytest_weval.engine.transport.external import ExternalExecutor
 from pytest_weval.judges.config import JudgePanel
@@ -195,13 +195,7 @@ class Pipeline:
         before the first is sent, so the budget never stops an item halfway through its samples
         (docs/sampling.md, 'The plan and the budget')."""
         prompt = work.prompt
-        if (
-            not isinstance(self.engine, HoldsBudget)
-            or (work.model.id in BUILTIN_MODELS and work.model.custom is None)
-            or prompt.validation_error
-            or mistaken_points(prompt)
-            or not (prompt.points or prompt.ideal)
-        ):  # nothing would be sent for it
+        if not isinstance(self.engine, HoldsBudget) or not asks_tested_model(work, self.settings.fixtures):
             return contextlib.nullcontext()
         system = [ChatMessage("system", work.system_prompt)] if work.system_prompt is not None else []
         request = ModelRequest(
@@ -433,10 +427,7 @@ class Pipeline:
             no_cache=prompt.no_cache,
             priority=work.priority,
             sample=work.sample,
-            # The run label the reference seeds its pick with: the blueprint's content hash.
-            fixture=fixtures.pick(prompt.id, work.model.id, work.effective_model_id, work.blueprint.content_hash)
-            if fixtures is not None
-            else None,
+            fixture=fixture_pick(work, fixtures),
         )
         _add_usage(usage, work.model.id, conversation.usage)
         return conversation
@@ -476,6 +467,31 @@ def _pending(result: ItemResult, stops: list[ModelCallError]) -> bool:
         return False
     result.outcome, result.error, result.error_kind, result.score = "skipped", pending.message, "batch_pending", None
     return True
+
+
+def sends_nothing(prompt: Prompt) -> bool:
+    """The prompt's items end before anything is sent (``_evaluate_into``): it cannot run as
+    written, a point has an authoring mistake, or there is nothing to score."""
+    return bool(prompt.validation_error or mistaken_points(prompt) or not (prompt.points or prompt.ideal))
+
+
+def fixture_pick(work: ItemWork, fixtures: ResponseFixtures | None) -> FixturePick | None:
+    """The item's canned answer from --weval-fixtures, if any (docs/fixtures.md)."""
+    if fixtures is None:
+        return None
+    # The run label the reference seeds its pick with: the blueprint's content hash.
+    return fixtures.pick(work.prompt.id, work.model.id, work.effective_model_id, work.blueprint.content_hash)
+
+
+def asks_tested_model(work: ItemWork, fixtures: ResponseFixtures | None) -> bool:
+    """The item sends its tested model a request: it is not a built-in, it gets as far as
+    generating, and some answer is not the fixture file's. The pre-flight asks for the model's
+    key and price, and the budget holds room for it, only then."""
+    if work.model.id in BUILTIN_MODELS and work.model.custom is None:
+        return False
+    if sends_nothing(work.prompt):
+        return False
+    return asks_model([(m.role, m.content) for m in work.prompt.messages], fixture_pick(work, fixtures))
 
 
 def mistaken_points(prompt: Prompt) -> list[tuple[EvalPoint, str]]:

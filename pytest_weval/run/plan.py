@@ -36,7 +36,7 @@ from pytest_weval.run.pipeline import (
     Pipeline,
     PipelineSettings,
     judged_subject,
-    mistaken_points,
+    sends_nothing,
 )
 from pytest_weval.run.preflight import Preflight, needs_judges
 
@@ -398,7 +398,7 @@ class DirectCount:
 
     def _describe_shape(self, work: ItemWork) -> Any:
         prompt = work.prompt
-        if prompt.validation_error or mistaken_points(prompt) or (not prompt.points and not prompt.ideal):
+        if sends_nothing(prompt):
             return _NOTHING
         first = _first_generation(prompt, work.system_prompt)
         if first is None:
@@ -685,10 +685,8 @@ async def _plan_item(pipeline: Pipeline, client: PlanClient, direct: DirectCount
         await direct.count(work, how)
         return
     prompt = work.prompt
-    if work.blocked is not None or prompt.validation_error or mistaken_points(prompt):
+    if work.blocked is not None or sends_nothing(prompt):
         return  # the run sends nothing for these items
-    if not prompt.points and not prompt.ideal:
-        return  # nothing to score: nothing is sent
     conversation = await pipeline.generate(work, {})
     if conversation.error is not None:
         # The first generation the cache lacks stopped the walk; the turns after it are asked

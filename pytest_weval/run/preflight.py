@@ -15,6 +15,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Protocol
 
 from pytest_weval import judges as judging
+from pytest_weval.blueprint.fixtures import ResponseFixtures
 from pytest_weval.blueprint.model import ModelSpec, Prompt
 from pytest_weval.engine.errors import ConfigError, MissingKeyError
 from pytest_weval.engine.prices import PriceBook
@@ -22,7 +23,7 @@ from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.transport.batch_api import BATCH_APIS
 from pytest_weval.engine.transport.providers import adapter_for
 from pytest_weval.run.agent import AgentWork, judge_models
-from pytest_weval.run.pipeline import BUILTIN_MODELS, ItemWork, Work
+from pytest_weval.run.pipeline import BUILTIN_MODELS, ItemWork, Work, asks_tested_model, sends_nothing
 
 
 class ModelLists(Protocol):
@@ -142,6 +143,24 @@ class _Checker:
                 self.bad[model.id] = str(exc)
         return self._missing[model.id]
 
+    def check_id(self, model: ModelSpec) -> None:
+        """A model the run sends nothing to (its answers are canned): only its id's form is
+        checked, which needs no key."""
+        if model.id in self.bad or (model.id in BUILTIN_MODELS and model.custom is None):
+            return
+        try:
+            adapter_for(model, self.allowed_env)
+        except ConfigError as exc:
+            self.bad[model.id] = str(exc)
+
+    def located_bad(self) -> dict[str, str]:
+        """Each bad model id's reason, after where the id is written (the blueprint's line, or
+        the option)."""
+        return {
+            model_id: f"{self.named[model_id]}: {why}" if model_id in self.named else why
+            for model_id, why in self.bad.items()
+        }
+
     def spec(self, model_id: str) -> ModelSpec:
         spec = self._specs.get(model_id)
         if spec is None:
@@ -182,33 +201,46 @@ def preflight(
     keys_needed: bool,
     prices: PriceBook | None = None,
     model_lists: ModelLists | None = None,
+    fixtures: ResponseFixtures | None = None,
 ) -> Preflight:
     """Check the selection. ``keys_needed`` is False when nothing will be sent (replay only);
     ``prices`` is given under a budget: then every model asked must have a known price;
     ``model_lists`` checks each provider model id whose key is set against its provider's list
-    (docs/engine.md, 'Model lists')."""
+    (docs/engine.md, 'Model lists'). Only what the pipeline will send is checked: an item that
+    ends before sending (nothing to score, a mistake in its prompt) needs no key, and a tested
+    model whose every answer comes from ``fixtures`` needs no key, no price and no place in its
+    provider's list (docs/fixtures.md)."""
     checker = _Checker(env, allowed_env, custom_models)
     result = Preflight()
     panels: dict[str, judging.JudgePanel] = {}
     # Items of one blueprint asking one model are checked alike (the same keys, the same line
     # when blocked): each kind is checked once, and its notes applied to the others.
-    kinds: dict[tuple[int, int, bool, bool], _Kind] = {}
+    kinds: dict[tuple[int, int, bool, bool, bool], _Kind] = {}
     alike: dict[_Kind, _Kind] = {}  # most kinds come to the same notes: held once
-    prompts: dict[int, tuple[bool, bool]] = {}
+    prompts: dict[int, tuple[bool, bool] | None] = {}  # None: its items send nothing
+    asks: dict[tuple[int, str], bool] = {}  # (prompt, model id) -> the tested model is sent a request
     for work in works:
         if isinstance(work, AgentWork):
             reasons: dict[str, list[str]] = {}  # variable -> who needs it, for this item
             _agent_keys(result, checker, work, judges or (), reasons)
             _block(result, checker, work, reasons, keys_needed)
             continue
-        prompt = prompts.get(id(work.prompt))
+        if id(work.prompt) in prompts:
+            prompt = prompts[id(work.prompt)]
+        else:
+            prompt = prompts[id(work.prompt)] = (
+                None if sends_nothing(work.prompt) else (needs_judges(work.prompt), not work.prompt.points)
+            )
         if prompt is None:
-            prompt = prompts[id(work.prompt)] = (needs_judges(work.prompt), not work.prompt.points)
-        kind = (id(work.blueprint), id(work.model), *prompt)
+            continue
+        asked = asks.get((id(work.prompt), work.model.id))
+        if asked is None:
+            asked = asks[id(work.prompt), work.model.id] = asks_tested_model(work, fixtures)
+        kind = (id(work.blueprint), id(work.model), *prompt, asked)
         notes = kinds.get(kind)
         if notes is None:
             checked = Preflight()
-            _check_item(checked, checker, panels, work, judges, keys_needed)
+            _check_item(checked, checker, panels, work, judges, keys_needed, asked)
             notes = (
                 tuple((v, tuple(m.models), tuple(m.judges)) for v, m in checked.missing.items()),
                 next(iter(checked.blocked.values()), None),
@@ -220,9 +252,9 @@ def preflight(
             missing.judges.update(judging_models)
         if notes[1] is not None:
             result.blocked[work.nodeid] = notes[1]
+    result.bad_models = checker.located_bad()
     if model_lists is not None and keys_needed:
-        checker.bad.update(checker.unlisted(model_lists))
-    result.bad_models = checker.bad
+        result.bad_models.update(checker.unlisted(model_lists))
     result.asked = checker.asked
     if prices is not None and keys_needed:
         result.unpriced = {m for m in checker.asked if m not in checker.bad and prices.price(m) is None}
@@ -243,14 +275,18 @@ def _check_item(
     work: ItemWork,
     judges: Sequence[str] | None,
     keys_needed: bool,
+    asks_model: bool,
 ) -> None:
     reasons: dict[str, list[str]] = {}  # variable -> who needs it, for this item
-    variable = checker.variable_missing(work.model)
     if work.model.id not in checker.named:
         checker.note_named(work.model, _where_named(work))
-    if variable is not None:
-        _note(result, variable, work).models.add(work.model.id)
-        reasons.setdefault(variable, []).append(f"model {work.model.id}")
+    if not asks_model:
+        checker.check_id(work.model)
+    else:
+        variable = checker.variable_missing(work.model)
+        if variable is not None:
+            _note(result, variable, work).models.add(work.model.id)
+            reasons.setdefault(variable, []).append(f"model {work.model.id}")
     if needs_judges(work.prompt):
         panel = panels.get(work.blueprint.path)
         if panel is None:

@@ -109,3 +109,29 @@ def test_a_missing_file_says_so(tmp_path: Path) -> None:
     with pytest.raises(BlueprintError) as caught:
         load_fixtures(tmp_path / "nope.json")
     assert "cannot read" in caught.value.message and "--weval-fixtures" in (caught.value.hint or "")
+
+
+def test_an_unknown_key_lists_every_known_one_and_suggests_the_close_one(tmp_path: Path) -> None:
+    path = _write(tmp_path, "f.yml", "responses:\n  p:\n    notes: why\n    defualt: x\n")
+    with pytest.raises(BlueprintError) as caught:
+        load_fixtures(path, display_path="f.yml")
+    assert caught.value.message == (
+        "responses.p: unknown key 'defualt' (expected default, byModel, notes); did you mean 'default'?"
+    )
+    assert caught.value.location.line == 4
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "kind"),
+    [
+        ("f.json", '{"responses": {', "JSON"),
+        ("f.yml", "responses: [a\n", "YAML"),
+        ("f.yml", "", "YAML"),
+    ],
+)
+def test_a_file_that_cannot_be_parsed_is_called_a_fixture_file(tmp_path: Path, name: str, text: str, kind: str) -> None:
+    path = _write(tmp_path, name, text)
+    with pytest.raises(BlueprintError) as caught:
+        load_fixtures(path, display_path=name)
+    assert caught.value.message.startswith(f"Failed to parse {kind} fixture file: "), str(caught.value)
+    assert "blueprint" not in str(caught.value)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
+from pytest_weval.blueprint.fixtures import FixturePick
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine import generate_conversation
+from pytest_weval.engine.generation import asks_model
 from tests.fakeserver import Rule
 
 MODEL = ModelSpec(id="openai:gpt-4o-mini")
@@ -104,3 +108,30 @@ def test_message_objects_are_accepted(make_engine, server):
     engine = make_engine()
     conversation = run(engine, (Message(role="user", content="obj"),))
     assert conversation.final_text == "echo: obj"
+
+
+USER = {"role": "user", "content": "hi"}
+NULL = {"role": "assistant", "content": None}
+FIXED = {"role": "assistant", "content": "hello"}
+
+
+@pytest.mark.parametrize(
+    ("messages", "fixture"),
+    [
+        ([USER], FixturePick(final="canned")),
+        ([USER], None),
+        ([USER, FIXED, USER], FixturePick(final="canned")),
+        ([USER, NULL, USER], FixturePick(final="canned")),  # a final answers only when nothing came before
+        ([USER, NULL, USER], FixturePick(turns=("one",))),  # the trailing turn is the model's
+        ([USER, NULL, USER, NULL], FixturePick(turns=("one", "two"))),
+        ([USER, NULL, USER, NULL], FixturePick(turns=("one",))),  # turns beyond the list are generated
+        ([USER, FIXED], None),  # the written answer: nothing generated
+        ([], FixturePick(final="canned")),
+    ],
+)
+def test_asks_model_agrees_with_what_the_walk_sends(make_engine, server, messages, fixture):
+    """What the pre-flight and the plan read (issue 40): the model is asked exactly when the
+    conversation sends it something."""
+    conversation = run(make_engine(), messages, fixture=fixture)
+    assert conversation.error is None
+    assert asks_model(messages, fixture) == (server.count > 0)

@@ -474,3 +474,29 @@ def test_a_folder_of_yaml_that_collects_nothing_says_how_blueprints_are_found(pr
     assert "weval_globs" in out
     project.ini("weval_globs = evals/*.yml")
     project.run("evals").assert_outcomes(passed=1)
+
+
+def test_the_collection_warnings_first_mistake_is_the_first_by_line(project: Project):
+    """A pattern JavaScript rejects (line 7) before an unknown point function (line 12): the
+    warning is at line 7 and names the pattern, whichever check found which (issue 40)."""
+    project.write(
+        "blueprints/mistakes.yml",
+        """\
+        models: [ideal]
+        ---
+        - id: regex
+          prompt: Shout.
+          ideal: HELLO
+          should:
+            - $matches: "(?i)hello"
+        - id: typo
+          prompt: Say hello.
+          ideal: hello
+          should:
+            - $contians: hello
+        """,
+    )
+    result = project.run("-rA")
+    result.stdout.fnmatch_lines(
+        ["*mistakes.yml:7: WevalWarning: 2 points or prompts in this file have mistakes*the first: *(?i)hello*"]
+    )

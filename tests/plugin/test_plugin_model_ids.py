@@ -253,3 +253,29 @@ def test_a_404_error_report_says_where_the_id_is_written(project: Project):
     assert "No score: The provider has no model by this id (it answered 404)." in out
     assert "Fix the model id where it is named (blueprints/ids.yml:1)" in out
     assert "Check the network" not in out
+
+
+def test_an_unusable_id_in_a_blueprint_is_located_at_its_line(project: Project):
+    """``models: [foo:bar, openai]``: an unknown provider and an id with no model name are
+    said where they are written, as an unlisted name is (issue 40)."""
+    project.server.model_lists = {"openai": LISTED}
+    project.write(
+        "blueprints/ids.yml",
+        f"""\
+        title: ids
+        models:
+          - {MODEL_ID}
+          - foo:bar
+          - openai
+        ---
+        - id: p0
+          prompt: Say hello.
+          should: [$contains: hello]
+        """,
+    )
+    result = project.run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "blueprints/ids.yml:4:5 (models[1]): Unsupported provider 'foo' in model id 'foo:bar'" in err, err
+    assert "blueprints/ids.yml:5:5 (models[2]): Invalid model id 'openai'" in err, err
+    assert project.requests() == []

@@ -6,7 +6,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from plugin_helpers import JUDGE_ID, MODEL, MODEL_ID, Project, answer_rule, judge_rule, outcomes_by_id
+from plugin_helpers import (
+    JUDGE,
+    JUDGE_ID,
+    MODEL,
+    MODEL_ID,
+    PROVIDER_VARS,
+    Project,
+    answer_rule,
+    judge_rule,
+    outcomes_by_id,
+)
 
 from pytest_weval.blueprint import load_blueprint
 from pytest_weval.blueprint.fixtures import fnv1a_32
@@ -170,4 +180,197 @@ def test_a_broken_fixture_file_stops_the_run_before_any_request(project: Project
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert words in result.stderr.str(), result.stderr.str()
     assert "--weval-fixtures (ini weval_fixtures)" in result.stderr.str()
+    assert project.requests() == []
+
+
+# -- canned answers need no key and no price (issue 40, item 1) ---------------------------------
+
+GREETING = """\
+title: Greeting (fixtures demo)
+models:
+  - openai:gpt-4o-mini
+tags: [test]
+---
+- id: greeting
+  prompt: "how are you?"
+  should:
+    - $contains: "well"
+- id: refusal
+  prompt: "Reply with the word 'success' only."
+  should:
+    - $contains: "this-string-will-not-appear"
+- id: clarify
+  messages:
+    - user: I need help with my taxes.
+    - assistant: Happy to help.
+    - user: I changed jobs mid-year.
+  should:
+    - $contains: "?"
+- id: judged
+  prompt: "Write a short note."
+  should:
+    - Is friendly.
+"""
+
+GREETING_FIXTURES = {
+    "version": 1,
+    "strategy": "seeded",
+    "seed": 42,
+    "responses": {
+        "greeting": {"default": ["i am well", "doing well, thanks"], "notes": "either passes"},
+        "refusal": {"default": "success"},
+        "clarify": {"default": "Which states did you live in?"},
+        "judged": {"default": "Hello, friend!"},
+    },
+}
+
+
+def _no_keys(project: Project) -> None:
+    """A new user's shell: no provider key at all (the fake's base URLs stay, so anything that
+    is sent is seen)."""
+    for name in PROVIDER_VARS:
+        if name.endswith("_API_KEY"):
+            project.monkeypatch.delenv(name, raising=False)
+
+
+def _greeting(project: Project, fixtures: object = GREETING_FIXTURES) -> None:
+    project.write("blueprints/greeting.yml", GREETING)
+    project.write("fixtures/greeting.json", json.dumps(fixtures, indent=2))
+
+
+def test_canned_answers_run_without_any_key(project: Project) -> None:
+    """The 'does my rubric work' flow: every answer of these items comes from the file and
+    their points are functions, so nothing is sent and no key is needed."""
+    _greeting(project)
+    _no_keys(project)
+    result = project.run(
+        "blueprints/greeting.yml", "--weval-fixtures=fixtures/greeting.json", "-k", "not judged", "-rA", sub=True
+    )
+    text = result.stdout.str() + result.stderr.str()
+    assert "is not set" not in text, text
+    outcomes = outcomes_by_id(result)
+    assert outcomes == {
+        f"blueprints/greeting.yml::greeting[{MODEL_ID}]": "PASSED",
+        f"blueprints/greeting.yml::refusal[{MODEL_ID}]": "FAILED",
+        f"blueprints/greeting.yml::clarify[{MODEL_ID}]": "PASSED",
+    }, text
+    assert project.requests() == [] and project.server.listings == []
+    # The whole file: the judged item waits for a judge's key, the others run as above.
+    result = project.run(
+        "blueprints/greeting.yml",
+        "--weval-fixtures=fixtures/greeting.json",
+        "--weval-missing-keys=skip",
+        "-rA",
+        sub=True,
+    )
+    result.assert_outcomes(passed=2, failed=1, skipped=1)
+    assert outcomes.items() <= outcomes_by_id(result).items(), result.stdout.str()
+    assert "blueprints/greeting.yml:21: not run, a key it needs is not set: OPENROUTER_API_KEY" in result.stdout.str()
+    assert project.requests() == []
+
+
+def test_canned_answers_with_judged_points_need_the_judges_key_only(project: Project) -> None:
+    _greeting(project)
+    _no_keys(project)
+    result = project.run(
+        "blueprints/greeting.yml", "--weval-fixtures=fixtures/greeting.json", f"--weval-judges={JUDGE_ID}", sub=True
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert f"OPENAI_API_KEY is not set; needed by judge {JUDGE_ID} (1 item)" in err, err
+    assert f"model {MODEL_ID}" not in err, err
+    assert project.requests() == []
+
+
+def test_a_live_trailing_turn_still_needs_the_models_key(project: Project) -> None:
+    """A prompt ending in a user turn: the fixture's turns fill the null turns, the model answers
+    the last one (as the pipeline does), so the model's key is needed."""
+    project.write(
+        "blueprints/chat.yml",
+        f"""\
+        models: [{MODEL_ID}]
+        ---
+        - id: chat
+          messages:
+            - user: Hello.
+            - assistant: null
+            - user: Anything else?
+          should:
+            - $contains: "?"
+        """,
+    )
+    project.write("fixtures.json", json.dumps({"responses": {"chat": {"default": {"turns": ["Hi?"]}}}}))
+    _no_keys(project)
+    result = project.run("--weval-fixtures=fixtures.json", sub=True)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"OPENAI_API_KEY is not set; needed by model {MODEL_ID} (1 item)" in result.stderr.str()
+
+
+@pytest.mark.parametrize("key", [False, True])
+def test_a_model_answered_by_fixtures_needs_no_price_under_a_budget(project: Project, key: bool) -> None:
+    """``--weval-models=openai:my-finetune --weval-budget=1``: nothing is sent to the fine-tune,
+    so neither its price, its key nor its place in the provider's model list is asked for."""
+    fixtures = json.loads(json.dumps(GREETING_FIXTURES))
+    fixtures["responses"]["greeting"]["byModel"] = {"openai:my-*": "very well, thank you"}
+    _greeting(project, fixtures)
+    project.server.model_lists = {"openai": [MODEL, JUDGE]}  # the fine-tune is not listed
+    if not key:
+        _no_keys(project)
+    result = project.run(
+        "blueprints/greeting.yml",
+        "--weval-fixtures=fixtures/greeting.json",
+        "--weval-models=openai:my-finetune",
+        "--weval-budget=1",
+        "-k",
+        "not judged",
+        "-rA",
+        sub=True,
+    )
+    text = result.stdout.str() + result.stderr.str()
+    assert "no known price" not in text and "is not set" not in text and "not among the models" not in text, text
+    assert outcomes_by_id(result) == {
+        "blueprints/greeting.yml::greeting[openai:my-finetune]": "PASSED",
+        "blueprints/greeting.yml::refusal[openai:my-finetune]": "FAILED",
+        "blueprints/greeting.yml::clarify[openai:my-finetune]": "PASSED",
+    }, text
+    assert project.requests() == []
+
+
+def test_the_plan_of_canned_answers_needs_no_key(project: Project) -> None:
+    _greeting(project)
+    _no_keys(project)
+    project.run(
+        "blueprints/greeting.yml",
+        "--collect-only",
+        "--weval-fixtures=fixtures/greeting.json",
+        f"--weval-judges={JUDGE_ID}",
+        "--weval-out=plan",
+        sub=True,
+    )
+    plan = project.json("plan/plan.json")
+    assert list(plan["requests"]["by_model"]) == [JUDGE_ID]  # the judged item's judge only
+    assert plan["missing_keys"] == [{"variable": "OPENAI_API_KEY", "models": [], "judges": [JUDGE_ID], "items": 1}], (
+        plan["missing_keys"]
+    )
+
+
+def test_canned_answers_hold_no_budget(project: Project) -> None:
+    """Under --weval-repeat the budget holds room for the generations an item's samples will
+    send: none for canned answers, so a budget too small for one generation does not stop them
+    (issue 40)."""
+    _greeting(project)
+    result = project.run(
+        "blueprints/greeting.yml",
+        "--weval-fixtures=fixtures/greeting.json",
+        "--weval-budget=0.000001",
+        "--weval-repeat=2",
+        "-k",
+        "not judged",
+        "-rA",
+    )
+    assert outcomes_by_id(result) == {
+        f"blueprints/greeting.yml::greeting[{MODEL_ID}]": "PASSED",
+        f"blueprints/greeting.yml::refusal[{MODEL_ID}]": "FAILED",
+        f"blueprints/greeting.yml::clarify[{MODEL_ID}]": "PASSED",
+    }, result.stdout.str()
     assert project.requests() == []
