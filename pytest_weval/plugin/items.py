@@ -47,7 +47,8 @@ class WevalItemError(WevalError):
         super().__init__(result.error or "error")
 
 
-class WevalScoreFailure(AssertionError):
+# An AssertionError too: pytest reports it as a test's failure, not as an error.
+class WevalScoreFailure(AssertionError, WevalError):
     def __init__(self, result: ItemResult):
         self.result = result
         super().__init__(f"score {result.score} < threshold {result.threshold}")
