@@ -25,6 +25,7 @@ from pytest_weval.engine.generation import generate_conversation
 from pytest_weval.results import PointAssessment, Usage
 from pytest_weval.run.outcome import decide
 from pytest_weval.run.pipeline import Pipeline, PipelineSettings
+from pytest_weval.scoring.aggregate import fmt_score
 
 
 @dataclasses.dataclass
@@ -41,18 +42,18 @@ class Judgement:
         return self.score is not None and decide(self.points, self.score, self.threshold).outcome == "passed"
 
     def explain(self) -> str:
-        lines = [f"score {self.score} (threshold {self.threshold})"]
+        lines = [f"score {fmt_score(self.score)} (threshold {self.threshold})"]
         if self.error:
             lines.append(f"error: {self.error}")
         for point in self.points:
-            value = "error" if point.coverage_extent is None else f"{point.coverage_extent:.2f}"
+            value = "error" if point.coverage_extent is None else fmt_score(point.coverage_extent)
             label = ("should not: " if point.is_inverted else "") + point.key_point_text
             lines.append(f"  [{value}] {label}" + (f" - {point.error}" if point.error else ""))
             # the judges' (or the function's) reasons: what a failing assert should show
             if point.individual_judgements:
                 for verdict in point.individual_judgements:
                     lines.append(
-                        f"      {verdict.judge_model_id}: {verdict.coverage_extent:.2f} - "
+                        f"      {verdict.judge_model_id}: {fmt_score(verdict.coverage_extent)} - "
                         f"{verdict.reflection or '(no reason given)'}"
                     )
             elif point.reflection and not point.error:

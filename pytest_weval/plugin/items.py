@@ -24,7 +24,7 @@ from pytest_weval.blueprint.model import Blueprint, ModelSpec, Prompt
 from pytest_weval.errors import WevalError
 from pytest_weval.formats.model import BORDERLINE_AT, PASS_AT
 from pytest_weval.plugin.warning_types import WevalPointError, WevalWarning
-from pytest_weval.report._fmt import visible
+from pytest_weval.report._fmt import fmt_score, visible
 from pytest_weval.report.failure import crash_line, detail_for, explain_error, explain_failure
 from pytest_weval.report.junit import JUNIT_NAMES, junit_properties
 from pytest_weval.results import ItemResult, Outcome
@@ -51,7 +51,7 @@ class WevalItemError(WevalError):
 class WevalScoreFailure(AssertionError, WevalError):
     def __init__(self, result: ItemResult):
         self.result = result
-        super().__init__(f"score {result.score} < threshold {result.threshold}")
+        super().__init__(f"score {fmt_score(result.score)} < threshold {fmt_score(result.threshold)}")
 
 
 def bracketed_id(parent: _nodes.Node, name: str) -> Any:
@@ -150,7 +150,7 @@ class WevalItem(pytest.Item):
             warnings.warn_explicit(
                 WevalWarning(
                     f"{result.blueprint_path}: case '{result.prompt_id}' [{result.effective_model_id}] is borderline: "
-                    f"score {result.score} is at least {BORDERLINE_AT:g} but below the pass mark {PASS_AT:g} "
+                    f"score {fmt_score(result.score)} is at least {BORDERLINE_AT:g} but below the pass mark {PASS_AT:g} "
                     "(--weval-borderline=fail fails it)"
                 ),
                 category=WevalWarning,
