@@ -21,6 +21,7 @@ from pytest_weval import judges as judging
 from pytest_weval import scoring
 from pytest_weval.blueprint import parse_points
 from pytest_weval.engine import Engine, EngineSettings
+from pytest_weval.engine.errors import ModelCallError
 from pytest_weval.engine.generation import generate_conversation
 from pytest_weval.results import PointAssessment, Usage
 from pytest_weval.run.outcome import decide
@@ -109,14 +110,18 @@ class Weval:
         )
         if conversation.usage is not None:
             self.usage.setdefault(model_id, Usage()).add(conversation.usage)
+        if conversation.failure is not None:
+            raise conversation.failure  # its own class and kind: MissingKeyError, ProviderError...
         if conversation.error:
-            raise RuntimeError(f"{model_id}: {conversation.error}")
+            raise ModelCallError(f"{model_id}: {conversation.error}", model_id=model_id)
         return conversation.final_text or ""
 
     def generate(
         self, model_id: str, prompt: str | Sequence[dict], *, system: str | None = None, temperature: float = 0.0
     ) -> str:
-        """The model's reply to ``prompt`` (a user message, or a list of role/content dicts)."""
+        """The model's reply to ``prompt`` (a user message, or a list of role/content dicts).
+        A request that cannot be answered raises its ``ModelCallError`` (``MissingKeyError``,
+        ``ProviderError``, ``EmptyReplyError``...), whose ``error_kind`` says what it is."""
         return self.engine.run_coroutine(self._generate(model_id, prompt, system, temperature)).result()
 
     async def agenerate(

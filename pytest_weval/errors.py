@@ -42,6 +42,7 @@ ErrorKind = Literal[
     "timeout",  # the provider took too long
     "circuit_open",  # the model failed many times in a row; requests to it stopped
     "provider",  # the provider could not be reached or answered with an error
+    "empty_reply",  # the model answered with nothing (an empty or blank reply)
     "config",  # the model id or custom model definition cannot be used
     "unknown_model",  # the provider says it has no model by this id (HTTP 404)
     "budget",  # --weval-budget was reached before this item's requests were sent

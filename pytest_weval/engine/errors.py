@@ -146,6 +146,16 @@ class StoreDownError(StoreFullError):
     reply could not be stored or shared. A store that cannot keep replies, as a full one."""
 
 
+class EmptyReplyError(ModelCallError):
+    """The model answered, with nothing (an empty or blank text): there is nothing to score. The
+    same error for a blueprint's prompt and an agent eval case."""
+
+    kind = "empty_reply"
+
+    def __init__(self, model_id: str):
+        super().__init__(f"{model_id} returned an empty reply", model_id=model_id)
+
+
 class CircuitOpenError(ModelCallError):
     """The model failed too many times in a row; requests for it fail fast for a while."""
 
@@ -164,6 +174,7 @@ _KINDS: dict[str, ErrorKind] = {
     "too_large": "too_large",
     "store": "store",
     "batch_pending": "batch_pending",
+    "empty_reply": "empty_reply",
 }
 
 ERROR_KINDS: dict[str, type[ModelCallError]] = {

@@ -249,6 +249,10 @@ _CAUSES: dict[ErrorKind, tuple[str, str]] = {
         "The model provider could not be reached or had a server problem.",
         "Check the network and the provider's base URL, then run again.",
     ),
+    "empty_reply": (
+        "The model answered with nothing (an empty reply), so there is nothing to score.",
+        "Run again; if it keeps answering nothing, check the prompt and the model's settings (max_tokens).",
+    ),
     "config": (
         "The model id or its definition cannot be used.",
         "Check the model id (and weval_model_defs), then run again.",
