@@ -315,9 +315,7 @@ def _item_json(
         "points": [_point_json(p, judges) for p in result.points],
     }
     # The answer scored, when the conversation does not end with it (an error, a multi-turn subject).
-    last_generated = next(
-        (t[1] for t in reversed(turns) if isinstance(t, list) and t[2] in (GENERATED, FIXTURE)), None
-    )
+    last_generated = next((t[1] for t in reversed(turns) if isinstance(t, list) and t[2] in (GENERATED, FIXTURE)), None)
     if result.response is not None and result.response != last_generated:
         data["response"] = result.response
     optional: dict[str, Any] = {
