@@ -376,7 +376,9 @@ def ideal_answers(blueprint: Blueprint) -> Iterator[Finding]:
         if path_ids and all(pid in failing_paths for pid in path_ids):
             first_point, _ = failing_paths[path_ids[0]][0]
             details = "; ".join(
-                f"{pid}: {_shown(p)} scores {fmt_score(score)}" for pid in path_ids for p, score in failing_paths[pid][:1]
+                f"{pid}: {_shown(p)} scores {fmt_score(score)}"
+                for pid in path_ids
+                for p, score in failing_paths[pid][:1]
             )
             yield _finding(
                 "ideal-fails",

@@ -38,10 +38,10 @@ from urllib.parse import quote
 import httpx
 
 from pytest_weval.engine.errors import MissingKeyError
-from pytest_weval.errors import WevalError
 from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.transport.keys import api_key, base_url
 from pytest_weval.engine.transport.providers.anthropic import ANTHROPIC_VERSION
+from pytest_weval.errors import WevalError
 from pytest_weval.files import write_atomic
 
 # POSIX has it; elsewhere (Windows) each process asks for itself, the file still written atomically.
