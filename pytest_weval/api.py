@@ -111,7 +111,9 @@ class Weval:
         if conversation.usage is not None:
             self.usage.setdefault(model_id, Usage()).add(conversation.usage)
         if conversation.failure is not None:
-            raise conversation.failure  # its own class and kind: MissingKeyError, ProviderError...
+            # Its own class and kind (MissingKeyError, ProviderError...), its message redacted; raised
+            # without the engine's frames, whose locals hold the request's headers (pytest -l shows them).
+            raise conversation.failure.with_traceback(None) from None
         if conversation.error:
             raise ModelCallError(f"{model_id}: {conversation.error}", model_id=model_id)
         return conversation.final_text or ""
