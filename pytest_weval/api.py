@@ -21,10 +21,12 @@ from pytest_weval import judges as judging
 from pytest_weval import scoring
 from pytest_weval.blueprint import parse_points
 from pytest_weval.engine import Engine, EngineSettings
+from pytest_weval.engine.errors import ModelCallError
 from pytest_weval.engine.generation import generate_conversation
 from pytest_weval.results import PointAssessment, Usage
 from pytest_weval.run.outcome import decide
 from pytest_weval.run.pipeline import Pipeline, PipelineSettings
+from pytest_weval.scoring.aggregate import fmt_score
 
 
 @dataclasses.dataclass
@@ -41,18 +43,18 @@ class Judgement:
         return self.score is not None and decide(self.points, self.score, self.threshold).outcome == "passed"
 
     def explain(self) -> str:
-        lines = [f"score {self.score} (threshold {self.threshold})"]
+        lines = [f"score {fmt_score(self.score)} (threshold {self.threshold})"]
         if self.error:
             lines.append(f"error: {self.error}")
         for point in self.points:
-            value = "error" if point.coverage_extent is None else f"{point.coverage_extent:.2f}"
+            value = "error" if point.coverage_extent is None else fmt_score(point.coverage_extent)
             label = ("should not: " if point.is_inverted else "") + point.key_point_text
             lines.append(f"  [{value}] {label}" + (f" - {point.error}" if point.error else ""))
             # the judges' (or the function's) reasons: what a failing assert should show
             if point.individual_judgements:
                 for verdict in point.individual_judgements:
                     lines.append(
-                        f"      {verdict.judge_model_id}: {verdict.coverage_extent:.2f} - "
+                        f"      {verdict.judge_model_id}: {fmt_score(verdict.coverage_extent)} - "
                         f"{verdict.reflection or '(no reason given)'}"
                     )
             elif point.reflection and not point.error:
@@ -108,14 +110,20 @@ class Weval:
         )
         if conversation.usage is not None:
             self.usage.setdefault(model_id, Usage()).add(conversation.usage)
+        if conversation.failure is not None:
+            # Its own class and kind (MissingKeyError, ProviderError...), its message redacted; raised
+            # without the engine's frames, whose locals hold the request's headers (pytest -l shows them).
+            raise conversation.failure.with_traceback(None) from None
         if conversation.error:
-            raise RuntimeError(f"{model_id}: {conversation.error}")
+            raise ModelCallError(f"{model_id}: {conversation.error}", model_id=model_id)
         return conversation.final_text or ""
 
     def generate(
         self, model_id: str, prompt: str | Sequence[dict], *, system: str | None = None, temperature: float = 0.0
     ) -> str:
-        """The model's reply to ``prompt`` (a user message, or a list of role/content dicts)."""
+        """The model's reply to ``prompt`` (a user message, or a list of role/content dicts).
+        A request that cannot be answered raises its ``ModelCallError`` (``MissingKeyError``,
+        ``ProviderError``, ``EmptyReplyError``...), whose ``error_kind`` says what it is."""
         return self.engine.run_coroutine(self._generate(model_id, prompt, system, temperature)).result()
 
     async def agenerate(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["ErrorKind", "PytestWevalWarning", "WevalError", "WevalPointError", "WevalWarning"]
+__all__ = ["STORE_KINDS", "ErrorKind", "PytestWevalWarning", "WevalError", "WevalPointError", "WevalWarning"]
 
 
 class WevalError(Exception):
@@ -42,11 +42,17 @@ ErrorKind = Literal[
     "timeout",  # the provider took too long
     "circuit_open",  # the model failed many times in a row; requests to it stopped
     "provider",  # the provider could not be reached or answered with an error
+    "empty_reply",  # the model answered with nothing (an empty or blank reply)
     "config",  # the model id or custom model definition cannot be used
     "unknown_model",  # the provider says it has no model by this id (HTTP 404)
     "budget",  # --weval-budget was reached before this item's requests were sent
     "too_large",  # a reply was larger than --weval-max-reply-mb
-    "store",  # the cache could not keep replies (disk full), so no request was sent
+    # The cache could not keep replies, so no request was sent (each would be paid for and lost):
+    "store_full",  # its disk (or database) is full
+    "store_read_only",  # it is read-only (file, folder, file system or database)
+    "store_unreachable",  # its server stayed unreachable past --weval-store-retry
+    "store_damaged",  # its file is damaged: writes fail
+    "store",  # one of those four, as results files of earlier versions say it
     "batch_pending",  # --weval-batch=submit: the request is in a provider's batch not ended yet
     "interrupted",  # the run was interrupted before this item's requests were answered
     "judges",  # no judge could score the judged points
@@ -56,3 +62,9 @@ ErrorKind = Literal[
     "no_points",  # nothing to score
     "internal",  # our own bug
 ]
+
+# The kinds of a store that could keep no reply: the item's requests were not sent, and every
+# item after it says the same, so the summary says it once.
+STORE_KINDS: frozenset[ErrorKind] = frozenset(
+    {"store_full", "store_read_only", "store_unreachable", "store_damaged", "store"}
+)

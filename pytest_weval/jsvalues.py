@@ -270,15 +270,11 @@ def _serialize(value: Any, sort_keys: bool, out: list[str]) -> None:
 
 
 def _json_default(value: Any) -> Any:
-    if value is ABSENT:
-        raise _NeedsSlowPath
+    # TypeError (what the encoder itself raises for a value it cannot write) tells _fast_json
+    # to take the slow path; this module imports nothing, so no WevalError of its own here.
     if isinstance(value, datetime.date):
         return _date_json(value)
-    raise _NeedsSlowPath
-
-
-class _NeedsSlowPath(Exception):
-    pass
+    raise TypeError
 
 
 _encode_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_json_default).encode
@@ -309,7 +305,7 @@ def _fast_json(value: Any, sort_keys: bool) -> str | None:
     """The C encoder's text fixed up to JSON.stringify's, or None where that is not safe."""
     try:
         text = (_encode_sorted if sort_keys else _encode_compact)(value)
-    except (_NeedsSlowPath, TypeError, ValueError):
+    except (TypeError, ValueError):
         return None
     if _INDEX_KEY.search(text):
         return None

@@ -34,3 +34,37 @@ def test_importing_the_package_loads_no_engine() -> None:
     code = "import sys, pytest_weval; print(sorted(m for m in ('httpx', 'pytest_weval.engine', 'py_mini_racer') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# Run in a child process: importing every module (the plugin's, the programs') must not leave
+# this test process with modules other tests expect to load themselves.
+_WALK = """
+import ast, importlib, inspect, pkgutil, sys
+import pytest_weval
+from pytest_weval.errors import PytestWevalWarning, WevalError
+
+for info in pkgutil.walk_packages(pytest_weval.__path__, "pytest_weval."):
+    if info.name == "pytest_weval.__main__":
+        # The program itself: importing it runs it. It may define no class at all.
+        source = sys.modules["pytest_weval"].__spec__.submodule_search_locations[0] + "/__main__.py"
+        tree = ast.parse(open(source, encoding="utf-8").read())
+        if any(isinstance(node, ast.ClassDef) for node in ast.walk(tree)):
+            print(info.name, "defines a class")
+        continue
+    module = importlib.import_module(info.name)
+    for name, value in vars(module).items():
+        if not (inspect.isclass(value) and issubclass(value, BaseException)):
+            continue
+        if value.__module__ != module.__name__:
+            continue
+        base = PytestWevalWarning if issubclass(value, Warning) else WevalError
+        if not issubclass(value, base):
+            print(f"{info.name}.{name}")
+"""
+
+
+def test_every_exception_class_the_package_defines_is_a_weval_error() -> None:
+    """Whatever the package raises, ``except WevalError`` catches it (its warnings share
+    ``PytestWevalWarning`` instead, as pytest's share ``PytestWarning``)."""
+    done = subprocess.run([sys.executable, "-c", _WALK], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == []

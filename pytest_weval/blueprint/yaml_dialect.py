@@ -22,6 +22,7 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
+from pytest_weval.errors import WevalError
 from pytest_weval.jsvalues import js_property_key
 
 # id(dict or list) -> (line, column, child marks). Child marks are {key: (line, column)} for a
@@ -31,7 +32,7 @@ Marks = dict[int, tuple[int, int, Any]]
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-class DuplicateKeyError(ConstructorError):
+class DuplicateKeyError(ConstructorError, WevalError):
     """A mapping repeats a key (js-yaml rejects it; PyYAML would keep the last value)."""
 
     def __init__(self, key: str, first_line: int, mark: yaml.Mark):

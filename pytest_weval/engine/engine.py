@@ -37,8 +37,11 @@ from pytest_weval.engine.errors import (
     ReplayMissError,
     ReplyTooLargeError,
     RunInterrupted,
+    StoreDamagedError,
     StoreDownError,
     StoreFullError,
+    StoreReadOnlyError,
+    StoreStoppedError,
     UnknownModelError,
     rebuild_error,
 )
@@ -46,10 +49,19 @@ from pytest_weval.engine.prices import Budget, PriceBook
 from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.store.backends import backend_for, batch_store, scrub, store_shown
-from pytest_weval.engine.store.cache import ResponseCache, StoreFaults, cache_key, make_entry, reply_from_entry
+from pytest_weval.engine.store.cache import (
+    ResponseCache,
+    StopReason,
+    StoreFaults,
+    cache_key,
+    make_entry,
+    reply_from_entry,
+    stop_advice,
+    stop_reason,
+)
 from pytest_weval.engine.store.common import StoreDown
 from pytest_weval.engine.store.outage import Outage
-from pytest_weval.engine.store.sqlite_health import fix_command, is_full, is_unwritable
+from pytest_weval.engine.store.sqlite_health import fix_command
 from pytest_weval.engine.transport.http import ReplyTooLarge, Wire, async_client
 from pytest_weval.engine.transport.limits import Limits, Priority
 from pytest_weval.engine.transport.providers import (
@@ -72,6 +84,13 @@ from pytest_weval.results import Usage
 
 log = logging.getLogger("pytest_weval.engine")
 T = TypeVar("T")
+
+# The error each request gets once the store keeps no more replies.
+_STOPPED: dict[StopReason, type[StoreStoppedError]] = {
+    "disk full": StoreFullError,
+    "read-only": StoreReadOnlyError,
+    "damaged": StoreDamagedError,
+}
 
 
 @dataclasses.dataclass
@@ -562,10 +581,11 @@ class Engine:
                 f"not sent: {self.outage.gave_up}; replies already received are kept for the next run",
                 model_id=request.model.id,
             )
-        if self.cache.writable(request) and self.cache.stopped:
-            raise StoreFullError(
-                f"not sent: the cache at {self.cache.faults.where} cannot store replies ({self.cache.stopped}), "
-                "so this reply would be paid for and lost; free space, or run with --weval-cache=off",
+        stopped = self.cache.stopped
+        if self.cache.writable(request) and stopped:
+            raise _STOPPED[stopped](
+                f"not sent: the cache at {self.cache.faults.where} cannot store replies ({stopped}), "
+                f"so this reply would be paid for and lost; {stop_advice(stopped)}, or run with --weval-cache=off",
                 model_id=request.model.id,
             )
 
@@ -591,10 +611,11 @@ class Engine:
         if isinstance(exc, StoreDown):  # given up: ``_check_storable`` stops the sending
             self._notice_store_faults()
             return True
-        if not (is_full(exc) or is_unwritable(exc)) or not self.cache.writable(request):
+        reason = stop_reason(exc)
+        if reason is None or not self.cache.writable(request):
             return False
         faults = self.cache.faults
-        faults.stop = faults.stop or ("disk full" if is_full(exc) else "read-only")
+        faults.stop = faults.stop or reason
         self._notice_store_faults()
         return True
 
@@ -618,7 +639,7 @@ class Engine:
             self._noticed.add("store-stop")
             self._notices.append(
                 f"weval: the cache at {faults.where} cannot store replies ({faults.stop}): no new request is "
-                "sent, as each would be paid for and lost; free space, or run with --weval-cache=off"
+                f"sent, as each would be paid for and lost; {stop_advice(faults.stop)}, or run with --weval-cache=off"
             )
         if faults.damaged and "store-damaged" not in self._noticed:
             self._noticed.add("store-damaged")
@@ -669,7 +690,7 @@ class Engine:
                     return stored
                 try:
                     reply = await self._send(adapter, request, key, priority)
-                except (RunInterrupted, BudgetReached, StoreFullError):  # not an answer: asked again
+                except (RunInterrupted, BudgetReached, StoreStoppedError):  # not an answer: asked again
                     with contextlib.suppress(Exception):  # else its lease runs out (a full store)
                         await asyncio.shield(coordinator.abandon(key))
                     raise

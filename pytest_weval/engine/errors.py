@@ -134,16 +134,48 @@ class ReplyTooLargeError(ModelCallError):
     kind = "too_large"
 
 
-class StoreFullError(ModelCallError):
-    """The cache could not store replies (disk full), so no new request is sent: each would be
-    paid for and lost. Not shared with other processes as the request's outcome."""
+class StoreStoppedError(ModelCallError):
+    """The store cannot keep replies, so no new request is sent: each would be paid for and lost.
+    Not shared with other processes as the request's outcome. Its subclass says why, as the
+    store reported it (an errno, SQLite's result code, PostgreSQL's SQLSTATE; see
+    ``store/sqlite_health.py``), never read back from a message."""
 
     kind = "store"
 
 
-class StoreDownError(StoreFullError):
-    """The store stayed unreachable past ``--weval-store-retry``, so no new request is sent: its
-    reply could not be stored or shared. A store that cannot keep replies, as a full one."""
+class StoreFullError(StoreStoppedError):
+    """The cache's disk (or database) is full."""
+
+    kind = "store_full"
+
+
+class StoreReadOnlyError(StoreStoppedError):
+    """The cache is read-only: its file, folder, file system or database refuses writes."""
+
+    kind = "store_read_only"
+
+
+class StoreDamagedError(StoreStoppedError):
+    """A write failed because the cache file is damaged."""
+
+    kind = "store_damaged"
+
+
+class StoreDownError(StoreStoppedError):
+    """The store stayed unreachable past ``--weval-store-retry``: a reply could be neither stored
+    nor shared."""
+
+    kind = "store_unreachable"
+
+
+class EmptyReplyError(ModelCallError):
+    """The model answered, with nothing (an empty or blank text): there is nothing to score. The
+    same error for a blueprint's prompt and an agent eval case."""
+
+    kind = "empty_reply"
+
+    def __init__(self, model_id: str):
+        super().__init__(f"{model_id} returned an empty reply", model_id=model_id)
 
 
 class CircuitOpenError(ModelCallError):
@@ -163,7 +195,12 @@ _KINDS: dict[str, ErrorKind] = {
     "unknown_model": "unknown_model",
     "too_large": "too_large",
     "store": "store",
+    "store_full": "store_full",
+    "store_read_only": "store_read_only",
+    "store_unreachable": "store_unreachable",
+    "store_damaged": "store_damaged",
     "batch_pending": "batch_pending",
+    "empty_reply": "empty_reply",
 }
 
 ERROR_KINDS: dict[str, type[ModelCallError]] = {

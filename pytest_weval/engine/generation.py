@@ -8,7 +8,7 @@ from typing import Any
 
 from pytest_weval.blueprint.fixtures import FixturePick, FixtureSource
 from pytest_weval.blueprint.model import ModelSpec
-from pytest_weval.engine.errors import ModelCallError
+from pytest_weval.engine.errors import EmptyReplyError, ModelCallError
 from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
 from pytest_weval.errors import ErrorKind
 from pytest_weval.results import Usage
@@ -24,6 +24,7 @@ class Conversation:
     usage: Usage = dataclasses.field(default_factory=Usage)
     fixture: FixtureSource | None = None  # some answer came from the fixture file (docs/fixtures.md)
     error_kind: ErrorKind | None = None
+    failure: ModelCallError | None = None  # the error itself, for a caller that raises it (``Weval.generate``)
 
 
 def _role_content(message: Any) -> tuple[str, str | None]:
@@ -118,7 +119,7 @@ async def generate_conversation(
         reply = await engine.complete(request)
         usage.add(reply.usage())
         if not reply.text or not reply.text.strip():
-            raise ModelCallError(f"{model.id} returned an empty reply", model_id=model.id)
+            raise EmptyReplyError(model.id)
         return reply.text
 
     try:
@@ -161,6 +162,7 @@ async def generate_conversation(
             final_text=None,
             error=exc.message,
             error_kind=exc.error_kind,
+            failure=exc,
             usage=usage,
             fixture=used[-1] if used else None,
         )

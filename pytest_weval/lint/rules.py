@@ -22,6 +22,7 @@ from pytest_weval.scoring import (
     score_function_point_sync,
     subject_text,
 )
+from pytest_weval.scoring.aggregate import fmt_score
 from pytest_weval.scoring.functions import FnError, patterns_of
 from pytest_weval.scoring.regex_dialect import dialect_problems
 
@@ -275,7 +276,7 @@ def unscorable_points(blueprint: Blueprint) -> Iterator[Finding]:
             elif high < 1:
                 yield _finding(
                     "capped-score",
-                    f"{_shown(point)} in {block} can score at most {high:.2f}: it asks for more matches than it lists",
+                    f"{_shown(point)} in {block} can score at most {fmt_score(high)}: it asks for more matches than it lists",
                     where,
                 )
             elif low == 1:
@@ -368,14 +369,16 @@ def ideal_answers(blueprint: Blueprint) -> Iterator[Finding]:
                     yield _finding(
                         "ideal-fails",
                         f"{_shown(point)} in {block} scores "
-                        f"{assessment.coverage_extent:.2f} on the prompt's own ideal "
+                        f"{fmt_score(assessment.coverage_extent)} on the prompt's own ideal "
                         "answer",
                         where,
                     )
         if path_ids and all(pid in failing_paths for pid in path_ids):
             first_point, _ = failing_paths[path_ids[0]][0]
             details = "; ".join(
-                f"{pid}: {_shown(p)} scores {score:.2f}" for pid in path_ids for p, score in failing_paths[pid][:1]
+                f"{pid}: {_shown(p)} scores {fmt_score(score)}"
+                for pid in path_ids
+                for p, score in failing_paths[pid][:1]
             )
             yield _finding(
                 "ideal-fails",

@@ -21,10 +21,10 @@ from _pytest import nodes as _nodes
 from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTracebackNative
 
 from pytest_weval.blueprint.model import Blueprint, ModelSpec, Prompt
-from pytest_weval.errors import WevalError
+from pytest_weval.errors import STORE_KINDS, WevalError
 from pytest_weval.formats.model import BORDERLINE_AT, PASS_AT
 from pytest_weval.plugin.warning_types import WevalPointError, WevalWarning
-from pytest_weval.report._fmt import visible
+from pytest_weval.report._fmt import fmt_score, visible
 from pytest_weval.report.failure import crash_line, detail_for, explain_error, explain_failure
 from pytest_weval.report.junit import JUNIT_NAMES, junit_properties
 from pytest_weval.results import ItemResult, Outcome
@@ -47,10 +47,11 @@ class WevalItemError(WevalError):
         super().__init__(result.error or "error")
 
 
-class WevalScoreFailure(AssertionError):
+# An AssertionError too: pytest reports it as a test's failure, not as an error.
+class WevalScoreFailure(AssertionError, WevalError):
     def __init__(self, result: ItemResult):
         self.result = result
-        super().__init__(f"score {result.score} < threshold {result.threshold}")
+        super().__init__(f"score {fmt_score(result.score)} < threshold {fmt_score(result.threshold)}")
 
 
 def bracketed_id(parent: _nodes.Node, name: str) -> Any:
@@ -149,7 +150,7 @@ class WevalItem(pytest.Item):
             warnings.warn_explicit(
                 WevalWarning(
                     f"{result.blueprint_path}: case '{result.prompt_id}' [{result.effective_model_id}] is borderline: "
-                    f"score {result.score} is at least {BORDERLINE_AT:g} but below the pass mark {PASS_AT:g} "
+                    f"score {fmt_score(result.score)} is at least {BORDERLINE_AT:g} but below the pass mark {PASS_AT:g} "
                     "(--weval-borderline=fail fails it)"
                 ),
                 category=WevalWarning,
@@ -182,7 +183,9 @@ class WevalItem(pytest.Item):
             text = "" if isinstance(error, WevalScoreFailure) else f"{crash}\n"
         elif isinstance(error, WevalScoreFailure):
             text = explain_failure(result, detail)
-        elif result.not_run or result.error_kind in ("budget", "store"):  # said once, in full, by the summary
+        elif (
+            result.not_run or result.error_kind == "budget" or result.error_kind in STORE_KINDS
+        ):  # said once, in full, by the summary
             text = (result.error or "") + "\n"
         else:
             text = explain_error(result, detail)

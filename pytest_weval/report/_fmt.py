@@ -1,10 +1,14 @@
-"""Small formatting helpers shared by the reporters (numbers the JavaScript way, text fitting)."""
+"""Small formatting helpers shared by the reporters (numbers the JavaScript way, text fitting).
+
+``fmt_score`` lives in ``scoring/aggregate.py``, where the linter and ``Weval`` reach it too.
+"""
 
 from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
 
 from pytest_weval.jsvalues import js_number_str as js_number  # one JS number formatter
+from pytest_weval.scoring.aggregate import fmt_score  # beside the scores: lint and the API show them too
 
 ELLIPSIS = "…"
 
@@ -33,13 +37,6 @@ def visible(text: str) -> str:
     and ids come from models and strangers' files: every one that reaches the terminal goes
     through here. Files keep the exact text (JSON and HTML escape it themselves)."""
     return text.translate(_INVISIBLE)
-
-
-def fmt_score(value: float | None) -> str:
-    """A score for people: two decimals (as Weval shows them), a dash when there is none."""
-    if value is None:
-        return "—"
-    return str(Decimal(value).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
 
 
 def fmt_mean(value: float | None, ci95: tuple[float, float] | None) -> str:

@@ -16,7 +16,7 @@ import re
 import textwrap
 from typing import Literal
 
-from pytest_weval.errors import ErrorKind
+from pytest_weval.errors import STORE_KINDS, ErrorKind
 from pytest_weval.report._fmt import fmt_score, js_number, one_line, plural, shorten
 from pytest_weval.report.breakdown import Breakdown, breakdown
 from pytest_weval.results import REQUIRED_CHECK, ItemResult, PointAssessment
@@ -249,6 +249,10 @@ _CAUSES: dict[ErrorKind, tuple[str, str]] = {
         "The model provider could not be reached or had a server problem.",
         "Check the network and the provider's base URL, then run again.",
     ),
+    "empty_reply": (
+        "The model answered with nothing (an empty reply), so there is nothing to score.",
+        "Run again; if it keeps answering nothing, check the prompt and the model's settings (max_tokens).",
+    ),
     "config": (
         "The model id or its definition cannot be used.",
         "Check the model id (and weval_model_defs), then run again.",
@@ -265,9 +269,27 @@ _CAUSES: dict[ErrorKind, tuple[str, str]] = {
         "The model's reply was larger than the run allows, so it was not read, stored or judged.",
         "Ask for a shorter answer (max_tokens), or raise --weval-max-reply-mb if such replies are expected.",
     ),
-    "store": (
-        "The cache could not store replies (the disk is full), so this item's requests were not sent.",
+    "store_full": (
+        "The cache could not store replies (its disk is full), so this item's requests were not sent.",
         "Free space where the cache lives, or run with --weval-cache=off; then run again.",
+    ),
+    "store_read_only": (
+        "The cache could not store replies (it is read-only), so this item's requests were not sent.",
+        "Make the cache writable (or choose another with --weval-cache-dir), or run with --weval-cache=off; "
+        "then run again.",
+    ),
+    "store_unreachable": (
+        "The cache store could not be reached, so this item's requests were not sent.",
+        "Check that the store's server is up and reachable (or raise --weval-store-retry), then run again: "
+        "replies already received were kept.",
+    ),
+    "store_damaged": (
+        "The cache could not store replies (its file is damaged), so this item's requests were not sent.",
+        "Run python -m pytest_weval cache repair (it keeps every entry it can still read), then run again.",
+    ),
+    "store": (
+        "The cache could not store replies, so this item's requests were not sent.",
+        "See the details, or run with --weval-cache=off; then run again.",
     ),
     "interrupted": (
         "The run was interrupted before this item was answered.",
@@ -353,15 +375,17 @@ def crash_line(result: ItemResult) -> tuple[int | None, str]:
             f"; lost most on point {worst.index + 1}, {_point_label(p, result.source)} ({fmt_score(p.coverage_extent)})"
         )
         return p.line or result.prompt_line, text
-    if result.not_run or result.error_kind in ("budget", "store"):
-        return result.prompt_line, f"not run: {shorten(one_line(result.error or ''), CRASH_DETAIL_CHARS)}"
+    details = shorten(one_line(result.error or ""), CRASH_DETAIL_CHARS)
+    if result.not_run or result.error_kind == "budget" or result.error_kind in STORE_KINDS:
+        # Its error is the stop's own words ("budget reached ...", "not sent: ...", "not run, a key
+        # it needs is not set ..."), first what matters: the short summary keeps only a line's start.
+        return result.prompt_line, details
     if result.error_kind == "unknown_model":  # one short line: every item of the model says the same
         return (
             result.error_line or result.prompt_line,
             f"no score: the provider has no model {result.model_id} (HTTP 404)",
         )
     words, _ = _cause(result)
-    details = shorten(one_line(result.error or ""), CRASH_DETAIL_CHARS)
     mistaken = [p.line for p in result.points if p.authoring_error and p.line]
     line = mistaken[0] if mistaken else (result.error_line or result.prompt_line)
     return line, f"no score: {words.rstrip('.')}" + (f" ({details})" if details else "")

@@ -12,6 +12,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_weval.errors import STORE_KINDS
 from pytest_weval.report._fmt import (
     fit,
     fit_left,
@@ -363,8 +364,8 @@ def render_item_errors(rollup: Rollup, width: int = 80, limit: int = 20) -> list
     for p in every:
         if p.kind == "unknown_model":
             unknown.setdefault(p.model.split("[", 1)[0], []).append(p)
-    unsent = [p for p in every if p.kind == "store"]  # the cache could keep no reply: one stop, one message
-    problems = [p for p in every if p.kind not in ("budget", "unknown_model", "store")]
+    unsent = [p for p in every if p.kind in STORE_KINDS]  # the cache could keep no reply: one stop, one message
+    problems = [p for p in every if p.kind not in ("budget", "unknown_model") and p.kind not in STORE_KINDS]
     lines = [fit(f"Items that could not be scored ({len(every)}):", width)]
     if stopped:
         text = (

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_weval.blueprint.model import ModelSpec
-from pytest_weval.engine.errors import ModelCallError
+from pytest_weval.engine.errors import EmptyReplyError, ModelCallError
 from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
 from pytest_weval.errors import ErrorKind
 from pytest_weval.formats.model import (
@@ -284,7 +284,7 @@ class AgentRunner:
         extra = reply.usage()
         usage.setdefault(target.model.id, Usage()).add(extra)
         if not reply.text.strip():
-            raise RuntimeError(f"{target.model.id} returned an empty reply")
+            raise EmptyReplyError(target.model.id)
         return AgentOutput(
             messages=(AgentMessage(role="assistant", text=reply.text),),
             duration_ms=reply.latency_s * 1000 if reply.latency_s else None,

@@ -22,10 +22,11 @@ from pytest_weval import scoring
 from pytest_weval.blueprint.fixtures import FixturePick, ResponseFixtures
 from pytest_weval.blueprint.ids import effective_model_id
 from pytest_weval.blueprint.model import Blueprint, EvalPoint, ModelSpec, Prompt
-from pytest_weval.engine.errors import BatchPending, BudgetReached, ModelCallError
+from pytest_weval.engine.errors import BatchPending, BudgetReached, ModelCallError, StoreStoppedError
 from pytest_weval.engine.generation import Conversation, asks_model, generate_conversation
 from pytest_weval.engine.request import ChatMessage, HoldsBudget, ModelClient, ModelRequest
 from pytest_weval.engine.transport.external import ExternalExecutor
+from pytest_weval.errors import STORE_KINDS
 from pytest_weval.judges.config import JudgePanel
 from pytest_weval.results import ItemResult, Outcome, PointAssessment, Usage
 from pytest_weval.run import sampling
@@ -305,8 +306,13 @@ class Pipeline:
             result.outcome, result.error, result.error_kind = "skipped", conversation.error, "batch_pending"
             return
         if conversation.error:
-            result.error = f"generation failed for {work.model.id}: {conversation.error}"
             result.error_kind = conversation.error_kind or "provider"
+            # A stop (the budget, a store that keeps no reply) is no failure of the model's: the
+            # item says the stop's own words, as an item stopped at its judging does.
+            stopped = result.error_kind == "budget" or result.error_kind in STORE_KINDS
+            result.error = (
+                conversation.error if stopped else f"generation failed for {work.model.id}: {conversation.error}"
+            )
             named = work.blueprint.model_locations.get(work.model.id)
             if result.error_kind == "unknown_model" and named is not None and named.line:
                 result.error_line = named.line  # the mistake is where the id is written
@@ -363,9 +369,9 @@ class Pipeline:
         result.score = scoring.round2(scoring.aggregate(assessments))
         verdict = decide(assessments, result.score, result.threshold)
         result.outcome, result.error, result.error_kind = verdict.outcome, verdict.error, verdict.kind
-        budget = [stop for stop in stops if isinstance(stop, BudgetReached)]
-        if verdict.kind == "judges" and budget:  # no judge was asked: the budget had run out
-            result.error, result.error_kind = budget[-1].message, "budget"
+        halts = [stop for stop in stops if isinstance(stop, (BudgetReached, StoreStoppedError))]
+        if verdict.kind == "judges" and halts:  # no judge was asked: the budget ran out, or the store keeps no reply
+            result.error, result.error_kind = halts[-1].message, halts[-1].error_kind
         if verdict.outcome == "error":
             # No score says anything about the model (the terminal says "No score", junit
             # carries no weval_score); the points keep what could be scored.
@@ -449,7 +455,7 @@ class Pipeline:
             )
             try:
                 reply = await self.engine.complete(request)
-            except (BudgetReached, BatchPending) as exc:
+            except (BudgetReached, BatchPending, StoreStoppedError) as exc:
                 if stops is not None:
                     stops.append(exc)
                 raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from pytest_weval.jsvalues import is_number, js_trim, to_fixed
@@ -16,6 +17,15 @@ def round2(value: float) -> float:
     if math.isnan(value) or math.isinf(value):
         return value
     return float(to_fixed(value, 2))
+
+
+def fmt_score(value: float | None) -> str:
+    """A score for people: two decimals (as Weval shows them), a dash when there is none. The
+    one way every layer prints a score (terminal, HTML, failure text, lint, ``Judgement``), so
+    0.625 reads 0.63 everywhere (Python's ``:.2f`` rounds it to even: 0.62)."""
+    if value is None:
+        return "—"
+    return str(Decimal(value).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
 
 
 def is_required(point: Any) -> bool:

@@ -31,6 +31,7 @@ from typing import Any
 
 import regex
 
+from pytest_weval.errors import WevalError
 from pytest_weval.jsvalues import JS_WHITESPACE
 
 _WS = "".join(f"\\u{ord(ch):04x}" for ch in JS_WHITESPACE)
@@ -53,7 +54,7 @@ _cache: dict[tuple[str, str], Any] = {}
 _CACHE_MAX = 8192
 
 
-class _Unsupported(Exception):
+class _Unsupported(WevalError):
     pass
 
 

@@ -538,3 +538,19 @@ def test_a_clean_blueprint_has_no_findings():
             - invents a second capital
         """)
     assert findings == []
+
+
+def test_scores_in_messages_read_as_every_report_shows_them():
+    # 5 of 8 is 0.625: ':.2f' rounds it to even (0.62); the terminal, HTML and failure text show 0.63.
+    findings = lint_text(
+        HEADER
+        + """\
+        - prompt: Hi
+          ideal: a b c d e
+          should:
+            - $contains_at_least_n_of: [8, [a, b, c, d, e, f, g, h]]
+            - $contains_at_least_n_of: [8, [a, b, c, d, e]]
+        """
+    )
+    assert "scores 0.63 on the prompt's own ideal" in only(findings, "ideal-fails")[0].message
+    assert "can score at most 0.63" in only(findings, "capped-score")[0].message

@@ -1100,3 +1100,36 @@ def test_the_spec_examples_collect_every_case_as_an_item(project: Project):
     assert collected["agentv/v2.6.1-classic/local-cli/evals/dataset.yaml"] == ["cli-provider-echo[local_cli]"]
     assert "agentv/v2.6.1-classic/basic-jsonl/evals/dataset.yaml" not in collected  # the sidecar
     assert not any(file.startswith("agentv/head-v5/") for file in collected)
+
+
+def test_an_empty_reply_is_the_models_error_as_for_a_blueprint(project: Project):
+    project.write(
+        "evals/empty.yaml",
+        """\
+        tests:
+          - id: silent
+            criteria: Is helpful.
+            input: "E1: help me."
+        """,
+    )
+    project.write(
+        "blueprints/empty.yml",
+        """\
+        models: [openai:gpt-4o-mini]
+        ---
+        - id: quiet
+          prompt: "E1: say something."
+          should: [says something]
+        """,
+    )
+    project.rules(answer_rule("E1:", "  "))
+    result = project.run(MODELS, JUDGES, "-rA")
+    assert ids(result) == {
+        item("evals/empty.yaml", "silent"): "ERROR",
+        item("blueprints/empty.yml", "quiet"): "ERROR",
+    }
+    agent, blueprint = failure_text(result, "silent"), failure_text(result, "quiet")
+    for text in (agent, blueprint):
+        assert "returned an empty reply" in text, text
+        assert "nothing to score" in text, text
+        assert "bug" not in text and "report it" not in text, text

@@ -4,7 +4,9 @@ the budget is reached, the rest error saying so, and a larger budget continues f
 from __future__ import annotations
 
 import pytest
-from plugin_helpers import MODEL, MODEL_ID, Project, section
+from plugin_helpers import JUDGE_ID, MODEL, MODEL_ID, Project, judge_rule, section
+
+from pytest_weval.results import ItemResult
 
 PROMPTS = 12
 
@@ -124,3 +126,28 @@ def test_a_model_without_a_price_cannot_run_under_a_budget(project: Project):
     assert "openai:no-such-model-anywhere has no known price" in err and "weval_prices" in err
     assert project.requests() == []
     assert MODEL  # the priced model alone would run
+
+
+def test_items_the_budget_stopped_at_their_judging_are_not_said_to_have_failed_generating(project: Project):
+    """Summary texts (issue 40, item 10): the budget's group line and each item's short line say
+    the budget stopped it, whether before its answer or before its judging."""
+    lines = [f"models: [{MODEL_ID}]", "---"]
+    for n in range(9):
+        lines += [f"- id: p{n}", f"  prompt: Question {n} please", "  should:", f"    - is about question {n}"]
+    project.write("blueprints/judged.yml", "\n".join(lines) + "\n")
+    project.rules(*[judge_rule(f"is about question {n}", "CLASS_EXACT") for n in range(9)])
+    project.ini("weval_prices =", f"    {MODEL_ID} 10000 10000", f"    {JUDGE_ID} 10000 10000")
+    result = project.run(
+        "--weval-budget=0.5", "--weval-concurrency=1", f"--weval-judges={JUDGE_ID}", "-rA", "--weval-out=out"
+    )
+    items = [
+        ItemResult.model_validate_json(line)
+        for line in (project.path / "out/.weval/items.jsonl").read_text().splitlines()
+    ]
+    stopped = [r for r in items if r.error_kind == "budget"]
+    assert [r for r in stopped if r.response is not None], "some items were answered and stopped before judging"
+    assert all(r.error and r.error.startswith("budget reached") for r in stopped), [r.error for r in stopped]
+    group = next(line for line in result.outlines if "stopped by --weval-budget" in line)
+    assert "generation failed" not in group, group
+    shorts = [line.partition(" - ")[2] for line in result.outlines if line.startswith("ERROR blueprints/judged.yml")]
+    assert len(shorts) == len(stopped) and all(s.startswith("budget reached") for s in shorts), shorts

@@ -43,8 +43,12 @@ async def test_async(weval_client, weval_judge):
 
 
 def test_generation_error_is_an_exception(weval_client):
-    with pytest.raises(RuntimeError, match="ANTHROPIC_API_KEY"):
+    from pytest_weval import WevalError
+    from pytest_weval.engine.errors import MissingKeyError
+
+    with pytest.raises(MissingKeyError, match="ANTHROPIC_API_KEY") as caught:
         weval_client.generate("anthropic:claude-3-haiku", "hi")
+    assert isinstance(caught.value, WevalError) and caught.value.error_kind == "missing_key"
 '''
 
 RULES = (

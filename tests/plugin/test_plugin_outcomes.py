@@ -88,6 +88,9 @@ def test_with_missing_keys_error_the_items_that_need_it_error_in_one_line(projec
     out = result.stdout.str()
     assert out.count("ANTHROPIC_API_KEY is not set; needed by") == 1  # the pre-flight, once
     assert "not run, a key it needs is not set: ANTHROPIC_API_KEY (for model anthropic:claude-3-haiku)" in out
+    # the short summary's line starts with what matters, said once (not "not run: not ru...")
+    short = next(line for line in result.outlines if line.startswith("ERROR blueprints/e.yml::fine[anthropic"))
+    assert short.partition(" - ")[2].startswith("not run, a key it needs"), short
     assert "Traceback" not in out and "WevalItemError" not in out
     assert CANARY not in out
     # nothing was sent for the model without a key

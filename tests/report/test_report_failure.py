@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from report_data import RESPONSE_CHEST, B, eff, function, judged
 
-from pytest_weval.report.failure import RESPONSE_CHARS, explain_error, explain_failure
+from pytest_weval.report.failure import RESPONSE_CHARS, crash_line, explain_error, explain_failure
 
 
 @pytest.fixture
@@ -263,3 +263,23 @@ def test_a_repeated_item_says_its_score_is_a_mean_of_samples(chest_a):
         "  samples:   0.25, 0.63 (the score is their mean; the answer and points below are the lowest-scoring" in text
     )
     assert "samples:" not in explain_failure(chest_a)
+
+
+@pytest.mark.parametrize(
+    "kind,words,todo",
+    [
+        ("store_full", "its disk is full", "Free space"),
+        ("store_read_only", "it is read-only", "Make the cache writable"),
+        ("store_unreachable", "could not be reached", "server is up"),
+        ("store_damaged", "its file is damaged", "cache repair"),
+    ],
+)
+def test_a_store_that_keeps_no_reply_says_why_from_its_kind(results, kind, words, todo):
+    item = results[3].model_copy(
+        update={"outcome": "error", "score": None, "error": "not sent: the store said so", "error_kind": kind}
+    )
+    text = explain_error(item)
+    assert words in text.splitlines()[0] and todo in text
+    if kind != "store_full":
+        assert "full" not in text and "Free space" not in text, text
+    assert crash_line(item)[1] == "not sent: the store said so"  # the stop's own words, said once by the summary

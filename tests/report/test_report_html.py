@@ -263,8 +263,27 @@ def test_a_failed_generation_is_marked_as_such():
     _, page = _page({path: _chat_blueprint(path)}, [result])
     blob = _blueprint_blob(page, path)
     [item] = blob["items"]
-    assert _turns(blob, item)[-1] == ["assistant", "<<error>>provider said 500<</error>>", 2]
+    # the reference's error turn, its markers left out: the page shows the message
+    assert _turns(blob, item)[-1] == ["assistant", "provider said 500", 2]
     assert item["error"] == "provider said 500"
+
+
+def test_an_item_nothing_was_asked_for_has_no_answer_turn():
+    path = "blueprints/chat.yml"
+    result = _result(
+        path,
+        "two-turns",
+        A,
+        outcome="error",
+        score=None,
+        points=[],
+        error="the blueprint's prompt 'two-turns' cannot run as written",
+        error_kind="blueprint",
+    )
+    _, page = _page({path: _chat_blueprint(path)}, [result])
+    blob = _blueprint_blob(page, path)
+    [item] = blob["items"]
+    assert _turns(blob, item) == [["user", "Name an animal.", 0], ["user", "Another?", 0]]
 
 
 def test_text_from_blueprints_and_models_is_never_markup():

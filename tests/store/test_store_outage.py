@@ -20,6 +20,10 @@ from pathlib import Path
 import pytest
 
 from bench.throughput import JUDGE, JUDGE_REPLY, MODELS, write_suite
+from pytest_weval.report.failure import explain_error
+from pytest_weval.report.run_record import ITEMS as RECORD_ITEMS
+from pytest_weval.report.run_record import RECORD_DIR
+from pytest_weval.results import ItemResult
 from tests.fakeserver import FakeServer, Rule
 from tests.store.pg_server import PostgresServer, find_bin
 from tests.store.test_store_machines import _env
@@ -77,6 +81,12 @@ def _when_busy(fake: FakeServer, run: Run, sent: int) -> None:
     while fake.count < sent and time.monotonic() < deadline and run.process.poll() is None:
         time.sleep(0.02)
     assert run.process.poll() is None, "the run finished before the store could be stopped:\n" + run.output[-2000:]
+
+
+def _items(folder: Path) -> list[ItemResult]:
+    """The run's item results, as ``--weval-out=out`` records them."""
+    lines = (folder / "out" / RECORD_DIR / RECORD_ITEMS).read_text(encoding="utf-8").splitlines()
+    return [ItemResult.model_validate_json(line) for line in lines]
 
 
 def _suite(tmp_path: Path) -> Path:
@@ -141,6 +151,10 @@ def test_a_store_stopped_for_good_ends_on_one_line_and_its_replies_wait_in_the_s
     }
     assert spooled  # replies arrived while the store was down, and were kept
     assert f"the {len(spooled)} replies received since are kept in {spool}" in ends[0]
+    # The items it stopped say it could not be reached: not that a disk is full.
+    unsent = [r for r in _items(folder) if r.error_kind is not None]
+    assert unsent and {r.error_kind for r in unsent} == {"store_unreachable"}, {r.error_kind for r in unsent}
+    assert "could not be reached" in explain_error(unsent[0]) and "full" not in explain_error(unsent[0])
     secret = fake.env()["OPENAI_API_KEY"]
     assert all(secret not in path.read_text() for path in spool.glob("*.json"))
 
@@ -155,3 +169,26 @@ def test_a_store_stopped_for_good_ends_on_one_line_and_its_replies_wait_in_the_s
     assert len(first) + len(resent) == REQUESTS
     assert f"{ITEMS} passed" in again.output
     assert not spool.exists()
+
+
+def test_a_store_turned_read_only_mid_run_says_read_only_not_full(tmp_path: Path, server_of_its_own: PostgresServer):
+    """PostgreSQL refuses writes (SQLSTATE 25006) once the server is made read-only: sending
+    stops, and each stopped item says the store is read-only and what to do about that."""
+    pg = server_of_its_own
+    folder = _suite(tmp_path)
+    with FakeServer(RULES, latency_ms=150) as fake:
+        run = Run(folder, _env(fake), f"--weval-cache-store={pg.url()}")
+        _when_busy(fake, run, REQUESTS // 4)
+        pg.sql("postgres", "ALTER SYSTEM SET default_transaction_read_only = on")
+        pg.sql("postgres", "SELECT pg_reload_conf()")
+        assert run.wait() != 0
+        sent = fake.count
+    output = run.output
+    assert "INTERNALERROR" not in output and "Traceback" not in output, output[-5000:]
+    assert sent < REQUESTS, "the run went on sending after the store refused writes"
+    unsent = [r for r in _items(folder) if r.error_kind is not None]
+    assert unsent and {r.error_kind for r in unsent} == {"store_read_only"}, {r.error_kind for r in unsent}
+    text = explain_error(unsent[0])
+    assert "read-only" in text.splitlines()[0] and "Make the cache writable" in text
+    assert "full" not in text and "free space" not in output.lower(), output[-5000:]
+    assert "cannot store replies (read-only)" in output and "make it writable" in output

@@ -15,7 +15,7 @@ import hashlib
 import json
 import logging
 import time
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pytest_weval.engine.request import ModelReply, ModelRequest
 from pytest_weval.engine.store.common import StoreDown
@@ -84,6 +84,28 @@ def reply_from_entry(entry: dict[str, Any], cached: bool = True) -> ModelReply:
     )
 
 
+# Why a store can keep no more replies, decided from the error's code (sqlite_health.py); the
+# words are also what the run's lines say.
+StopReason = Literal["disk full", "read-only", "damaged"]
+
+
+def stop_reason(exc: BaseException) -> StopReason | None:
+    """Why a failed write means no later write can succeed, or None when it does not."""
+    if is_full(exc):
+        return "disk full"
+    if is_unwritable(exc):
+        return "read-only"
+    if is_damage(exc):
+        return "damaged"
+    return None
+
+
+def stop_advice(reason: StopReason) -> str:
+    """What the user can do about a store that keeps no more replies (``--weval-cache=off``
+    always works too)."""
+    return {"disk full": "free space", "read-only": "make it writable", "damaged": "repair it after the run"}[reason]
+
+
 @dataclasses.dataclass
 class StoreFaults:
     """What went wrong with the store during a run, for the line at its end (issue 31, item 3):
@@ -92,7 +114,7 @@ class StoreFaults:
     where: str = ""  # the store as shown (a file, a folder, a redacted URL)
     unstored: int = 0  # replies that could not be stored
     unreadable: int = 0  # entries that could not be read
-    stop: str | None = None  # why no reply can be stored any more ("disk full", "read-only")
+    stop: StopReason | None = None  # why no reply can be stored any more
     damaged: str | None = None  # the first sign that the file is damaged
     last_write_error: str | None = None
     down: str | None = None  # why the store was given up (unreachable past --weval-store-retry)
@@ -129,7 +151,7 @@ class StoreFaults:
         if self.stop:
             lines.append(
                 f"weval: the cache at {self.where} could not store replies ({self.stop}), so no request was sent "
-                "after that; free space, or run with --weval-cache=off"
+                f"after that; {stop_advice(self.stop)}, or run with --weval-cache=off"
             )
         if self.damaged or self.unreadable:
             what = f"damaged ({self.damaged})" if self.damaged else "unreadable"
@@ -199,16 +221,15 @@ class ResponseCache:
             log.warning("weval cache: cannot write entry %s: %s", entry.get("key"), exc)
             self.faults.unstored += 1
             self.faults.last_write_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            if is_full(exc):
-                self.faults.stop = "disk full"
-            elif is_unwritable(exc):
-                self.faults.stop = "read-only"
-            elif is_damage(exc) and self.faults.damaged is None:
+            reason = stop_reason(exc)
+            if reason is not None:
+                self.faults.stop = self.faults.stop or reason
+            if reason == "damaged" and self.faults.damaged is None:
                 self.faults.damaged = str(exc)
             return False
 
     @property
-    def stopped(self) -> str | None:
+    def stopped(self) -> StopReason | None:
         """Why no reply can be stored any more (a write failed for want of space or permission),
         or None: a request sent now would be paid for and lost."""
         return self.faults.stop

@@ -28,11 +28,13 @@ from typing import Any
 
 import httpx
 
+from pytest_weval.errors import WevalError
+
 KEEPALIVE_S = 30.0  # how long an idle connection is kept for the next request to its host
 MAX_REPLY_MB = 8.0  # the default cap on one reply's body (--weval-max-reply-mb)
 
 
-class ReplyTooLarge(Exception):
+class ReplyTooLarge(WevalError):
     """A reply's body is (or says it is) larger than the cap; ``announced`` is its
     Content-Length when the server gave one."""
 

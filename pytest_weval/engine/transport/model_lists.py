@@ -41,6 +41,7 @@ from pytest_weval.engine.errors import MissingKeyError
 from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.transport.keys import api_key, base_url
 from pytest_weval.engine.transport.providers.anthropic import ANTHROPIC_VERSION
+from pytest_weval.errors import WevalError
 from pytest_weval.files import write_atomic
 
 # POSIX has it; elsewhere (Windows) each process asks for itself, the file still written atomically.
@@ -57,7 +58,7 @@ _MAX_PAGES = 50  # a provider that never stops paginating is not a list we can u
 _VERSION = 1
 
 
-class _CannotCheck(Exception):
+class _CannotCheck(WevalError):
     """The provider's list (or its answer about one model) could not be had."""
 
 
