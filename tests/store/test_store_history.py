@@ -233,7 +233,7 @@ def test_two_machines_sharing_a_postgres_run_record_it_once(pg_url: str, tmp_pat
     assert [p.returncode for p in processes] == [0, 0], outputs
     runs = json.loads(cli(tmp_path, env, "history", "--json", "--cache-store", pg_url).stdout)["runs"]
     assert [run["id"] for run in runs] == ["nightly-42"]
-    assert runs[0]["models"][B] == {"mean": 1, "ci95": [1, 1], "items": PROMPTS}
+    assert runs[0]["models"][B] | {"selection": None} == {"mean": 1, "ci95": [1, 1], "items": PROMPTS, "selection": None}
     assert len(history_for(pg_url, tmp_path).items("nightly-42")) == 2 * PROMPTS
 
 
