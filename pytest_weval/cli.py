@@ -44,6 +44,7 @@ from pytest_weval.engine.batching import cancel_batches, list_batches
 from pytest_weval.engine.errors import ModelCallError
 from pytest_weval.engine.store.backends import (
     StoreError,
+    is_postgres,
     prune_store,
     redact_url,
     repair_store,
@@ -51,7 +52,7 @@ from pytest_weval.engine.store.backends import (
     store_stats,
 )
 from pytest_weval.engine.store.history import history_for
-from pytest_weval.report._fmt import fmt_duration
+from pytest_weval.report._fmt import fmt_duration, plural
 from pytest_weval.report.finish import merge_outputs
 from pytest_weval.report.history import history_rows, history_table
 from pytest_weval.report.run_record import MergeError
@@ -264,17 +265,32 @@ def _check_or_repair(store: str, args: argparse.Namespace) -> int:
         else:
             print("\n".join(health.lines()))
         return 1 if health.damaged else 0
+    if is_postgres(store):  # PostgreSQL checks its own pages: the history's records are all to repair
+        fixed = _repair_history(store, args.cache_dir)
+        print(f"{redact_url(store)}: {plural(len(fixed), 'damaged history record')} removed")
+        return 0
     repaired = repair_store(store, args.cache_dir)
-    history = history_for(store, args.cache_dir)
-    if history.exists():
-        for line in history.repair():  # damaged run records: the history's own repair
-            print(f"history: {line}")
+    _repair_history(store, args.cache_dir)  # in the repaired file
     lost = "an unknown number (the file no longer says)" if repaired.lost is None else repaired.lost
     print(
         f"{repaired.store}: kept {repaired.kept} entries, lost {lost} (bought again when next needed); "
         f"the damaged copy: {repaired.damaged_copy}"
     )
     return 0
+
+
+def _repair_history(store: str, cache_dir: str) -> list[str]:
+    """Drop the history's damaged run records (docs/engine.md, 'When the store fails'), each said;
+    a history that cannot be repaired is said and leaves the cache's repair done."""
+    try:
+        history = history_for(store, cache_dir)
+        fixed = history.repair() if history.exists() else []
+    except StoreError as exc:
+        print(f"history: not repaired: {exc}", file=sys.stderr)
+        return []
+    for line in fixed:
+        print(f"history: {line}")
+    return fixed
 
 
 def _age(seconds: float) -> str:

@@ -29,7 +29,13 @@ WORSE = range(0, PROMPTS, 2)  # the prompts whose answers lose "beta" in the las
 def _suite(project: Project, wording: str = "Say alpha and beta.") -> None:
     lines = [f"models: [{MODEL_ID}]", "---"]
     for n in range(PROMPTS):
-        lines += [f"- id: c{n}", f"  prompt: {wording} (c{n})", "  should:", "    - $contains: alpha", "    - $contains: beta"]
+        lines += [
+            f"- id: c{n}",
+            f"  prompt: {wording} (c{n})",
+            "  should:",
+            "    - $contains: alpha",
+            "    - $contains: beta",
+        ]
     project.write("blueprints/letters.yml", "\n".join(lines) + "\n")
 
 
@@ -81,7 +87,9 @@ def test_the_batch_recipe_submit_then_wait_gates_on_every_item(project: Project)
     assert collected.ret == 1, text[-3000:]
     assert f"{MODEL_ID} regressed: 1.00 -> 0.75 on {PROMPTS} paired items" in text
     line = next(x for x in text.splitlines() if x.startswith("since the last run:"))
-    assert line.startswith(f"since the last run: {len(WORSE)} of {PROMPTS} items changed (0 better, {len(WORSE)} worse)")
+    assert line.startswith(
+        f"since the last run: {len(WORSE)} of {PROMPTS} items changed (0 better, {len(WORSE)} worse)"
+    )
 
 
 def test_a_k_run_in_between_hides_no_item_and_the_trends_compare_like_with_like(project: Project):
@@ -98,7 +106,9 @@ def test_a_k_run_in_between_hides_no_item_and_the_trends_compare_like_with_like(
     assert comparison["paired"] == PROMPTS, text[-3000:]
     assert full.ret == 1 and f"{MODEL_ID} regressed: 1.00 -> 0.75 on {PROMPTS} paired items" in text
     line = next(x for x in text.splitlines() if x.startswith("since the last run:"))
-    assert line.startswith(f"since the last run: {len(WORSE)} of {PROMPTS} items changed (0 better, {len(WORSE)} worse)")
+    assert line.startswith(
+        f"since the last run: {len(WORSE)} of {PROMPTS} items changed (0 better, {len(WORSE)} worse)"
+    )
     assert f"; {PROMPTS - 1} of them last scored in older runs]" in line
     changes = project.json("out/summary.json")["changes"]
     assert changes["compared"] == PROMPTS and len(changes["items"]) == len(WORSE)
