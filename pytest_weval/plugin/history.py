@@ -40,7 +40,10 @@ from pytest_weval.results import ItemResult
 from pytest_weval.run.sampling import HISTORY_RUNS, Past
 
 GIT_TIMEOUT_S = 10
-DAMAGED_SAID = 5  # damaged records named one by one; beyond that, counted
+DAMAGED_SAID = 5
+# --weval-repeat=auto reads an item's results in the newest runs this many: enough that a few
+# runs which skipped or left it out (-k, --weval-batch=submit) do not hide its older ones.
+PAST_WINDOW = 4 * HISTORY_RUNS  # damaged records named one by one; beyond that, counted
 # Where CI systems say the branch when the checkout is a detached HEAD.
 _BRANCH_VARS = ("GITHUB_HEAD_REF", "GITHUB_REF_NAME", "CI_COMMIT_REF_NAME", "BUILDKITE_BRANCH", "BRANCH_NAME")
 
@@ -192,10 +195,12 @@ class RunHistory:
 
 
 def past_samples(settings: WevalSettings) -> dict[str, tuple[Past, ...]]:
-    """Under ``--weval-repeat=auto``, each item's newest recorded runs (as many as the sampling
-    rule reads), newest first, by node id: the history an item may start from one sample on
-    (docs/sampling.md, 'Starting from the history'). Nothing when there is no history to read,
-    or it cannot be read (the items then sample as without one)."""
+    """Under ``--weval-repeat=auto``, each item's newest recorded results (as many as the
+    sampling rule reads), newest first, by node id: the history an item may start from one
+    sample on (docs/sampling.md, 'Starting from the history'). A run that skipped an item or did
+    not select it (``--weval-batch=submit``, ``-k``) is no result of it: the item's older runs
+    count instead, among the newest ``PAST_WINDOW`` runs. Nothing when there is no history to
+    read, or it cannot be read (the items then sample as without one)."""
     if not settings.repeat_auto or settings.cache_mode == "off":
         return {}
     found: dict[str, list[Past]] = {}
@@ -203,12 +208,19 @@ def past_samples(settings: WevalSettings) -> dict[str, tuple[Past, ...]]:
         history = history_for(settings.cache_store, settings.cache_dir)
         if not history.exists():
             return {}
-        for run in reversed(history.runs()[-HISTORY_RUNS:]):
-            for item in history.items(str(run["id"])):
-                detail = item.get("detail") or {}
-                score = item.get("score")
-                scores = tuple(detail.get("samples") or (() if score is None else (score,)))
-                found.setdefault(item["nodeid"], []).append(Past(detail.get("digest"), item["outcome"], scores))
+        newest = [str(run["id"]) for run in reversed(history.runs()[-PAST_WINDOW:])]
+        for start in range(0, len(newest), HISTORY_RUNS):
+            chunk = newest[start : start + HISTORY_RUNS]
+            items_of = history.items_of(chunk)
+            for run_id in chunk:
+                for item in items_of.get(run_id, ()):
+                    past = found.setdefault(item["nodeid"], [])
+                    if item["outcome"] == "skipped" or len(past) >= HISTORY_RUNS:
+                        continue
+                    detail = item.get("detail") or {}
+                    score = item.get("score")
+                    scores = tuple(detail.get("samples") or (() if score is None else (score,)))
+                    past.append(Past(detail.get("digest"), item["outcome"], scores))
     except StoreError:
         return {}
-    return {nodeid: tuple(past) for nodeid, past in found.items()}
+    return {nodeid: tuple(past) for nodeid, past in found.items() if past}
