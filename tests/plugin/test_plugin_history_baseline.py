@@ -124,3 +124,19 @@ def test_a_k_run_in_between_hides_no_item_and_the_trends_compare_like_with_like(
     rows = table.stdout.splitlines()
     assert rows[2].endswith("1.00 (1 item)") and rows[3].endswith("0.75 -0.25 *"), rows
     assert rows[-1].startswith("(N items): a mean over other items than every earlier run's"), rows
+
+
+def test_the_html_trends_are_of_the_models_of_this_run_only(project: Project):
+    """A model of two old runs that this run dropped (a typo since fixed) gets no trend whose
+    caption would call its old mean "in this run"."""
+    typo = "openai:gpt-4o-mnii"
+    project.write(
+        "blueprints/one.yml",
+        f"models: [{MODEL_ID}, {typo}]\n---\n- id: c0\n  prompt: Say alpha. (c0)\n  should:\n    - $contains: alpha\n",
+    )
+    for n in (1, 2):
+        project.run("--weval-cache=refresh", sub=True).assert_outcomes(passed=2)
+    project.run(f"--weval-models={MODEL_ID}", "--weval-html=report.html", sub=True).assert_outcomes(passed=1)
+    page = (project.path / "report.html").read_text()
+    assert f'data-weval-trend="{MODEL_ID}"' in page
+    assert typo not in page.split('id="weval-history"', 1)[1].split("</section>", 1)[0]

@@ -21,6 +21,7 @@ from pytest_weval.report.history import (
     run_record,
     run_selections,
 )
+from pytest_weval.report.html_history import history_section
 from pytest_weval.report.rollup import build_rollup
 from pytest_weval.report.weval_json import build_run_summary
 from pytest_weval.results import ItemResult, JudgeVerdict, PointAssessment
@@ -149,6 +150,11 @@ def test_a_trend_holds_only_runs_over_the_same_items_and_only_models_of_this_run
     items = {run["id"]: found for run, found in (full, partial, gone)}
     view = history_view([full[0], partial[0], gone[0]], now, None, lambda run: run_selections(run, items.get))
     assert view.trend_runs == {"openai:a": ["full", "now"], "openai:b": ["full", "now"]}
+    # Each caption is of a model of this run (one whose points came from old runs only would read
+    # "openai:gone: 1.00 in this run").
+    page = history_section(view)
+    assert "openai:gone" not in page
+    assert "openai:a: 0.63 in this run, +0.00 since the last run over the same items (2 runs)" in page
 
 
 def test_only_a_change_beyond_both_intervals_is_marked():
