@@ -218,16 +218,16 @@ def newest_scores(
     *,
     chunk: int = 8,
 ) -> Earlier:
-    """Read ``earlier`` (newest first) a few runs at a time until every node id of ``wanted``
-    has a score, or the runs are all read."""
+    """Read ``earlier`` (newest first) until every node id of ``wanted`` has a score, or the
+    runs are all read: one run first (the usual case: the run before covered this one), then
+    twice as many each time, up to ``chunk`` runs a read."""
     missing = set(wanted)
     scored: dict[str, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
     unscored: dict[str, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
     newest_items: tuple[Mapping[str, Any], ...] = ()
-    for start in range(0, len(earlier), chunk):
-        if not missing and start:
-            break
-        runs = earlier[start : start + chunk]
+    start, size = 0, 1
+    while start < len(earlier) and (missing or not start):
+        runs = earlier[start : start + size]
         found = items_of([str(run["id"]) for run in runs])
         for number, run in enumerate(runs):
             items = found.get(str(run["id"])) or ()
@@ -243,6 +243,7 @@ def newest_scores(
                     unscored.pop(nodeid, None)
                 else:
                     unscored.setdefault(nodeid, (run, item))
+        start, size = start + size, min(chunk, size * 2)
     return Earlier(scored, unscored, earlier[0] if earlier else None, newest_items)
 
 

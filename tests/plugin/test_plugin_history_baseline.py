@@ -134,7 +134,7 @@ def test_the_html_trends_are_of_the_models_of_this_run_only(project: Project):
         "blueprints/one.yml",
         f"models: [{MODEL_ID}, {typo}]\n---\n- id: c0\n  prompt: Say alpha. (c0)\n  should:\n    - $contains: alpha\n",
     )
-    for n in (1, 2):
+    for _ in range(2):
         project.run("--weval-cache=refresh", sub=True).assert_outcomes(passed=2)
     project.run(f"--weval-models={MODEL_ID}", "--weval-html=report.html", sub=True).assert_outcomes(passed=1)
     page = (project.path / "report.html").read_text()

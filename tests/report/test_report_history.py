@@ -11,9 +11,9 @@ from pytest_weval.report.history import (
     baseline_of,
     beyond_noise,
     changes_since,
+    earlier_runs,
     history_rows,
     history_table,
-    earlier_runs,
     history_view,
     item_record,
     newest_scores,
@@ -84,7 +84,12 @@ def test_the_changes_are_the_items_scored_in_both_runs_whose_score_moved():
     ]
     assert (changes.better, changes.worse) == (1, 1)
     assert changes.line().startswith("since the last run: 2 of 7 items changed (1 better, 1 worse) [run r1, ")
-    assert changes.to_dict()["items"][0] == {"nodeid": "blueprints/b.yml::q1[openai:a]", "old": 1, "new": 0.5, "run": "r1"}
+    assert changes.to_dict()["items"][0] == {
+        "nodeid": "blueprints/b.yml::q1[openai:a]",
+        "old": 1,
+        "new": 0.5,
+        "run": "r1",
+    }
     again = changes_since(_earlier((previous, items)), RESULTS)
     assert again.line().startswith("since the last run: 0 of 8 items changed")
 

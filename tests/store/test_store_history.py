@@ -164,7 +164,9 @@ def test_three_runs_are_recorded_and_the_third_shows_what_got_worse(store: str, 
     # A filter that matches nothing is said, with the names it could have meant, and fails.
     nope = cli(tmp_path, env, "history", "--json", "--blueprint", "leters", *_store_args(store))
     assert nope.returncode == 1 and nope.stdout == ""
-    assert "--blueprint leters: no recorded run has that blueprint (3 runs recorded); did you mean letters" in nope.stderr
+    assert (
+        "--blueprint leters: no recorded run has that blueprint (3 runs recorded); did you mean letters" in nope.stderr
+    )
     nope = cli(tmp_path, env, "history", "--model", "openai:gpt-bb", *_store_args(store))
     assert nope.returncode == 1 and f"did you mean {B}" in nope.stderr, nope.stderr
 
@@ -233,7 +235,12 @@ def test_two_machines_sharing_a_postgres_run_record_it_once(pg_url: str, tmp_pat
     assert [p.returncode for p in processes] == [0, 0], outputs
     runs = json.loads(cli(tmp_path, env, "history", "--json", "--cache-store", pg_url).stdout)["runs"]
     assert [run["id"] for run in runs] == ["nightly-42"]
-    assert runs[0]["models"][B] | {"selection": None} == {"mean": 1, "ci95": [1, 1], "items": PROMPTS, "selection": None}
+    assert runs[0]["models"][B] | {"selection": None} == {
+        "mean": 1,
+        "ci95": [1, 1],
+        "items": PROMPTS,
+        "selection": None,
+    }
     assert len(history_for(pg_url, tmp_path).items("nightly-42")) == 2 * PROMPTS
 
 
