@@ -334,7 +334,7 @@ def changes_since(earlier: Earlier, results: Iterable[ItemResult]) -> Changes | 
 
 
 def is_history_baseline(value: object) -> bool:
-    """``--weval-baseline=last`` or ``last:<branch>``: the history's previous run, not a folder."""
+    """``--weval-baseline=last`` or ``last:<branch>``: the history's newest scores, not a folder."""
     return isinstance(value, str) and (value == "last" or value.startswith("last:"))
 
 
