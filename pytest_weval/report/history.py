@@ -268,6 +268,7 @@ class Changes:
     items: tuple[Change, ...]
     compared: int = 0  # items of this run scored in both
     older: int = 0  # of those, how many were last scored before ``previous``
+    scored_now: int = 0  # items this run scored
 
     @property
     def better(self) -> int:
@@ -279,10 +280,10 @@ class Changes:
 
     def line(self) -> str:
         if not self.compared:
-            return (
-                "since the last run: no item of this run was scored by an earlier run, nothing to compare "
-                f"[run {run_label(self.previous)}]"
+            why = (
+                "this run scored no item" if not self.scored_now else "no item of this run was scored by an earlier run"
             )
+            return f"since the last run: {why}, nothing to compare [run {run_label(self.previous)}]"
         older = f"; {self.older} of them last scored in older runs" if self.older else ""
         return (
             f"since the last run: {self.count_text()} ({self.better} better, {self.worse} worse) "
@@ -313,11 +314,14 @@ def changes_since(earlier: Earlier, results: Iterable[ItemResult]) -> Changes | 
     if earlier.newest is None:
         return None
     found = []
-    compared = 0
+    compared = scored_now = 0
     runs: dict[str, Mapping[str, Any]] = {}
     for r in sorted(results, key=lambda r: r.nodeid):
+        if r.score is None or r.outcome not in ("passed", "failed"):
+            continue
+        scored_now += 1
         before = earlier.scored.get(r.nodeid)
-        if before is None or r.score is None or r.outcome not in ("passed", "failed"):
+        if before is None:
             continue
         run, old = before
         compared += 1
@@ -327,7 +331,7 @@ def changes_since(earlier: Earlier, results: Iterable[ItemResult]) -> Changes | 
     used = sorted(runs.values(), key=lambda run: (run["started"], run["id"]))
     previous = used[-1] if used else earlier.newest
     older = sum(1 for run in runs.values() if run["id"] != previous["id"])
-    return Changes(previous=previous, items=tuple(found), compared=compared, older=older)
+    return Changes(previous=previous, items=tuple(found), compared=compared, older=older, scored_now=scored_now)
 
 
 # ---------------------------------------------------------------- a recorded run as a baseline

@@ -133,6 +133,8 @@ def test_runs_that_skipped_or_left_out_items_hide_no_older_score():
     other = [r.model_copy(update={"nodeid": r.nodeid + "x"}) for r in RESULTS]
     none = changes_since(_earlier(full, wanted=other), other)
     assert none.compared == 0 and "no item of this run was scored by an earlier run" in none.line()
+    unscored = [r.model_copy(update={"score": None, "outcome": "error"}) for r in RESULTS]
+    assert "this run scored no item, nothing to compare" in changes_since(_earlier(full), unscored).line()
 
 
 def test_the_earlier_runs_are_those_that_began_before_this_one_newest_first():
