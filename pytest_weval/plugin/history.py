@@ -40,10 +40,10 @@ from pytest_weval.results import ItemResult
 from pytest_weval.run.sampling import HISTORY_RUNS, Past
 
 GIT_TIMEOUT_S = 10
-DAMAGED_SAID = 5
+DAMAGED_SAID = 5  # damaged records named one by one; beyond that, counted
 # --weval-repeat=auto reads an item's results in the newest runs this many: enough that a few
 # runs which skipped or left it out (-k, --weval-batch=submit) do not hide its older ones.
-PAST_WINDOW = 4 * HISTORY_RUNS  # damaged records named one by one; beyond that, counted
+PAST_WINDOW = 4 * HISTORY_RUNS
 # Where CI systems say the branch when the checkout is a detached HEAD.
 _BRANCH_VARS = ("GITHUB_HEAD_REF", "GITHUB_REF_NAME", "CI_COMMIT_REF_NAME", "BUILDKITE_BRANCH", "BRANCH_NAME")
 
@@ -84,6 +84,7 @@ class RunHistory:
     notes: list[str] = dataclasses.field(default_factory=list)  # said in the terminal summary
     _runs: list[dict[str, Any]] | None = None
     _store: History | None = None
+    _scores: dict[str | None, Earlier] = dataclasses.field(default_factory=dict)  # by branch, read once
 
     @classmethod
     def for_run(cls, settings: WevalSettings, started: float) -> RunHistory | None:
@@ -138,8 +139,12 @@ class RunHistory:
         return self.items_of([run_id]).get(run_id, [])
 
     def _newest_scores(self, results: Sequence[ItemResult], branch: str | None = None) -> Earlier:
-        earlier = earlier_runs(self.earlier(), current_id=self.run_id, started=self.started, branch=branch)
-        return newest_scores(earlier, self.items_of, (r.nodeid for r in results if r.nodeid))
+        """Each item's newest earlier score (docs/history.md); the baseline and the changes
+        share one reading."""
+        if branch not in self._scores:
+            earlier = earlier_runs(self.earlier(), current_id=self.run_id, started=self.started, branch=branch)
+            self._scores[branch] = newest_scores(earlier, self.items_of, (r.nodeid for r in results if r.nodeid))
+        return self._scores[branch]
 
     def finish(self, run: FinishedRun, *, record: bool) -> FinishedRun:
         """Compare with the previous run, record this one (unless ``record`` is false: an
