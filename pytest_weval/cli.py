@@ -13,8 +13,9 @@
     python -m pytest_weval cache check [--cache-store STORE] [--cache-dir DIR] [--json]
     python -m pytest_weval cache repair [--cache-store STORE] [--cache-dir DIR]
         read every entry back (exit 1 when some cannot be read: the cache is damaged); keep every
-        entry that can still be read and set the damaged file (or files) aside; repair also drops
-        the history's damaged run records. Run them while no pytest run uses the cache.
+        entry that can still be read and set the damaged file (or files) aside; check also reads
+        the history's records back, and repair drops the damaged ones (on PostgreSQL, repair does
+        only that). Run them while no pytest run uses the cache.
     python -m pytest_weval batch list [--all] [--cache-store STORE] [--cache-dir DIR] [--json]
     python -m pytest_weval batch cancel ID|all [--cache-store STORE] [--cache-dir DIR]
         the provider batches recorded in the store (--weval-batch): provider, id, status, lines,
@@ -264,7 +265,7 @@ def _check_or_repair(store: str, args: argparse.Namespace) -> int:
             print(json.dumps(dataclasses.asdict(health) | {"damaged": health.damaged}, indent=2))
         else:
             print("\n".join(health.lines()))
-        return 1 if health.damaged else 0
+        return 1 if health.damaged or _history_damage(store, args.cache_dir) else 0
     if is_postgres(store):  # PostgreSQL checks its own pages: the history's records are all to repair
         fixed = _repair_history(store, args.cache_dir)
         print(f"{redact_url(store)}: {plural(len(fixed), 'damaged history record')} removed")
@@ -277,6 +278,20 @@ def _check_or_repair(store: str, args: argparse.Namespace) -> int:
         f"the damaged copy: {repaired.damaged_copy}"
     )
     return 0
+
+
+def _history_damage(store: str, cache_dir: str) -> list[str]:
+    """Every damaged record of the history (each run's items read back), said on stderr."""
+    try:
+        history = history_for(store, cache_dir)
+        if history.exists():
+            history.items_of([str(run["id"]) for run in history.runs()])
+    except StoreError as exc:
+        print(f"history: {exc}", file=sys.stderr)
+        return [str(exc)]
+    for line in history.damaged:
+        print(f"history: {line} (`python -m pytest_weval cache repair` removes it)", file=sys.stderr)
+    return history.damaged
 
 
 def _repair_history(store: str, cache_dir: str) -> list[str]:
