@@ -13,8 +13,9 @@
     python -m pytest_weval cache check [--cache-store STORE] [--cache-dir DIR] [--json]
     python -m pytest_weval cache repair [--cache-store STORE] [--cache-dir DIR]
         read every entry back (exit 1 when some cannot be read: the cache is damaged); keep every
-        entry that can still be read and set the damaged file (or files) aside. Run them while
-        no pytest run uses the cache.
+        entry that can still be read and set the damaged file (or files) aside; check also reads
+        the history's records back, and repair drops the damaged ones (on PostgreSQL, repair does
+        only that). Run them while no pytest run uses the cache.
     python -m pytest_weval batch list [--all] [--cache-store STORE] [--cache-dir DIR] [--json]
     python -m pytest_weval batch cancel ID|all [--cache-store STORE] [--cache-dir DIR]
         the provider batches recorded in the store (--weval-batch): provider, id, status, lines,
@@ -32,15 +33,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import difflib
 import json
+import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from pytest_weval.engine.batching import cancel_batches, list_batches
 from pytest_weval.engine.errors import ModelCallError
 from pytest_weval.engine.store.backends import (
     StoreError,
+    is_postgres,
     prune_store,
     redact_url,
     repair_store,
@@ -48,7 +53,7 @@ from pytest_weval.engine.store.backends import (
     store_stats,
 )
 from pytest_weval.engine.store.history import history_for
-from pytest_weval.report._fmt import fmt_duration
+from pytest_weval.report._fmt import fmt_duration, plural
 from pytest_weval.report.finish import merge_outputs
 from pytest_weval.report.history import history_rows, history_table
 from pytest_weval.report.run_record import MergeError
@@ -75,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument("dirs", nargs="+", metavar="OUT_DIR", help="--weval-out folders of the shards")
     merge.add_argument("--out", required=True, metavar="DIR", help="where the merged files go")
 
-    cache = commands.add_parser("cache", help="the response cache: stats, prune")
+    cache = commands.add_parser("cache", help="the response cache: stats, prune, check, repair")
     actions = cache.add_subparsers(dest="action", required=True)
     batch = commands.add_parser("batch", help="provider batches in the store: list, cancel")
     batch_actions = batch.add_subparsers(dest="action", required=True)
@@ -130,12 +135,52 @@ def _history(store: str, args: argparse.Namespace) -> int:
     history = history_for(store, args.cache_dir)
     if not history.exists():
         raise StoreError(f"no cache at {args.cache_dir}")
-    rows = history_rows(history.runs(), history.items, model=args.model, blueprint=args.blueprint, last=args.last)
+    runs = history.runs()
+    rows = history_rows(runs, history.items, model=args.model, blueprint=args.blueprint, last=args.last)
+    for line in history.damaged:
+        print(f"history: {line} (`python -m pytest_weval cache repair` removes it)", file=sys.stderr)
+    if runs and not rows and (args.model is not None or args.blueprint is not None):
+        print(f"history: {_no_match(runs, history.items, args)}", file=sys.stderr)
+        return 1
     print(json.dumps({"runs": rows}, indent=2) if args.json else "\n".join(history_table(rows)))
     return 0
 
 
+def _no_match(
+    runs: list[dict[str, Any]], items_of: Callable[[str], list[dict[str, Any]]], args: argparse.Namespace
+) -> str:
+    """The filter matched none of the recorded runs: say so, with the names it could have meant."""
+    if args.model is not None:
+        known = sorted({str(name) for run in runs for name in (run.get("figures") or {})})
+        what, given = "model", args.model
+    else:
+        names: set[str] = set()
+        for run in runs[-20:]:  # the recent runs name the blueprints people mean
+            for item in items_of(str(run["id"])):
+                names.add(str(item["blueprint"]))
+                path = (item.get("detail") or {}).get("blueprintPath")
+                if path:
+                    names.add(str(path))
+        known = sorted(names)
+        what, given = "blueprint", args.blueprint
+    close = difflib.get_close_matches(given, known, n=3, cutoff=0.5)
+    hint = f"; did you mean {' or '.join(close)}?" if close else f"; recorded: {', '.join(known[:10]) or 'none'}"
+    return f"--{what} {given}: no recorded run has that {what} ({len(runs)} runs recorded){hint}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader went away (`history --json | head`): what it wanted it has; no traceback.
+        # stdout is pointed at devnull so that the interpreter's last flush does not fail too.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 1
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "merge":
         try:
@@ -220,14 +265,47 @@ def _check_or_repair(store: str, args: argparse.Namespace) -> int:
             print(json.dumps(dataclasses.asdict(health) | {"damaged": health.damaged}, indent=2))
         else:
             print("\n".join(health.lines()))
-        return 1 if health.damaged else 0
+        return 1 if health.damaged or _history_damage(store, args.cache_dir) else 0
+    if is_postgres(store):  # PostgreSQL checks its own pages: the history's records are all to repair
+        fixed = _repair_history(store, args.cache_dir)
+        print(f"{redact_url(store)}: {plural(len(fixed), 'damaged history record')} removed")
+        return 0
     repaired = repair_store(store, args.cache_dir)
+    _repair_history(store, args.cache_dir)  # in the repaired file
     lost = "an unknown number (the file no longer says)" if repaired.lost is None else repaired.lost
     print(
         f"{repaired.store}: kept {repaired.kept} entries, lost {lost} (bought again when next needed); "
         f"the damaged copy: {repaired.damaged_copy}"
     )
     return 0
+
+
+def _history_damage(store: str, cache_dir: str) -> list[str]:
+    """Every damaged record of the history (each run's items read back), said on stderr."""
+    try:
+        history = history_for(store, cache_dir)
+        if history.exists():
+            history.items_of([str(run["id"]) for run in history.runs()])
+    except StoreError as exc:
+        print(f"history: {exc}", file=sys.stderr)
+        return [str(exc)]
+    for line in history.damaged:
+        print(f"history: {line} (`python -m pytest_weval cache repair` removes it)", file=sys.stderr)
+    return history.damaged
+
+
+def _repair_history(store: str, cache_dir: str) -> list[str]:
+    """Drop the history's damaged run records (docs/engine.md, 'When the store fails'), each said;
+    a history that cannot be repaired is said and leaves the cache's repair done."""
+    try:
+        history = history_for(store, cache_dir)
+        fixed = history.repair() if history.exists() else []
+    except StoreError as exc:
+        print(f"history: not repaired: {exc}", file=sys.stderr)
+        return []
+    for line in fixed:
+        print(f"history: {line}")
+    return fixed
 
 
 def _age(seconds: float) -> str:

@@ -15,6 +15,7 @@ import secrets
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +25,25 @@ from pytest_weval.plugin.options import WevalSettings
 from pytest_weval.report.baseline import Baseline
 from pytest_weval.report.finish import FinishedRun
 from pytest_weval.report.history import (
+    Earlier,
     baseline_of,
     changes_since,
+    earlier_runs,
     history_branch,
     history_view,
     is_history_baseline,
-    previous_run,
+    newest_scores,
     run_record,
+    run_selections,
 )
+from pytest_weval.results import ItemResult
 from pytest_weval.run.sampling import HISTORY_RUNS, Past
 
 GIT_TIMEOUT_S = 10
+DAMAGED_SAID = 5  # damaged records named one by one; beyond that, counted
+# --weval-repeat=auto reads an item's results in the newest runs this many: enough that a few
+# runs which skipped or left it out (-k, --weval-batch=submit) do not hide its older ones.
+PAST_WINDOW = 4 * HISTORY_RUNS
 # Where CI systems say the branch when the checkout is a detached HEAD.
 _BRANCH_VARS = ("GITHUB_HEAD_REF", "GITHUB_REF_NAME", "CI_COMMIT_REF_NAME", "BUILDKITE_BRANCH", "BRANCH_NAME")
 
@@ -74,6 +83,8 @@ class RunHistory:
     run_id: str
     notes: list[str] = dataclasses.field(default_factory=list)  # said in the terminal summary
     _runs: list[dict[str, Any]] | None = None
+    _store: History | None = None
+    _scores: dict[str | None, Earlier] = dataclasses.field(default_factory=dict)  # by branch, read once
 
     @classmethod
     def for_run(cls, settings: WevalSettings, started: float) -> RunHistory | None:
@@ -88,10 +99,23 @@ class RunHistory:
         return self.settings.cache_mode in ("rw", "refresh")
 
     def _history(self) -> History:
-        return history_for(self.settings.cache_store, self.settings.cache_dir)
+        if self._store is None:
+            self._store = history_for(self.settings.cache_store, self.settings.cache_dir)
+        return self._store
 
-    def _say(self, what: str, exc: StoreError) -> None:
+    def _say(self, what: str, exc: Exception) -> None:
         self.notes.append(f"weval history: {what}: {exc}")
+
+    def _say_damage(self) -> None:
+        """One line per damaged record the reads skipped (a few, then a count), naming the fix."""
+        damaged = self._store.damaged if self._store is not None else []
+        for line in damaged[:DAMAGED_SAID]:
+            self.notes.append(f"weval history: {line} (`python -m pytest_weval cache repair` removes it)")
+        if len(damaged) > DAMAGED_SAID:
+            self.notes.append(
+                f"weval history: {len(damaged) - DAMAGED_SAID} more damaged records skipped "
+                "(`python -m pytest_weval cache repair` removes them)"
+            )
 
     def earlier(self) -> list[dict[str, Any]]:
         """The runs recorded so far, oldest first, read once."""
@@ -104,20 +128,34 @@ class RunHistory:
                 self._runs = []
         return self._runs
 
-    def items(self, run_id: str) -> list[dict[str, Any]]:
+    def items_of(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         try:
-            return self._history().items(run_id)
+            return self._history().items_of(run_ids)
         except StoreError as exc:
-            self._say(f"cannot read the items of run {run_id}", exc)
-            return []
+            self._say(f"cannot read the items of run {', '.join(run_ids)}", exc)
+            return {}
+
+    def items(self, run_id: str) -> list[dict[str, Any]]:
+        return self.items_of([run_id]).get(run_id, [])
+
+    def _newest_scores(self, results: Sequence[ItemResult], branch: str | None = None) -> Earlier:
+        """Each item's newest earlier score (docs/history.md); the baseline and the changes
+        share one reading."""
+        if branch not in self._scores:
+            earlier = earlier_runs(self.earlier(), current_id=self.run_id, started=self.started, branch=branch)
+            self._scores[branch] = newest_scores(earlier, self.items_of, (r.nodeid for r in results if r.nodeid))
+        return self._scores[branch]
 
     def finish(self, run: FinishedRun, *, record: bool) -> FinishedRun:
         """Compare with the previous run, record this one (unless ``record`` is false: an
         interrupted run is no point of the history), and give the run with its changes and
         history view."""
         runs = self.earlier()
-        previous = previous_run(runs, current_id=self.run_id, started=self.started)
-        changes = changes_since(previous, self.items(str(previous["id"])), run.results) if previous else None
+        try:
+            changes = changes_since(self._newest_scores(run.results), run.results)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # the history never fails a run
+            self._say("cannot compare with the earlier runs", exc)
+            changes = None
         commit, branch = git_facts(Path(self.settings.rootdir))
         current, items = run_record(
             run.results,
@@ -135,26 +173,39 @@ class RunHistory:
                 self._history().record(current, items)
             except StoreError as exc:
                 self._say("could not record this run", exc)
-        view = history_view(runs, current, changes)
+        try:
+            view = history_view(runs, current, changes, lambda earlier: run_selections(earlier, self.items))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            self._say("cannot draw the trends", exc)
+            view = None
+        self._say_damage()
         return dataclasses.replace(run, changes=changes, history=view)
 
-    def baseline(self, setting: str) -> tuple[Baseline | None, str | None]:
-        """``--weval-baseline=last[:<branch>]``: the recorded run to compare with, or why there is none."""
+    def baseline(self, setting: str, results: Sequence[ItemResult]) -> tuple[Baseline | None, str | None]:
+        """``--weval-baseline=last[:<branch>]``: each item's newest earlier score (of that
+        branch), or why there is none."""
         if not is_history_baseline(setting):
             return None, None
         branch = history_branch(setting)
-        earlier = previous_run(self.earlier(), current_id=self.run_id, started=self.started, branch=branch)
-        if earlier is None:
+        try:
+            earlier = self._newest_scores(results, branch)
+            baseline = baseline_of(earlier) if earlier.newest is not None else None
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            self._say("cannot read the baseline", exc)
+            baseline = None
+        if baseline is None:
             where = f" of branch {branch}" if branch else ""
             return None, f"--weval-baseline={setting}: the history holds no earlier run{where}: nothing to compare with"
-        return baseline_of(earlier, self.items(str(earlier["id"]))), None
+        return baseline, None
 
 
 def past_samples(settings: WevalSettings) -> dict[str, tuple[Past, ...]]:
-    """Under ``--weval-repeat=auto``, each item's newest recorded runs (as many as the sampling
-    rule reads), newest first, by node id: the history an item may start from one sample on
-    (docs/sampling.md, 'Starting from the history'). Nothing when there is no history to read,
-    or it cannot be read (the items then sample as without one)."""
+    """Under ``--weval-repeat=auto``, each item's newest recorded results (as many as the
+    sampling rule reads), newest first, by node id: the history an item may start from one
+    sample on (docs/sampling.md, 'Starting from the history'). A run that skipped an item or did
+    not select it (``--weval-batch=submit``, ``-k``) is no result of it: the item's older runs
+    count instead, among the newest ``PAST_WINDOW`` runs. Nothing when there is no history to
+    read, or it cannot be read (the items then sample as without one)."""
     if not settings.repeat_auto or settings.cache_mode == "off":
         return {}
     found: dict[str, list[Past]] = {}
@@ -162,12 +213,19 @@ def past_samples(settings: WevalSettings) -> dict[str, tuple[Past, ...]]:
         history = history_for(settings.cache_store, settings.cache_dir)
         if not history.exists():
             return {}
-        for run in reversed(history.runs()[-HISTORY_RUNS:]):
-            for item in history.items(str(run["id"])):
-                detail = item.get("detail") or {}
-                score = item.get("score")
-                scores = tuple(detail.get("samples") or (() if score is None else (score,)))
-                found.setdefault(item["nodeid"], []).append(Past(detail.get("digest"), item["outcome"], scores))
+        newest = [str(run["id"]) for run in reversed(history.runs()[-PAST_WINDOW:])]
+        for start in range(0, len(newest), HISTORY_RUNS):
+            chunk = newest[start : start + HISTORY_RUNS]
+            items_of = history.items_of(chunk)
+            for run_id in chunk:
+                for item in items_of.get(run_id, ()):
+                    past = found.setdefault(item["nodeid"], [])
+                    if item["outcome"] == "skipped" or len(past) >= HISTORY_RUNS:
+                        continue
+                    detail = item.get("detail") or {}
+                    score = item.get("score")
+                    scores = tuple(detail.get("samples") or (() if score is None else (score,)))
+                    past.append(Past(detail.get("digest"), item["outcome"], scores))
     except StoreError:
         return {}
-    return {nodeid: tuple(past) for nodeid, past in found.items()}
+    return {nodeid: tuple(past) for nodeid, past in found.items() if past}

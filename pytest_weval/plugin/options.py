@@ -216,8 +216,8 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
     (
         "--weval-baseline",
         "weval_baseline",
-        "the --weval-out folder of an earlier run, or last (last:BRANCH) for the store's history's previous run "
-        "(of that branch): compare each model's scores with it, on paired items, and fail the session when a "
+        "the --weval-out folder of an earlier run, or last (last:BRANCH) for each item's newest score in the store's "
+        "history (of that branch's runs): compare each model's scores with it, on paired items, and fail the session when a "
         "model regressed",
         "str",
         None,

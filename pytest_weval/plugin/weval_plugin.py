@@ -538,7 +538,9 @@ class WevalPlugin:
         baseline = self.baseline
         self.history = RunHistory.for_run(settings, self._started)
         if is_history_baseline(settings.baseline):
-            baseline, missing = self.history.baseline(str(settings.baseline)) if self.history else (None, None)
+            baseline, missing = (
+                self.history.baseline(str(settings.baseline), self.results) if self.history else (None, None)
+            )
             if baseline is None:
                 gates = dataclasses.replace(gates, baseline=None)
                 if self.history is not None and missing:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_weval.errors import WevalError
-from pytest_weval.report._fmt import fmt_p, fmt_score, fmt_signed
+from pytest_weval.report._fmt import fmt_p, fmt_score, fmt_signed, plural
 from pytest_weval.report.stats import LEVEL, MeanInterval, clustered_mean, detectable_drop, drop_p_value, holm
 from pytest_weval.results import ItemResult
 from pytest_weval.scoring.aggregate import prompt_weight
@@ -312,17 +312,29 @@ class ModelComparison:
     def delta(self) -> float:
         return self.interval.mean
 
+    @property
+    def blind(self) -> bool:
+        """The smallest drop the test would see is larger than any drop can be (the paired
+        items' baseline mean: scores are in [0, 1]): too few items to see any drop."""
+        return self.mde is not None and self.mde > self.baseline_mean
+
     def why_not_significant(self) -> str | None:
         """The sentence the terminal adds to a "not significant" verdict."""
         if self.small_because is None or self.mde is None:
             return None
+        if self.blind:
+            return (
+                f"the suite is too small to tell: too few items to see any drop "
+                f"({plural(self.items, 'paired item')} in {plural(self.interval.clusters, 'cluster')}); "
+                "more prompts or blueprints would let it"
+            )
         # three decimals: a drop this test cannot see is often below what two would show
         seen = f"{self.mde:.3f} or more with 80% power"
         if self.small_because == "drop":
             return f"the drop ({-self.delta:.3f}) is small: this suite would see a drop of {seen}"
         return (
             f"the suite is too small to tell: it sees only drops of {seen} "
-            f"({self.interval.clusters} clusters); more prompts or blueprints would narrow that"
+            f"({plural(self.interval.clusters, 'cluster')}); more prompts or blueprints would narrow that"
         )
 
     @property
@@ -522,8 +534,8 @@ def regression_lines(comparison: Comparison) -> list[str]:
     lines = []
     for m in comparison.regressed:
         lines.append(
-            f"{m.model} regressed: {fmt_score(m.baseline_mean)} -> {fmt_score(m.current_mean)} on {m.items} "
-            f"paired items, difference {fmt_difference(m.delta, m.ci95)}, p {fmt_p(m.p_holm)} "
+            f"{m.model} regressed: {fmt_score(m.baseline_mean)} -> {fmt_score(m.current_mean)} on "
+            f"{plural(m.items, 'paired item')}, difference {fmt_difference(m.delta, m.ci95)}, p {fmt_p(m.p_holm)} "
             f"(one-sided, Holm-adjusted; alpha {comparison.alpha:g}, max drop {comparison.max_drop:g})"
         )
     return lines

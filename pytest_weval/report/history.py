@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -28,12 +29,33 @@ Record = dict[str, Any]
 # ---------------------------------------------------------------- recording
 
 
-def model_figures(rollup: Rollup) -> dict[str, dict[str, Any]]:
-    """Per model: ``mean``, ``ci95`` and ``items``, as ``summary.json`` writes them."""
+FIGURES = ("mean", "ci95", "items")  # what summary.json says of a model, and `history --json` too
+
+
+def selection_digest(nodeids: Iterable[str]) -> str:
+    """Which items a model's mean is over, in a few characters: two runs' means compare like
+    with like only when their selections match (a ``-k`` run's mean is over other items)."""
+    return hashlib.sha256("\n".join(sorted(set(nodeids))).encode()).hexdigest()[:16]
+
+
+def selections(items: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Per model, the selection digest of a run's recorded items."""
+    by_model: dict[str, list[str]] = {}
+    for item in items:
+        by_model.setdefault(str(item["model"]), []).append(str(item["nodeid"]))
+    return {model: selection_digest(nodeids) for model, nodeids in by_model.items()}
+
+
+def model_figures(rollup: Rollup, results: Iterable[ItemResult] = ()) -> dict[str, dict[str, Any]]:
+    """Per model: ``mean``, ``ci95`` and ``items``, as ``summary.json`` writes them, and the
+    ``selection`` of items they are over (the history's, to compare like with like)."""
+    chosen = selections({"model": r.model_id, "nodeid": r.nodeid} for r in results if r.nodeid)
     figures = {}
     for model, t in rollup.by_model.items():
         shown = js_data(t.to_dict())
-        figures[model] = {"mean": shown["mean"], "ci95": shown["ci95"], "items": shown["items"]}
+        figures[model] = {key: shown[key] for key in FIGURES}
+        if model in chosen:
+            figures[model]["selection"] = chosen[model]
     return figures
 
 
@@ -108,7 +130,7 @@ def run_record(
         "host": host,
         "models": list(rollup.models),
         "judges": list(judges) or judges_of(results),
-        "figures": model_figures(rollup),
+        "figures": model_figures(rollup, results),
     }
     items = [item_record(r) for r in sorted(results, key=lambda r: r.nodeid) if r.nodeid]
     return run, items
@@ -155,16 +177,74 @@ def run_label(run: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def previous_run(
+def earlier_runs(
     runs: Sequence[Mapping[str, Any]], *, current_id: str, started: float, branch: str | None = None
-) -> Mapping[str, Any] | None:
-    """The newest run recorded before this one began (another run id; of ``branch`` if given)."""
-    earlier = [
+) -> list[Mapping[str, Any]]:
+    """The runs recorded before this one began (another run id; of ``branch`` if given), newest first."""
+    return [
         run
-        for run in runs
+        for run in reversed(runs)
         if run["id"] != current_id and run["started"] <= started and (branch is None or run.get("branch") == branch)
     ]
-    return earlier[-1] if earlier else None
+
+
+def _is_scored(item: Mapping[str, Any]) -> bool:
+    return item.get("outcome") in ("passed", "failed") and item.get("score") is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class Earlier:
+    """Each item's newest scored result in the earlier runs (docs/history.md, 'Which earlier
+    result an item is compared with'): a run that skipped, errored on or did not select an item
+    (``-k``, ``--lf``, ``--weval-batch=submit``) hides no older score of it."""
+
+    scored: dict[str, tuple[Mapping[str, Any], Mapping[str, Any]]]  # node id -> (run, item)
+    unscored: dict[str, tuple[Mapping[str, Any], Mapping[str, Any]]]  # never scored: the newest record
+    newest: Mapping[str, Any] | None  # the newest earlier run
+    newest_items: tuple[Mapping[str, Any], ...]  # and its items
+
+    def runs_used(self) -> list[Mapping[str, Any]]:
+        """The runs the scores come from, newest first."""
+        seen: dict[str, Mapping[str, Any]] = {}
+        for run, _ in self.scored.values():
+            seen.setdefault(str(run["id"]), run)
+        return sorted(seen.values(), key=lambda run: (run["started"], run["id"]), reverse=True)
+
+
+def newest_scores(
+    earlier: Sequence[Mapping[str, Any]],
+    items_of: Callable[[Sequence[str]], Mapping[str, Sequence[Mapping[str, Any]]]],
+    wanted: Iterable[str],
+    *,
+    chunk: int = 8,
+) -> Earlier:
+    """Read ``earlier`` (newest first) until every node id of ``wanted`` has a score, or the
+    runs are all read: one run first (the usual case: the run before covered this one), then
+    twice as many each time, up to ``chunk`` runs a read."""
+    missing = set(wanted)
+    scored: dict[str, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
+    unscored: dict[str, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
+    newest_items: tuple[Mapping[str, Any], ...] = ()
+    start, size = 0, 1
+    while start < len(earlier) and (missing or not start):
+        runs = earlier[start : start + size]
+        found = items_of([str(run["id"]) for run in runs])
+        for number, run in enumerate(runs):
+            items = found.get(str(run["id"])) or ()
+            if start == 0 and number == 0:
+                newest_items = tuple(items)
+            for item in items:
+                nodeid = str(item["nodeid"])
+                if nodeid not in missing:
+                    continue
+                if _is_scored(item):
+                    scored[nodeid] = (run, item)
+                    missing.discard(nodeid)
+                    unscored.pop(nodeid, None)
+                else:
+                    unscored.setdefault(nodeid, (run, item))
+        start, size = start + size, min(chunk, size * 2)
+    return Earlier(scored, unscored, earlier[0] if earlier else None, newest_items)
 
 
 # ---------------------------------------------------------------- what changed
@@ -177,14 +257,18 @@ class Change:
     new: float
     previous: Mapping[str, Any]  # the recorded item
     current: ItemResult
+    run: Mapping[str, Any] | None = None  # the run that recorded ``previous``
 
 
 @dataclasses.dataclass(frozen=True)
 class Changes:
-    """The items whose score differs from the previous run's (both scored)."""
+    """The items whose score differs from their newest earlier score (both scored)."""
 
-    previous: Mapping[str, Any]  # the previous run's record
+    previous: Mapping[str, Any]  # the newest run the earlier scores come from
     items: tuple[Change, ...]
+    compared: int = 0  # items of this run scored in both
+    older: int = 0  # of those, how many were last scored before ``previous``
+    scored_now: int = 0  # items this run scored
 
     @property
     def better(self) -> int:
@@ -195,42 +279,66 @@ class Changes:
         return sum(1 for c in self.items if c.new < c.old)
 
     def line(self) -> str:
-        count = len(self.items)
+        if not self.compared:
+            why = (
+                "this run scored no item" if not self.scored_now else "no item of this run was scored by an earlier run"
+            )
+            return f"since the last run: {why}, nothing to compare [run {run_label(self.previous)}]"
+        older = f"; {self.older} of them last scored in older runs" if self.older else ""
         return (
-            f"since the last run: {plural(count, 'item')} changed ({self.better} better, {self.worse} worse) "
-            f"[run {run_label(self.previous)}]"
+            f"since the last run: {self.count_text()} ({self.better} better, {self.worse} worse) "
+            f"[run {run_label(self.previous)}{older}]"
         )
+
+    def count_text(self) -> str:
+        changed = len(self.items)
+        return f"{changed} of {plural(self.compared, 'item')} changed"
 
     def to_dict(self) -> dict[str, Any]:
         return js_data(
             {
                 "previousRun": self.previous["id"],
+                "compared": self.compared,
                 "better": self.better,
                 "worse": self.worse,
-                "items": [{"nodeid": c.nodeid, "old": c.old, "new": c.new} for c in self.items],
+                "items": [
+                    {"nodeid": c.nodeid, "old": c.old, "new": c.new, "run": (c.run or self.previous)["id"]}
+                    for c in self.items
+                ],
             }
         )
 
 
-def changes_since(
-    previous: Mapping[str, Any], previous_items: Iterable[Mapping[str, Any]], results: Iterable[ItemResult]
-) -> Changes:
-    before = {item["nodeid"]: item for item in previous_items}
+def changes_since(earlier: Earlier, results: Iterable[ItemResult]) -> Changes | None:
+    """Each scored item of this run against its newest earlier score; None with no earlier run."""
+    if earlier.newest is None:
+        return None
     found = []
+    compared = scored_now = 0
+    runs: dict[str, Mapping[str, Any]] = {}
     for r in sorted(results, key=lambda r: r.nodeid):
-        old = before.get(r.nodeid)
-        if old is None or old.get("score") is None or r.score is None:
+        if r.score is None or r.outcome not in ("passed", "failed"):
             continue
+        scored_now += 1
+        before = earlier.scored.get(r.nodeid)
+        if before is None:
+            continue
+        run, old = before
+        compared += 1
+        runs[r.nodeid] = run
         if float(old["score"]) != float(r.score):
-            found.append(Change(r.nodeid, float(old["score"]), float(r.score), old, r))
-    return Changes(previous=previous, items=tuple(found))
+            found.append(Change(r.nodeid, float(old["score"]), float(r.score), old, r, run))
+    used = sorted(runs.values(), key=lambda run: (run["started"], run["id"]))
+    previous = used[-1] if used else earlier.newest
+    older = sum(1 for run in runs.values() if run["id"] != previous["id"])
+    return Changes(previous=previous, items=tuple(found), compared=compared, older=older, scored_now=scored_now)
 
 
 # ---------------------------------------------------------------- a recorded run as a baseline
 
 
 def is_history_baseline(value: object) -> bool:
-    """``--weval-baseline=last`` or ``last:<branch>``: the history's previous run, not a folder."""
+    """``--weval-baseline=last`` or ``last:<branch>``: the history's newest scores, not a folder."""
     return isinstance(value, str) and (value == "last" or value.startswith("last:"))
 
 
@@ -239,29 +347,45 @@ def history_branch(value: str) -> str | None:
     return value.partition(":")[2] or None if value.startswith("last:") else None
 
 
-def baseline_of(run: Mapping[str, Any], items: Iterable[Mapping[str, Any]]) -> Baseline:
-    """``--weval-baseline=last``: the recorded run as the paired gate's baseline."""
-    found = []
-    for item in items:
-        detail = item.get("detail") or {}
-        found.append(
-            BaselineItem(
-                blueprint_id=item["blueprint"],
-                blueprint_path=detail.get("blueprintPath") or "",
-                prompt_id=item["prompt"],
-                model_id=item["model"],
-                effective_model_id=detail.get("effectiveModel") or item["model"],
-                system_prompt=detail.get("systemPrompt"),
-                outcome=item["outcome"],
-                score=item.get("score"),
-                nodeid=item["nodeid"],
-            )
+def _baseline_item(item: Mapping[str, Any]) -> BaselineItem:
+    detail = item.get("detail") or {}
+    return BaselineItem(
+        blueprint_id=item["blueprint"],
+        blueprint_path=detail.get("blueprintPath") or "",
+        prompt_id=item["prompt"],
+        model_id=item["model"],
+        effective_model_id=detail.get("effectiveModel") or item["model"],
+        system_prompt=detail.get("systemPrompt"),
+        outcome=item["outcome"],
+        score=item.get("score"),
+        nodeid=item["nodeid"],
+    )
+
+
+def baseline_of(earlier: Earlier) -> Baseline:
+    """``--weval-baseline=last``: each item's newest earlier score as the paired gate's
+    baseline; items that no earlier run scored come as their newest record (said unpaired,
+    with why), and the newest run's items this run lacks as "not in this run"."""
+    chosen: dict[str, Mapping[str, Any]] = {nodeid: item for nodeid, (_, item) in earlier.unscored.items()}
+    chosen.update((nodeid, item) for nodeid, (_, item) in earlier.scored.items())
+    for item in earlier.newest_items:
+        chosen.setdefault(str(item["nodeid"]), item)
+    used = earlier.runs_used() or ([earlier.newest] if earlier.newest is not None else [])
+    assert used, "a baseline needs an earlier run"
+    newest = used[0]
+    if len(used) == 1:
+        name = f"run {run_label(newest)} from the history"
+    else:
+        older = sum(1 for run, _ in earlier.scored.values() if run["id"] != newest["id"])
+        name = (
+            f"runs {run_label(newest)} and {len(used) - 1} older from the history "
+            f"(each item's newest score; {plural(older, 'item')} from the older runs)"
         )
     return Baseline(
-        directory=f"the history's run {run_label(run)}",
-        items=tuple(found),
-        run_label=str(run["id"]),
-        timestamp=iso(run["started"]),
+        directory=name,
+        items=tuple(_baseline_item(item) for _, item in sorted(chosen.items())),
+        run_label=str(newest["id"]),
+        timestamp=iso(newest["started"]),
     )
 
 
@@ -280,6 +404,16 @@ def beyond_noise(before: Mapping[str, Any] | None, after: Mapping[str, Any] | No
     return abs(float(after["mean"]) - float(before["mean"])) > math.hypot(*half)
 
 
+def run_selections(run: Mapping[str, Any], items_of: Callable[[str], Sequence[Mapping[str, Any]]]) -> dict[str, str]:
+    """Per model, which items the run's means are over: recorded with its figures, or (a run
+    recorded before the figures said it) read from its items."""
+    figures = run.get("figures") or {}
+    said = {name: f["selection"] for name, f in figures.items() if isinstance(f.get("selection"), str)}
+    if len(said) == len(figures):
+        return said
+    return {**selections(items_of(str(run["id"]))), **said}
+
+
 def history_rows(
     runs: Sequence[Mapping[str, Any]],
     items_of: Callable[[str], list[dict[str, Any]]],
@@ -288,23 +422,28 @@ def history_rows(
     blueprint: str | None = None,
     last: int | None = None,
 ) -> list[dict[str, Any]]:
-    """``history --json``'s runs, oldest first: each with its models' ``mean``, ``ci95`` and
+    """``history --json``'s runs, oldest first: each with its models' ``mean``, ``ci95``,
     ``items`` (the run's own figures; with ``blueprint``, the same figures over that blueprint's
-    items, by id or path)."""
+    items, by id or path) and ``selection`` (which items those are over)."""
     rows = []
     for run in runs:
-        figures: dict[str, Any] = dict(run.get("figures") or {})
+        figures: dict[str, Any] = {}
         if blueprint is not None:
-            chosen = [
-                result_of(item)
+            recorded = [
+                item
                 for item in items_of(run["id"])
                 if blueprint in (item["blueprint"], (item.get("detail") or {}).get("blueprintPath"))
             ]
-            figures = {}
+            chosen = [result_of(item) for item in recorded]
+            chosen_selections = selections(recorded)
             for name in sorted({r.model_id for r in chosen}):
                 t = tally(r for r in chosen if r.model_id == name)
                 shown = js_data(t.to_dict())
-                figures[name] = {"mean": shown["mean"], "ci95": shown["ci95"], "items": shown["items"]}
+                figures[name] = {key: shown[key] for key in FIGURES} | {"selection": chosen_selections[name]}
+        else:
+            chosen_selections = run_selections(run, items_of)
+            for name, figure in (run.get("figures") or {}).items():
+                figures[name] = {key: figure.get(key) for key in FIGURES} | {"selection": chosen_selections.get(name)}
         if model is not None:
             figures = {name: f for name, f in figures.items() if name == model}
         if not figures:
@@ -325,14 +464,16 @@ def history_rows(
 
 
 def history_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Runs, oldest first; per model its mean and the change from the run before, marked when
-    beyond noise."""
+    """Runs, oldest first; per model its mean and the change from the newest earlier run over
+    the same items (like with like: a ``-k`` run is compared with none but its own kind),
+    marked when beyond noise."""
     if not rows:
         return ["no run recorded"]
     models = sorted({name for row in rows for name in row["models"]})
     cells: list[list[str]] = [["run", "started", "commit", *models]]
-    last_seen: dict[str, Mapping[str, Any]] = {}
-    marked = False
+    last_seen: dict[tuple[str, Any], Mapping[str, Any]] = {}
+    seen_model: set[str] = set()
+    marked = unlike = False
     for row in rows:
         line = [str(row["id"]), str(row["started"]).replace("T", " ").rstrip("Z"), (row.get("commit") or "")[:10]]
         for name in models:
@@ -341,13 +482,19 @@ def history_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
                 line.append("")
                 continue
             text = fmt_score(figure.get("mean"))
-            before = last_seen.get(name)
+            key = (name, figure.get("selection"))
+            before = last_seen.get(key)
             if before is not None and before.get("mean") is not None and figure.get("mean") is not None:
                 text += " " + fmt_signed(float(figure["mean"]) - float(before["mean"]))
                 if beyond_noise(before, figure):
                     text += " " + NOISE_MARK
                     marked = True
-            last_seen[name] = figure
+            elif name in seen_model and figure.get("mean") is not None:
+                text += f" ({plural(int(figure.get('items') or 0), 'item')})"
+                unlike = True
+            if figure.get("mean") is not None:
+                last_seen[key] = figure
+                seen_model.add(name)
             line.append(text)
         cells.append(line)
     widths = [max(len(line[i]) for line in cells) for i in range(len(cells[0]))]
@@ -357,6 +504,11 @@ def history_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
             f"{NOISE_MARK} a change beyond noise: larger than the two runs' 95% intervals allow "
             "(--weval-baseline=last tests it item by item)"
         )
+    if unlike:
+        lines.append(
+            "(N items): a mean over other items than every earlier run's (-k, --lf, a changed suite): "
+            "no change is shown against a different selection"
+        )
     return lines
 
 
@@ -365,33 +517,54 @@ def history_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class HistoryView:
-    """What the HTML report shows of the history: each model's means over the recorded runs and
-    this one, oldest first, and the changes since the previous run."""
+    """What the HTML report shows of the history: the means of each model of this run over the
+    recorded runs of the same selection of items and this one, oldest first, and the changes
+    since the earlier runs."""
 
     trends: dict[str, list[float]]  # model -> means, oldest first (this run last)
     trend_runs: dict[str, list[str]]  # model -> the run ids of those means
     changes: Changes | None
 
 
-def history_view(runs: Sequence[Mapping[str, Any]], current: Mapping[str, Any], changes: Changes | None) -> HistoryView:
+def history_view(
+    runs: Sequence[Mapping[str, Any]],
+    current: Mapping[str, Any],
+    changes: Changes | None,
+    selections_of: Callable[[Mapping[str, Any]], Mapping[str, str]] = lambda run: {},
+) -> HistoryView:
+    """Like with like: a model's trend holds the earlier runs whose mean is over the very items
+    of this run's (``selections_of`` gives a run's, per model), and only models of this run."""
     trends: dict[str, list[float]] = {}
     trend_runs: dict[str, list[str]] = {}
-    for run in [*(r for r in runs if r["id"] != current["id"]), current]:
+    now = {
+        name: figure
+        for name, figure in (current.get("figures") or {}).items()
+        if figure.get("mean") is not None and figure.get("selection")
+    }
+    for run in runs:
+        if run["id"] == current["id"] or not any(name in (run.get("figures") or {}) for name in now):
+            continue
+        chosen = selections_of(run)
         for name, figure in (run.get("figures") or {}).items():
-            if figure.get("mean") is None:
+            if name not in now or figure.get("mean") is None or chosen.get(name) != now[name]["selection"]:
                 continue
             trends.setdefault(name, []).append(figure["mean"])
             trend_runs.setdefault(name, []).append(str(run["id"]))
+    for name, figure in now.items():
+        trends.setdefault(name, []).append(figure["mean"])
+        trend_runs.setdefault(name, []).append(str(current["id"]))
     return HistoryView(trends=trends, trend_runs=trend_runs, changes=changes)
 
 
 __all__ = [
     "Change",
     "Changes",
+    "Earlier",
     "HistoryView",
     "baseline_of",
     "beyond_noise",
     "changes_since",
+    "earlier_runs",
     "history_branch",
     "history_rows",
     "history_table",
@@ -399,7 +572,7 @@ __all__ = [
     "is_history_baseline",
     "item_record",
     "model_figures",
-    "previous_run",
+    "newest_scores",
     "result_of",
     "run_label",
     "run_record",

@@ -134,8 +134,8 @@ def _points(change: Change) -> list[list[Any]]:
 def history_data(view: HistoryView) -> dict[str, Any]:
     changes: dict[str, Any] = {}
     if view.changes is not None:
-        previous_id = str(view.changes.previous["id"])
         for change in view.changes.items:
+            previous_id = str((change.run or view.changes.previous)["id"])
             changes[change.nodeid] = {
                 "previous": {"run": previous_id, "score": change.old, "answer": change.previous.get("answer")},
                 "current": {"run": "this run", "score": change.new, "answer": change.current.response},
@@ -150,14 +150,18 @@ def history_section(view: HistoryView) -> str:
     parts = ['<section id="weval-history"><h2>Mean score over the runs</h2>']
     if view.trends:
         parts.append(
-            '<p class="muted">Each model\'s mean in every run the store recorded, oldest first; the last point is this run.</p>'
+            '<p class="muted">Each model\'s mean in this run and in every recorded run over the same items '
+            "(runs of another selection, such as -k, are left out), oldest first; the last point is this run.</p>"
             '<div class="trends">'
         )
         for model, means in sorted(view.trends.items()):
             runs = view.trend_runs.get(model, [])
             caption = f"{model}: {fmt_score(means[-1])} in this run"
             if len(means) > 1:
-                caption += f", {fmt_signed(means[-1] - means[-2])} since the run before ({plural(len(means), 'run')})"
+                caption += (
+                    f", {fmt_signed(means[-1] - means[-2])} since the last run over the same items "
+                    f"({plural(len(means), 'run')})"
+                )
             parts.append(
                 f'<figure data-weval-trend="{_e(model)}" data-points="{_e(json.dumps(list(means)))}">'
                 f"{_svg(model, means, runs)}<figcaption>{_e(caption)}</figcaption></figure>"
@@ -166,9 +170,14 @@ def history_section(view: HistoryView) -> str:
     changes = view.changes
     if changes is not None:
         parts.append(f"<h2>Changed since {_e(run_label(changes.previous))}</h2>")
+        if changes.older:
+            parts.append(
+                f'<p class="muted">{_e(plural(changes.older, "item"))} compared with an older run: '
+                "the newer runs did not score them.</p>"
+            )
         if changes.items:
             parts.append(
-                f'<p class="muted">{_e(plural(len(changes.items), "item"))} scored differently: '
+                f'<p class="muted">{_e(changes.count_text())}, scored differently: '
                 f"{changes.better} better, {changes.worse} worse. Choose one to compare the answers.</p>"
                 '<ul id="weval-changes">'
             )
@@ -180,8 +189,10 @@ def history_section(view: HistoryView) -> str:
                     f"{_e(fmt_score(change.new))}</button></li>"
                 )
             parts.append('</ul><div id="weval-compare-pane" hidden></div>')
-        else:
+        elif changes.compared:
             parts.append('<p class="muted">No item\'s score changed.</p>')
+        else:
+            parts.append('<p class="muted">No item of this run was scored by an earlier run.</p>')
     parts.append("</section>")
     return "".join(parts)
 

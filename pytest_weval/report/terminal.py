@@ -26,7 +26,7 @@ from pytest_weval.report._fmt import (
     plural,
     shorten,
 )
-from pytest_weval.report.baseline import Comparison, fmt_difference
+from pytest_weval.report.baseline import Comparison, ModelComparison, fmt_difference
 from pytest_weval.report.flaky import render_flaky
 from pytest_weval.report.rollup import ROOT, ItemProblem, Rollup, Tally
 from pytest_weval.results import ItemResult
@@ -246,7 +246,7 @@ def render_baseline(comparison: Comparison | None, width: int = 80, limit: int =
                     fmt_score(m.current_mean),
                     fmt_difference(m.delta, m.ci95),
                     fmt_p(m.p_holm),
-                    _fmt_mde(m.mde),
+                    _fmt_mde(m),
                     m.verdict,
                 ]
             )
@@ -262,9 +262,9 @@ def render_baseline(comparison: Comparison | None, width: int = 80, limit: int =
             for model, m in comparison.models.items():
                 lines.append(fit(f"{model}: {m.verdict}", width))
                 lines += textwrap.wrap(
-                    f"{m.items} paired items, baseline {fmt_score(m.baseline_mean)}, current "
+                    f"{plural(m.items, 'paired item')}, baseline {fmt_score(m.baseline_mean)}, current "
                     f"{fmt_score(m.current_mean)}, difference {fmt_difference(m.delta, m.ci95)}, p {fmt_p(m.p_holm)}, "
-                    f"sees {_fmt_mde(m.mde)}",
+                    f"sees {_fmt_mde(m)}",
                     width,
                     initial_indent="  ",
                     subsequent_indent="  ",
@@ -301,9 +301,12 @@ def render_baseline(comparison: Comparison | None, width: int = 80, limit: int =
     return lines
 
 
-def _fmt_mde(mde: float | None) -> str:
-    """The smallest drop the test would find with 80% power: ``-0.09``; a dash with no test."""
-    return "-" if mde is None else fmt_signed(-mde)
+def _fmt_mde(m: ModelComparison) -> str:
+    """The smallest drop the test would find with 80% power: ``-0.09``; a dash with no test;
+    ``none`` when no drop could be that large (too few items to see any)."""
+    if m.mde is None:
+        return "-"
+    return "none" if m.blind else fmt_signed(-m.mde)
 
 
 _AGREEMENT_WORDS = {

@@ -216,3 +216,17 @@ def test_items_the_history_shows_steady_start_from_one_sample(project: Project):
         elif any(len(set(p["samples"])) > 1 for p in past):  # it varied in a recorded run
             assert len(item["samples"]) >= 2, (pid, item)
     assert before - requests >= 11, (before, requests)  # the 11 steady items take one sample, not two
+
+
+def test_a_run_that_left_items_out_hides_none_of_their_history(project: Project):
+    """A -k run after the history's runs records one item; the others' newest HISTORY_RUNS
+    results are still theirs (docs/history.md, 'Which earlier result an item is compared
+    with'), so the steady ones still start from one sample."""
+    groups = {"steady": 4}
+    _suite(project, groups)
+    fresh = ("--weval-repeat=auto", "--weval-cache=refresh", "-p", "no:randomly")
+    for seed in range(1, HISTORY_RUNS + 1):
+        run(project, seed, *fresh, out=f"h{seed}")
+    run(project, 50, *fresh, "-k", "steady-0", out="partial")
+    _, items, _ = run(project, 99, *fresh, out="after")
+    assert {pid: len(item["samples"]) for pid, item in items.items()} == {f"steady-{n}": 1 for n in range(4)}

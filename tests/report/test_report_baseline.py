@@ -437,3 +437,28 @@ def test_no_pair_at_all(results):
 def test_same_comparison_in_any_order(out, results):
     baseline = read_baseline(out)
     assert compare(results, baseline).to_dict() == compare(list(reversed(results)), baseline).to_dict()
+
+
+def test_a_suite_too_small_to_see_any_drop_says_so_not_an_impossible_drop():
+    """Two prompts of one blueprint (two clusters, one degree of freedom): the drop the test
+    would see is larger than the baseline's mean, so no drop of scores in [0, 1] could reach
+    it. The terminal says "too few items to see any drop", never "sees -1.68"."""
+    current, baseline = _run(["m"], {("b1", "p1"): 0.5, ("b1", "p2"): 0.9})
+    got = compare(current, baseline).models["m"]
+    assert got.verdict == "not significant" and got.mde > got.baseline_mean == 1.0
+    assert got.blind
+    why = got.why_not_significant()
+    assert "too few items to see any drop (2 paired items in 2 clusters)" in why and "sees only" not in why
+    said = " ".join(render_baseline(compare(current, baseline), width=120))
+    assert "  none  not significant" in said and "too few items to see any drop" in said
+    narrow = " ".join(render_baseline(compare(current, baseline), width=40))
+    assert "sees none" in narrow
+
+
+def test_one_paired_item_is_said_in_the_singular():
+    current, baseline = _run(["m"], {("b1", "p1"): 0.0})
+    comparison = dataclasses.replace(
+        compare(current, baseline),
+        models={"m": dataclasses.replace(compare(current, baseline).models["m"], regressed=True)},
+    )
+    assert regression_lines(comparison)[0].startswith("m regressed: 1.00 -> 0.00 on 1 paired item, ")

@@ -11,13 +11,17 @@ from pytest_weval.report.history import (
     baseline_of,
     beyond_noise,
     changes_since,
+    earlier_runs,
     history_rows,
     history_table,
+    history_view,
     item_record,
-    previous_run,
+    newest_scores,
     result_of,
     run_record,
+    run_selections,
 )
+from pytest_weval.report.html_history import history_section
 from pytest_weval.report.rollup import build_rollup
 from pytest_weval.report.weval_json import build_run_summary
 from pytest_weval.results import ItemResult, JudgeVerdict, PointAssessment
@@ -55,7 +59,7 @@ def _recorded(results: list[ItemResult], run_id: str = "r1", started: float = 10
 def test_the_record_has_summary_json_figures_and_items_come_back_as_they_were():
     run, items = _recorded(RESULTS)
     summary = build_run_summary(RESULTS)
-    assert run["figures"] == {
+    assert {m: {k: f[k] for k in ("mean", "ci95", "items")} for m, f in run["figures"].items()} == {
         m: {k: summary["models"][m][k] for k in ("mean", "ci95", "items")} for m in ("openai:a", "openai:b")
     }
     assert run["models"] == ["openai:a", "openai:b"] and run["judges"] == ["openai:judge"]
@@ -73,35 +77,91 @@ def test_the_changes_are_the_items_scored_in_both_runs_whose_score_moved():
     now[0].score = 0.5  # q1, a: worse
     now[3].score = 1.0  # q2, b: better
     now[4].score, now[4].outcome = None, "error"  # q3, a: no score now, not a change
-    changes = changes_since(previous, items, now)
+    changes = changes_since(_earlier((previous, items), wanted=now), now)
     assert [(c.nodeid, c.old, c.new) for c in changes.items] == [
         ("blueprints/b.yml::q1[openai:a]", 1.0, 0.5),
         ("blueprints/b.yml::q2[openai:b]", 0.5, 1.0),
     ]
     assert (changes.better, changes.worse) == (1, 1)
-    assert changes.line().startswith("since the last run: 2 items changed (1 better, 1 worse) [run r1, ")
-    assert changes.to_dict()["items"][0] == {"nodeid": "blueprints/b.yml::q1[openai:a]", "old": 1, "new": 0.5}
-    assert changes_since(previous, items, RESULTS).line().startswith("since the last run: 0 items changed")
+    assert changes.line().startswith("since the last run: 2 of 7 items changed (1 better, 1 worse) [run r1, ")
+    assert changes.to_dict()["items"][0] == {
+        "nodeid": "blueprints/b.yml::q1[openai:a]",
+        "old": 1,
+        "new": 0.5,
+        "run": "r1",
+    }
+    again = changes_since(_earlier((previous, items)), RESULTS)
+    assert again.line().startswith("since the last run: 0 of 8 items changed")
+
+
+def _earlier(*recorded: tuple[dict, list[dict]], wanted: list[ItemResult] = RESULTS):
+    """The recorded runs (oldest first) as the history hands them to a run that began after them."""
+    runs = [run for run, _ in recorded]
+    items = {run["id"]: found for run, found in recorded}
+    earlier = earlier_runs(runs, current_id="now", started=1e9)
+    return newest_scores(earlier, lambda ids: {i: items[i] for i in ids}, [r.nodeid for r in wanted], chunk=1)
 
 
 def test_a_recorded_run_pairs_as_a_baseline():
     run, items = _recorded(RESULTS)
     worse = [r.model_copy(update={"score": 0.0}) if r.model_id == "openai:b" else r for r in RESULTS]
-    compared = compare(worse, baseline_of(run, items))
+    compared = compare(worse, baseline_of(_earlier((run, items))))
     assert compared.models["openai:b"].items == 4 and compared.models["openai:b"].delta == pytest.approx(-0.625)
     assert compared.models["openai:a"].delta == 0
 
 
-def test_the_previous_run_is_the_newest_that_began_before_this_one():
+def test_runs_that_skipped_or_left_out_items_hide_no_older_score():
+    """A full run, then a -k run of one item, then a submit run whose items were all skipped:
+    every item still pairs with its newest score, and the line names what it compared."""
+    full = _recorded(RESULTS, "full", 100.0)
+    partial = _recorded([RESULTS[0].model_copy(update={"score": 0.5})], "k", 200.0)
+    skipped = [r.model_copy(update={"score": None, "outcome": "skipped"}) for r in RESULTS]
+    submit = _recorded(skipped, "submit", 300.0)
+    earlier = _earlier(full, partial, submit)
+    baseline = baseline_of(earlier)
+    compared = compare(RESULTS, baseline)
+    assert compared.paired == len(RESULTS) and not compared.unpaired
+    assert {nodeid: run["id"] for nodeid, (run, _) in earlier.scored.items()} == {
+        r.nodeid: "k" if r is RESULTS[0] else "full" for r in RESULTS
+    }
+    assert baseline.directory.startswith("runs k, ") and "1 older" in baseline.directory
+    changes = changes_since(earlier, RESULTS)
+    assert [(c.nodeid, c.old, c.new, c.run["id"]) for c in changes.items] == [(RESULTS[0].nodeid, 0.5, 1.0, "k")]
+    assert changes.line().startswith("since the last run: 1 of 8 items changed (1 better, 0 worse) [run k, ")
+    assert changes.line().endswith("; 7 of them last scored in older runs]")
+    # With nothing in common, the line says so instead of "0 items changed".
+    other = [r.model_copy(update={"nodeid": r.nodeid + "x"}) for r in RESULTS]
+    none = changes_since(_earlier(full, wanted=other), other)
+    assert none.compared == 0 and "no item of this run was scored by an earlier run" in none.line()
+    unscored = [r.model_copy(update={"score": None, "outcome": "error"}) for r in RESULTS]
+    assert "this run scored no item, nothing to compare" in changes_since(_earlier(full), unscored).line()
+
+
+def test_the_earlier_runs_are_those_that_began_before_this_one_newest_first():
     runs = [
         {"id": "old", "started": 1.0, "branch": "main"},
         {"id": "pr", "started": 2.0, "branch": "feature"},
         {"id": "this", "started": 3.0, "branch": "feature"},
         {"id": "later", "started": 4.0, "branch": "main"},
     ]
-    assert previous_run(runs, current_id="this", started=3.0)["id"] == "pr"
-    assert previous_run(runs, current_id="this", started=3.0, branch="main")["id"] == "old"
-    assert previous_run(runs, current_id="old", started=1.0) is None
+    assert [r["id"] for r in earlier_runs(runs, current_id="this", started=3.0)] == ["pr", "old"]
+    assert [r["id"] for r in earlier_runs(runs, current_id="this", started=3.0, branch="main")] == ["old"]
+    assert earlier_runs(runs, current_id="old", started=1.0) == []
+
+
+def test_a_trend_holds_only_runs_over_the_same_items_and_only_models_of_this_run():
+    full = _recorded(RESULTS, "full", 100.0)
+    partial = _recorded([RESULTS[0]], "k", 200.0)
+    gone = _recorded([r.model_copy(update={"model_id": "openai:gone"}) for r in RESULTS[:2]], "old-model", 250.0)
+    now, _ = _recorded(RESULTS, "now", 300.0)
+    items = {run["id"]: found for run, found in (full, partial, gone)}
+    view = history_view([full[0], partial[0], gone[0]], now, None, lambda run: run_selections(run, items.get))
+    assert view.trend_runs == {"openai:a": ["full", "now"], "openai:b": ["full", "now"]}
+    # Each caption is of a model of this run (one whose points came from old runs only would read
+    # "openai:gone: 1.00 in this run").
+    page = history_section(view)
+    assert "openai:gone" not in page
+    assert "openai:a: 0.63 in this run, +0.00 since the last run over the same items (2 runs)" in page
 
 
 def test_only_a_change_beyond_both_intervals_is_marked():

@@ -87,7 +87,7 @@ def test_three_runs_are_recorded_and_the_third_shows_what_got_worse(store: str, 
         assert "since the last run" not in first.stdout  # nothing recorded before it
         second = pytest_run(tmp_path, env, option, "--weval-cache=refresh", "--weval-out=out2", "-n", "2")
         assert second.returncode == 0, second.stdout[-3000:]
-        assert "since the last run: 0 items changed (0 better, 0 worse) [run " in second.stdout
+        assert f"since the last run: 0 of {2 * PROMPTS} items changed (0 better, 0 worse) [run " in second.stdout
         server.rules = [Rule(model="gpt-b", contains=f"(q{j})", reply=f"alpha only, q{j}") for j in WORSE]
         third = pytest_run(
             tmp_path, env, option, "--weval-cache=refresh", "--weval-out=out3", "--weval-baseline=last", "-rN"
@@ -106,7 +106,11 @@ def test_three_runs_are_recorded_and_the_third_shows_what_got_worse(store: str, 
         assert set(run) >= {"id", "started", "ended", "commit", "models"}
         for model in (A, B):
             figures = summary["models"][model]
-            assert run["models"][model] == {"mean": figures["mean"], "ci95": figures["ci95"], "items": figures["items"]}
+            shown = run["models"][model]
+            assert shown == {"mean": figures["mean"], "ci95": figures["ci95"], "items": figures["items"]} | {
+                "selection": shown["selection"]
+            }
+    assert len({run["models"][B]["selection"] for run in runs}) == 1  # the same items every time
     assert [run["models"][B]["mean"] for run in runs] == [1, 1, 0.75]
     assert [run["models"][A]["mean"] for run in runs] == [1, 1, 1]
 
@@ -116,13 +120,14 @@ def test_three_runs_are_recorded_and_the_third_shows_what_got_worse(store: str, 
     assert sorted((c["nodeid"], c["old"], c["new"]) for c in changes["items"]) == sorted(
         (f"blueprints/letters.yml::q{j}[{B}]", 1, 0.5) for j in WORSE
     )
-    assert f"1 model regressed against the baseline last (the history's run {runs[1]['id']}, " in third.stdout
+    assert f"1 model regressed against the baseline last (run {runs[1]['id']}, " in third.stdout
     line = [x for x in third.stdout.splitlines() if x.startswith("since the last run:")]
     assert len(line) == 1 and line[0].startswith(
-        f"since the last run: 10 items changed (0 better, 10 worse) [run {runs[1]['id']}, "
+        f"since the last run: 10 of {2 * PROMPTS} items changed (0 better, 10 worse) [run {runs[1]['id']}, "
     ), line
     assert json.loads((tmp_path / "out2" / "summary.json").read_text())["changes"] == {
         "previousRun": runs[0]["id"],
+        "compared": 2 * PROMPTS,
         "better": 0,
         "worse": 0,
         "items": [],
@@ -156,9 +161,14 @@ def test_three_runs_are_recorded_and_the_third_shows_what_got_worse(store: str, 
     for blueprint in ("letters", "blueprints/letters.yml"):
         by_blueprint = cli(tmp_path, env, "history", "--json", "--blueprint", blueprint, *_store_args(store))
         assert [run["models"] for run in json.loads(by_blueprint.stdout)["runs"]] == [run["models"] for run in runs]
-    assert json.loads(cli(tmp_path, env, "history", "--json", "--blueprint", "nope", *_store_args(store)).stdout) == {
-        "runs": []
-    }
+    # A filter that matches nothing is said, with the names it could have meant, and fails.
+    nope = cli(tmp_path, env, "history", "--json", "--blueprint", "leters", *_store_args(store))
+    assert nope.returncode == 1 and nope.stdout == ""
+    assert (
+        "--blueprint leters: no recorded run has that blueprint (3 runs recorded); did you mean letters" in nope.stderr
+    )
+    nope = cli(tmp_path, env, "history", "--model", "openai:gpt-bb", *_store_args(store))
+    assert nope.returncode == 1 and f"did you mean {B}" in nope.stderr, nope.stderr
 
 
 def test_a_baseline_of_last_with_no_earlier_run_says_so_and_passes(tmp_path: Path):
@@ -196,7 +206,7 @@ def test_a_read_only_run_records_nothing(tmp_path: Path):
         assert pytest_run(tmp_path, env, "--weval-out=out1").returncode == 0
         replay = pytest_run(tmp_path, env, "--weval-cache=ro", "--weval-out=out2")
     assert replay.returncode == 0, replay.stdout[-3000:]
-    assert "since the last run: 0 items changed" in replay.stdout
+    assert "since the last run: 0 of 4 items changed" in replay.stdout
     assert len(json.loads(cli(tmp_path, env, "history", "--json").stdout)["runs"]) == 1
 
 
@@ -225,7 +235,12 @@ def test_two_machines_sharing_a_postgres_run_record_it_once(pg_url: str, tmp_pat
     assert [p.returncode for p in processes] == [0, 0], outputs
     runs = json.loads(cli(tmp_path, env, "history", "--json", "--cache-store", pg_url).stdout)["runs"]
     assert [run["id"] for run in runs] == ["nightly-42"]
-    assert runs[0]["models"][B] == {"mean": 1, "ci95": [1, 1], "items": PROMPTS}
+    assert runs[0]["models"][B] | {"selection": None} == {
+        "mean": 1,
+        "ci95": [1, 1],
+        "items": PROMPTS,
+        "selection": None,
+    }
     assert len(history_for(pg_url, tmp_path).items("nightly-42")) == 2 * PROMPTS
 
 

@@ -24,11 +24,12 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import math
 import os
 import re
 import sqlite3
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -112,6 +113,17 @@ class History(Protocol):
     def items(self, run_id: str) -> list[dict[str, Any]]:
         """The items of one run, by node id."""
 
+    def items_of(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        """The items of several runs at once (one connection), by run id."""
+
+    @property
+    def damaged(self) -> list[str]:
+        """What the reads so far skipped, one line each: a record that is not what this
+        pytest-weval writes (edited by hand, cut short, written by something else)."""
+
+    def repair(self) -> list[str]:
+        """Drop the damaged records (``cache repair``); returns what went, one line each."""
+
     def prune(self, keep: int, *, dry_run: bool = False) -> int:
         """Forget all but the ``keep`` newest runs; returns how many runs go."""
 
@@ -171,32 +183,141 @@ def _item_row(run_id: str, item: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
+class Damaged(ValueError):
+    """A record that is not what this pytest-weval writes: the reads skip it and say so."""
+
+
+def _loaded(field: str, value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        raise Damaged(f"{field} is not JSON") from None
+
+
+def _time(field: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise Damaged(f"{field} is not a time ({str(value)[:40]!r})")
+    return float(value)
+
+
+def _number_or_none(value: Any) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value))
+
+
+def _strings(field: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise Damaged(f"{field} is not a list of names")
+    return value
+
+
+def _figures(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise Damaged("figures is not an object")
+    for model, figure in value.items():
+        ci95 = figure.get("ci95") if isinstance(figure, dict) else None
+        if (
+            not isinstance(figure, dict)
+            or not _number_or_none(figure.get("mean"))
+            or not (ci95 is None or (isinstance(ci95, list) and len(ci95) == 2 and all(map(_number_or_none, ci95))))
+            or not _number_or_none(figure.get("items"))
+            or not isinstance(figure.get("selection", ""), str)
+        ):
+            raise Damaged(f"figures of {model} are not a mean, an interval and a count")
+    return value
+
+
 def _run_from(row: Sequence[Any]) -> dict[str, Any]:
+    """A stored run, checked: ``Damaged`` says what is wrong with it."""
+    if len(row) != 9:
+        raise Damaged("not a run record")
     id_, started, ended, commit, branch, host, models, judges, figures = row
-
-    def loaded(value: Any) -> Any:
-        return json.loads(value) if isinstance(value, str) else value
-
+    if not isinstance(id_, str) or not id_:
+        raise Damaged("it has no run id")
+    for field, value in (("commit", commit), ("branch", branch), ("host", host)):
+        if value is not None and not isinstance(value, str):
+            raise Damaged(f"{field} is not text")
     return {
         "id": id_,
-        "started": float(started),
-        "ended": float(ended),
+        "started": _time("started", started),
+        "ended": _time("ended", ended),
         "commit": commit,
         "branch": branch,
         "host": host,
-        "models": loaded(models),
-        "judges": loaded(judges),
-        "figures": loaded(figures),
+        "models": _strings("models", _loaded("models", models)),
+        "judges": _strings("judges", _loaded("judges", judges)),
+        "figures": _figures(_loaded("figures", figures)),
     }
 
 
 def _item_from(row: Sequence[Any]) -> dict[str, Any]:
+    """A stored item, checked: ``Damaged`` says what is wrong with it."""
+    if len(row) != len(_ITEM_FIELDS):
+        raise Damaged("not an item record")
     item = dict(zip(_ITEM_FIELDS, row))
-    if isinstance(item["detail"], str):
-        item["detail"] = json.loads(item["detail"])
+    for field in ("nodeid", "blueprint", "prompt", "model", "outcome"):
+        if not isinstance(item[field], str):
+            raise Damaged(f"{field} is not text")
+    if not item["nodeid"]:
+        raise Damaged("it has no node id")
+    if not _number_or_none(item["score"]):
+        raise Damaged(f"score is not a number ({str(item['score'])[:40]!r})")
+    if item["answer"] is not None and not isinstance(item["answer"], str):
+        raise Damaged("answer is not text")
+    item["detail"] = _loaded("detail", item["detail"])
+    if not isinstance(item["detail"], dict):
+        raise Damaged("detail is not an object")
     return item
 
 
+def _version_of(where: str, value: Any) -> int:
+    try:
+        version = int(value)
+    except (TypeError, ValueError):
+        raise StoreError(
+            f"{where}: the history's version {str(value)[:40]!r} is not a number: "
+            "`python -m pytest_weval cache repair` sets it again"
+        ) from None
+    if version > HISTORY_VERSION:
+        raise _newer(where, version)
+    return version
+
+
+class _Checked:
+    """Reads that skip damaged records and remember each one, for the line that names it."""
+
+    def __init__(self) -> None:
+        self._damaged: list[str] = []
+
+    @property
+    def damaged(self) -> list[str]:
+        return list(self._damaged)
+
+    def _note(self, line: str) -> None:
+        if line not in self._damaged:
+            self._damaged.append(line)
+
+    def _runs_checked(self, rows: Iterable[Sequence[Any]], where: str) -> list[dict[str, Any]]:
+        runs = []
+        for row in rows:
+            try:
+                runs.append(_run_from(row))
+            except Damaged as exc:
+                self._note(f"{where}: run {str(row[0])[:80]!r} skipped: {exc}")
+        return _ordered(runs)
+
+    def _items_checked(self, rows: Iterable[Sequence[Any]], where: str, run_id: str) -> list[dict[str, Any]]:
+        items = []
+        for row in rows:
+            try:
+                items.append(_item_from(row))
+            except Damaged as exc:
+                self._note(f"{where}: run {run_id[:80]!r}: item {str(row[0])[:120]!r} skipped: {exc}")
+        return items
+
+
+_RUN_FIELDS = ("id", "started", "ended", "commit", "branch", "host", "models", "judges", "figures")
 _RUN_COLUMNS = "id, started, ended, commit_sha, branch, host, models, judges, figures"
 _ITEM_COLUMNS = "nodeid, blueprint, prompt, model, score, outcome, answer, detail"
 
@@ -204,11 +325,12 @@ _ITEM_COLUMNS = "nodeid, blueprint, prompt, model, score, outcome, answer, detai
 # ---------------------------------------------------------------- SQLite
 
 
-class SqliteHistory:
+class SqliteHistory(_Checked):
     """Tables ``history_runs`` and ``history_items`` in the cache's SQLite file, versioned in
     ``history_meta``."""
 
     def __init__(self, path: Path):
+        super().__init__()
         self.path = path
 
     def exists(self) -> bool:
@@ -249,10 +371,7 @@ class SqliteHistory:
         if not found:
             return 0
         row = conn.execute("SELECT value FROM history_meta WHERE name = 'version'").fetchone()
-        version = int(row[0]) if row else 0
-        if version > HISTORY_VERSION:
-            raise _newer(str(self.path), version)
-        return version
+        return _version_of(str(self.path), row[0]) if row else 0
 
     def _upgrade(self, conn: sqlite3.Connection) -> None:
         """Runs inside a write transaction: the tables are of this version afterwards."""
@@ -295,18 +414,68 @@ class SqliteHistory:
             if not self._version(conn):
                 return []  # a store from before the history: nothing recorded yet (and nothing written here)
             rows = conn.execute(f"SELECT {_RUN_COLUMNS} FROM history_runs").fetchall()
-        return _ordered([_run_from(row) for row in rows])
+        return self._runs_checked(rows, str(self.path))
 
     def items(self, run_id: str) -> list[dict[str, Any]]:
-        if not self.exists():
-            return []
+        return self.items_of([run_id]).get(run_id, [])
+
+    def items_of(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        found: dict[str, list[dict[str, Any]]] = {run_id: [] for run_id in run_ids}
+        if not self.exists() or not run_ids:
+            return found
         with self._connect(readonly=True) as conn:
             if not self._version(conn):
+                return found
+            for run_id in run_ids:
+                rows = conn.execute(
+                    f"SELECT {_ITEM_COLUMNS} FROM history_items WHERE run_id = ? ORDER BY nodeid", (run_id,)
+                ).fetchall()
+                found[run_id] = self._items_checked(rows, str(self.path), run_id)
+        return found
+
+    def repair(self) -> list[str]:
+        if not self.exists():
+            return []
+        gone: list[str] = []
+        with self._connect() as conn:
+            found = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'history_meta'"
+            ).fetchone()
+            if not found:
                 return []
-            rows = conn.execute(
-                f"SELECT {_ITEM_COLUMNS} FROM history_items WHERE run_id = ? ORDER BY nodeid", (run_id,)
-            ).fetchall()
-        return [_item_from(row) for row in rows]
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = conn.execute("SELECT value FROM history_meta WHERE name = 'version'").fetchone()
+                try:
+                    self._version(conn)
+                except StoreError:
+                    if str(row[0]).strip().isdigit():
+                        raise  # a newer history: not damage
+                    # Version 1 is the only one there has been: the tables are of it.
+                    conn.execute("UPDATE history_meta SET value = ? WHERE name = 'version'", (str(HISTORY_VERSION),))
+                    gone.append(f"{self.path}: the history's version {str(row[0])[:40]!r} set to {HISTORY_VERSION}")
+                for rowid, *run in conn.execute(f"SELECT rowid, {_RUN_COLUMNS} FROM history_runs").fetchall():
+                    try:
+                        _run_from(run)
+                    except Damaged as exc:
+                        conn.execute("DELETE FROM history_items WHERE run_id = ?", (run[0],))
+                        conn.execute("DELETE FROM history_runs WHERE rowid = ?", (rowid,))
+                        gone.append(f"{self.path}: run {str(run[0])[:80]!r} removed: {exc}")
+                for rowid, run_id, *item in conn.execute(
+                    f"SELECT rowid, run_id, {_ITEM_COLUMNS} FROM history_items"
+                ).fetchall():
+                    try:
+                        _item_from(item)
+                    except Damaged as exc:
+                        conn.execute("DELETE FROM history_items WHERE rowid = ?", (rowid,))
+                        gone.append(
+                            f"{self.path}: run {str(run_id)[:80]!r}: item {str(item[0])[:120]!r} removed: {exc}"
+                        )
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        return gone
 
     def prune(self, keep: int, *, dry_run: bool = False) -> int:
         gone = _newest_first_beyond(self.runs(), keep)
@@ -331,10 +500,11 @@ class SqliteHistory:
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-class FilesHistory:
+class FilesHistory(_Checked):
     """One JSON file per run in ``<cache dir>/history/``, diff-friendly like the replies beside it."""
 
     def __init__(self, cache_dir: Path):
+        super().__init__()
         self.cache_dir = cache_dir
         self.folder = cache_dir / FOLDER
 
@@ -379,37 +549,102 @@ class FilesHistory:
         finally:
             Path(temp).unlink(missing_ok=True)
 
-    def _documents(self) -> Iterator[tuple[Path, dict[str, Any]]]:
-        for path in sorted(self.folder.glob("*.json")):
+    def _files(self) -> list[Path]:
+        # A name starting with a dot is a record being written (``.tmp-``), or not ours.
+        return sorted(path for path in self.folder.glob("*.json") if not path.name.startswith("."))
+
+    @staticmethod
+    def _document(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The run of a record file and its items, checked; ``Damaged`` when it is not one."""
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError:
+            raise Damaged("not a run record (not UTF-8 text)") from None
+        except ValueError:
+            raise Damaged("not a run record (not JSON)") from None
+        if not isinstance(document, dict) or not isinstance(document.get("run"), dict):
+            raise Damaged("not a run record (no 'run' object)")
+        version = document.get("historyVersion")
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise Damaged(f"its historyVersion {str(version)[:40]!r} is not a number")
+        if version > HISTORY_VERSION:
+            raise _newer(str(path), version)
+        run = document["run"]
+        checked = _run_from(tuple(run.get(field) for field in _RUN_FIELDS))
+        items = document.get("items")
+        if not isinstance(items, list):
+            raise Damaged("its items are not a list")
+        return checked, items
+
+    def _documents(self) -> Iterator[tuple[Path, dict[str, Any], list[dict[str, Any]]]]:
+        for path in self._files():
             try:
-                document = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue  # a file that is not a run record is not ours to read
-            if not isinstance(document, dict) or not isinstance(document.get("run"), dict):
+                run, items = self._document(path)
+            except OSError as exc:
+                self._note(f"{path}: cannot be read: {exc.strerror or exc}")
                 continue
-            version = document.get("historyVersion")
-            if isinstance(version, int) and version > HISTORY_VERSION:
-                raise _newer(str(path), version)
-            yield path, document
+            except Damaged as exc:
+                self._note(f"{path}: skipped: {exc}")
+                continue
+            yield path, run, items
+
+    def _items_checked_of(self, path: Path, run_id: str, items: list[Any]) -> list[dict[str, Any]]:
+        rows = [
+            tuple(item.get(field) for field in _ITEM_FIELDS) if isinstance(item, dict) else (str(item),)
+            for item in items
+        ]
+        return sorted(self._items_checked(rows, str(path), run_id), key=lambda item: item["nodeid"])
 
     def runs(self) -> list[dict[str, Any]]:
-        return _ordered([document["run"] for _, document in self._documents()])
+        return _ordered([run for _, run, _ in self._documents()])
 
     def items(self, run_id: str) -> list[dict[str, Any]]:
         path = self.path_for(run_id)
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        if not path.exists():
             return []
-        except (OSError, ValueError) as exc:
-            raise StoreError(f"cannot read the run record {path}: {exc}") from None
-        return sorted(document.get("items") or [], key=lambda item: item["nodeid"])
+        try:
+            _, items = self._document(path)
+        except OSError as exc:
+            raise StoreError(f"cannot read the run record {path}: {exc.strerror or exc}") from None
+        except Damaged as exc:
+            self._note(f"{path}: skipped: {exc}")
+            return []
+        return self._items_checked_of(path, run_id, items)
+
+    def items_of(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        return {run_id: self.items(run_id) for run_id in run_ids}
+
+    def repair(self) -> list[str]:
+        """A damaged record file is set aside (renamed ``<name>.damaged``, no longer read);
+        a record with damaged items is written again without them."""
+        gone: list[str] = []
+        try:
+            for path in self._files():
+                try:
+                    run, items = self._document(path)
+                except Damaged as exc:
+                    aside = path.with_name(path.name + ".damaged")
+                    os.replace(path, aside)
+                    gone.append(f"{path}: set aside as {aside.name}: {exc}")
+                    continue
+                kept = self._items_checked_of(path, run["id"], items)
+                if len(kept) == len(items):
+                    continue
+                document = {"historyVersion": HISTORY_VERSION, "run": run, "items": kept}
+                handle, temp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")
+                with os.fdopen(handle, "w", encoding="utf-8") as out:
+                    json.dump(document, out, ensure_ascii=False, indent=1, sort_keys=True)
+                os.replace(temp, path)
+                gone.append(f"{path}: {len(items) - len(kept)} damaged item(s) removed")
+        except OSError as exc:
+            raise StoreError(f"cannot repair the history in {self.folder}: {exc}") from None
+        return gone
 
     def prune(self, keep: int, *, dry_run: bool = False) -> int:
         gone = set(_newest_first_beyond(self.runs(), keep))
         if not dry_run:
-            for path, document in list(self._documents()):
-                if document["run"]["id"] in gone:
+            for path, run, _ in list(self._documents()):
+                if run["id"] in gone:
                     path.unlink(missing_ok=True)
         return len(gone)
 
@@ -417,12 +652,13 @@ class FilesHistory:
 # ---------------------------------------------------------------- PostgreSQL
 
 
-class PostgresHistory:
+class PostgresHistory(_Checked):
     """Tables ``weval_history_runs`` and ``weval_history_items``, versioned in ``weval_meta``
     (``history_version``) apart from the cache's own schema version, so adding the history did
     not change what machines sharing the cache must agree on."""
 
     def __init__(self, url: str):
+        super().__init__()
         self.url = url
 
     def exists(self) -> bool:
@@ -446,10 +682,7 @@ class PostgresHistory:
     async def _version(self, conn: psycopg.AsyncConnection[Any]) -> int:
         cur = await conn.execute("SELECT value FROM weval_meta WHERE name = 'history_version'")
         row = await cur.fetchone()
-        version = int(row[0]) if row else 0
-        if version > HISTORY_VERSION:
-            raise _newer(f"cache store {redact_url(self.url)}", version)
-        return version
+        return _version_of(f"cache store {redact_url(self.url)}", row[0]) if row else 0
 
     async def _upgrade(self, conn: psycopg.AsyncConnection[Any]) -> None:
         if await self._version(conn) == HISTORY_VERSION:
@@ -496,18 +729,66 @@ class PostgresHistory:
             if not await self._version(conn):
                 return []
             cur = await conn.execute(f"SELECT {_RUN_COLUMNS} FROM weval_history_runs")
-            return [_run_from(row) for row in await cur.fetchall()]
+            return list(await cur.fetchall())
 
-        return _ordered(self._run(go))
+        return self._runs_checked(self._run(go), f"cache store {redact_url(self.url)}")
 
     def items(self, run_id: str) -> list[dict[str, Any]]:
-        async def go(conn: psycopg.AsyncConnection[Any]) -> list[dict[str, Any]]:
-            if not await self._version(conn):
+        return self.items_of([run_id]).get(run_id, [])
+
+    def items_of(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        wanted = list(run_ids)
+
+        async def go(conn: psycopg.AsyncConnection[Any]) -> list[Any]:
+            if not wanted or not await self._version(conn):
                 return []
             cur = await conn.execute(
-                f"SELECT {_ITEM_COLUMNS} FROM weval_history_items WHERE run_id = %s ORDER BY nodeid", (run_id,)
+                f"SELECT run_id, {_ITEM_COLUMNS} FROM weval_history_items WHERE run_id = ANY(%s) "
+                "ORDER BY run_id, nodeid",
+                (wanted,),
             )
-            return [_item_from(row) for row in await cur.fetchall()]
+            return list(await cur.fetchall())
+
+        rows: dict[str, list[Any]] = {run_id: [] for run_id in wanted}
+        for run_id, *row in self._run(go):
+            rows[run_id].append(row)
+        where = f"cache store {redact_url(self.url)}"
+        return {run_id: self._items_checked(found, where, run_id) for run_id, found in rows.items()}
+
+    def repair(self) -> list[str]:
+        where = f"cache store {redact_url(self.url)}"
+
+        async def go(conn: psycopg.AsyncConnection[Any]) -> list[str]:
+            gone: list[str] = []
+            cur = await conn.execute("SELECT value FROM weval_meta WHERE name = 'history_version'")
+            row = await cur.fetchone()
+            if row is None:
+                return gone
+            async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_PG_LOCK,))
+                if not str(row[0]).strip().isdigit():
+                    # Version 1 is the only one there has been: the tables are of it.
+                    await conn.execute(
+                        "UPDATE weval_meta SET value = %s WHERE name = 'history_version'", (str(HISTORY_VERSION),)
+                    )
+                    gone.append(f"{where}: the history's version {str(row[0])[:40]!r} set to {HISTORY_VERSION}")
+                cur = await conn.execute(f"SELECT {_RUN_COLUMNS} FROM weval_history_runs")
+                for run in await cur.fetchall():
+                    try:
+                        _run_from(run)
+                    except Damaged as exc:
+                        await conn.execute("DELETE FROM weval_history_runs WHERE id = %s", (run[0],))
+                        gone.append(f"{where}: run {str(run[0])[:80]!r} removed: {exc}")
+                cur = await conn.execute(f"SELECT run_id, {_ITEM_COLUMNS} FROM weval_history_items")
+                for run_id, *item in await cur.fetchall():
+                    try:
+                        _item_from(item)
+                    except Damaged as exc:
+                        await conn.execute(
+                            "DELETE FROM weval_history_items WHERE run_id = %s AND nodeid = %s", (run_id, item[0])
+                        )
+                        gone.append(f"{where}: run {str(run_id)[:80]!r}: item {str(item[0])[:120]!r} removed: {exc}")
+            return gone
 
         return list(self._run(go))
 
@@ -523,4 +804,4 @@ class PostgresHistory:
         return len(gone)
 
 
-__all__ = ["HISTORY_VERSION", "FilesHistory", "History", "PostgresHistory", "SqliteHistory", "history_for"]
+__all__ = ["HISTORY_VERSION", "Damaged", "FilesHistory", "History", "PostgresHistory", "SqliteHistory", "history_for"]
