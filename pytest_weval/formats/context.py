@@ -36,9 +36,6 @@ class Problem(WevalError):
         """``path:line:column (field): message`` and the hint, as a ``BlueprintError`` reads."""
         return str(BlueprintError(self.message, self.location, self.hint))
 
-    def as_error(self) -> BlueprintError:
-        return BlueprintError(self.message, self.location, self.hint)
-
 
 class Where:
     """Locations in one source: a YAML file, or one line of a JSONL file (``line_offset`` is

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pytest_weval.errors import WevalError
 from pytest_weval.report._fmt import fmt_p, fmt_score, fmt_signed, plural
-from pytest_weval.report.stats import LEVEL, MeanInterval, clustered_mean, detectable_drop, drop_p_value, holm
+from pytest_weval.report.stats import LEVEL, MeanInterval, detectable_drop, holm, paired_test
 from pytest_weval.results import ItemResult
 from pytest_weval.scoring.aggregate import prompt_weight
 
@@ -250,9 +250,15 @@ class Pair:
     baseline: BaselineItem
 
     @property
-    def delta(self) -> float:
+    def scores(self) -> tuple[float, float]:
+        """(this run's, the baseline's): paired items are scored on both sides."""
         assert self.current.score is not None and self.baseline.score is not None
-        return self.current.score - self.baseline.score
+        return self.current.score, self.baseline.score
+
+    @property
+    def delta(self) -> float:
+        now, then = self.scores
+        return now - then
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -488,10 +494,11 @@ def compare(
         group = by_model[model]
         weights = [prompt_weight(p.current.prompt_weight) or 1.0 for p in group]
         total = math.fsum(weights)
-        interval = clustered_mean([p.delta for p in group], _cluster(group), weights)
-        base = math.fsum(w * p.baseline.score for w, p in zip(weights, group)) / total  # type: ignore[operator]
-        now = math.fsum(w * p.current.score for w, p in zip(weights, group)) / total  # type: ignore[operator]
-        stats[model] = (interval, base, now, drop_p_value(interval))
+        current, earlier = zip(*(p.scores for p in group))
+        test = paired_test(current, earlier, _cluster(group), weights)
+        base = math.fsum(w * b for w, b in zip(weights, earlier)) / total
+        now = math.fsum(w * c for w, c in zip(weights, current)) / total
+        stats[model] = (test.interval, base, now, test.p)
     adjusted = holm({model: s[3] for model, s in stats.items()})
     tested = sum(1 for s in stats.values() if s[3] is not None)
     models: dict[str, ModelComparison] = {}

@@ -8,7 +8,7 @@ import json
 import pytest
 from plugin_helpers import JUDGE_ID, MODEL_ID, Project, answer_rule, judge_rule, section
 
-from pytest_weval.report.schema import validate_comparison
+from tests.report.comparison_schema import validate_comparison
 
 SUITE = {
     "blueprints/safety/triage.yml": f"""\

@@ -10,7 +10,7 @@ import pytest
 from report_data import PRIVACY, TONE, TOP, TRIAGE, A, B, eff, judged
 
 from pytest_weval.report.rollup import build_rollup
-from pytest_weval.report.schema import ComparisonFile, validate_comparison
+from tests.report.comparison_schema import ComparisonFile, validate_comparison
 from pytest_weval.report.weval_json import (
     IDEAL_MODEL_ID,
     build_comparison,
