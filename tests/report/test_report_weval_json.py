@@ -10,7 +10,6 @@ import pytest
 from report_data import PRIVACY, TONE, TOP, TRIAGE, A, B, eff, judged
 
 from pytest_weval.report.rollup import build_rollup
-from tests.report.comparison_schema import ComparisonFile, validate_comparison
 from pytest_weval.report.weval_json import (
     IDEAL_MODEL_ID,
     build_comparison,
@@ -19,6 +18,7 @@ from pytest_weval.report.weval_json import (
     safe_timestamp,
     write_outputs,
 )
+from tests.report.comparison_schema import ComparisonFile, validate_comparison
 
 STAMP = "2024-05-01T12:00:00.123Z"
 

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pytest_weval.engine.store import postgres as store_pg
 from pytest_weval.engine.store.common import StoreError, is_postgres, one_line, redact_url, scrub
 from pytest_weval.engine.store.sqlite import FILENAME as SQLITE_FILENAME
+from pytest_weval.errors import WevalError
 
 if TYPE_CHECKING:
     import psycopg
@@ -183,7 +184,7 @@ def _item_row(run_id: str, item: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
-class Damaged(ValueError):
+class Damaged(WevalError, ValueError):
     """A record that is not what this pytest-weval writes: the reads skip it and say so."""
 
 
