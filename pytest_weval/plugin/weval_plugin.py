@@ -78,6 +78,9 @@ class WevalPlugin:
     def __init__(self, config: pytest.Config):
         self.config = config
         self.settings: WevalSettings = settings_from_config(config)
+        # Seen before anything makes the cache (the store's check at session start does, before
+        # pytest writes the header that says whether the cache is new).
+        self._cache_was_new = not Path(self.settings.cache_dir).exists()
         self.custom_models = _custom_models(self.settings)
         self.fixtures = _fixtures(self.settings)
         self.named_files = frozenset(
@@ -149,7 +152,7 @@ class WevalPlugin:
             return "weval: cache off"
         if is_postgres(settings.cache_store):
             return f"weval: cache in {redact_url(settings.cache_store)} ({settings.cache_mode})"
-        state = "" if Path(settings.cache_dir).exists() else ", new"
+        state = ", new" if self._cache_was_new else ""
         return f"weval: cache {settings.cache_dir} ({settings.cache_store}, {settings.cache_mode}{state})"
 
     @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers
@@ -374,7 +377,7 @@ class WevalPlugin:
             session.items[:] = []
             self.stop_message = message
             return
-        raise pytest.UsageError(message)
+        raise pytest.UsageError(visible(message))  # model ids from the blueprints
 
     @property
     def results(self) -> list[ItemResult]:
@@ -585,18 +588,18 @@ class WevalPlugin:
             for line in uncollected_hints(config.args, config.invocation_params.dir):
                 terminalreporter.write_line(line, yellow=True)
         if self.stop_message is not None and not hasattr(config, "workerinput"):
-            for number, line in enumerate(self.stop_message.splitlines()):
+            for number, line in enumerate(visible(self.stop_message).splitlines()):
                 terminalreporter.write_line(f"ERROR: {line}" if number == 0 else line, red=True)
         if self.plan is not None and config.option.collectonly:
             terminalreporter.section("weval plan")
             terminalreporter.write_line("The distinct requests this run would send (nothing was sent):")
             for line in self.plan.lines():
-                terminalreporter.write_line(line)
+                terminalreporter.write_line(visible(line))
             if self.settings.out_dir is not None:
                 terminalreporter.write_line(f"plan written to {Path(self.settings.out_dir) / 'plan.json'}")
         # Replies paid for and not kept, entries bought again: said at the end of every run
         for line in self.store_faults.lines(fix_command(self.settings.cache_dir)):
-            terminalreporter.write_line(line, red=True)
+            terminalreporter.write_line(visible(line), red=True)
         run = self.finished
         if run is None:
             return
@@ -720,7 +723,7 @@ def _gate_section(terminalreporter: Any, option: str, lines: list[str], why: str
     otherwise read as a success (pytest caches that line's colour, so it is worked out again)."""
     terminalreporter.section(f"weval gate: {option}", red=True, bold=True)
     for line in lines:
-        terminalreporter.write_line(line, red=True)
+        terminalreporter.write_line(visible(line), red=True)
     terminalreporter.write_line(
         f"The session failed: {why}, though each item was judged on its own threshold.", red=True, bold=True
     )
@@ -738,7 +741,9 @@ def uncollected_hints(args: list[str], cwd: Path, limit: int = 10_000) -> list[s
             continue
         found = 0
         for path in itertools.islice(folder.rglob("*"), limit):
-            if path.suffix.lower() in BLUEPRINT_SUFFIXES and not any(part.startswith(".") for part in path.parts):
+            # hidden folders below the one named (.git, .venv), not those above it (~/.work/proj)
+            hidden = any(part.startswith(".") for part in path.relative_to(folder).parts)
+            if path.suffix.lower() in BLUEPRINT_SUFFIXES and not hidden:
                 found += 1
         if found:
             hints.append(
@@ -782,9 +787,9 @@ def warn_unused_fixtures(fixtures: ResponseFixtures, blueprints: Iterable[Bluepr
     for prompt_id, line in fixtures.lines.items():
         if prompt_id not in prompt_ids:
             close = difflib.get_close_matches(prompt_id, prompt_ids, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            hint = f" (did you mean '{visible(close[0])}'?)" if close else ""
             warnings.warn_explicit(
-                WevalWarning(f"the fixture for prompt '{prompt_id}' matches no collected prompt{hint}"),
+                WevalWarning(f"the fixture for prompt '{visible(prompt_id)}' matches no collected prompt{hint}"),
                 category=WevalWarning,
                 filename=fixtures.path,
                 lineno=line or 1,
