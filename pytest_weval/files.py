@@ -35,3 +35,43 @@ def write_atomic(path: Path, payload: bytes, *, durable: bool = False) -> None:
         except OSError:
             pass
         raise
+
+
+def unwritable(path: Path, *, folder: bool) -> str | None:
+    """Why files cannot be written at ``path`` (``folder``: a folder to write files into; else
+    one file), or None when they can. Tried for real (the missing folders made, a file created
+    in the last one), then undone, so a run learns it before it pays for anything: a parent that
+    is a file, a read-only or pseudo filesystem, a missing permission all show up as they would
+    at the end."""
+    if not folder and path.is_dir():
+        return f"{path} is a folder"
+    target = path if folder else path.parent
+    missing: list[Path] = []
+    existing = target
+    while not existing.exists():
+        missing.append(existing)
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        return f"{existing} is not a folder"
+    made: list[Path] = []
+    where = target
+    try:
+        for parent in reversed(missing):
+            where = parent
+            parent.mkdir()
+            made.append(parent)
+        where = target
+        fd, probe = tempfile.mkstemp(prefix=".weval-probe.", dir=target)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return f"cannot write in {where}: {exc.strerror or exc}"
+    finally:
+        for parent in reversed(made):
+            try:
+                parent.rmdir()
+            except OSError:
+                pass
+    return None

@@ -46,6 +46,7 @@ from pytest_weval.engine.store.cache import StoreFaults
 from pytest_weval.engine.store.sqlite_health import fix_command
 from pytest_weval.engine.transport.model_lists import FILE_NAME as MODEL_LISTS_FILE
 from pytest_weval.engine.transport.model_lists import ModelLists
+from pytest_weval.files import unwritable
 from pytest_weval.formats.discover import is_agent_eval_file
 from pytest_weval.plugin.agent_items import AgentEvalFile
 from pytest_weval.plugin.collect import BLUEPRINT_SUFFIXES, BlueprintFile, blueprint_rel_path, is_blueprint_path
@@ -157,9 +158,16 @@ class WevalPlugin:
 
     @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        """A PostgreSQL store is reachable, and its tables of this version, before anything is
-        collected or sent: else the session ends on one line (docs/engine.md, 'Claims across machines')."""
-        if hasattr(self.config, "workerinput") or self.dry_run:
+        """Every output path can be written, and a PostgreSQL store is reachable, with tables of
+        this version, before anything is collected or sent: else the session ends on one line
+        (docs/options.md, 'Files written'; docs/engine.md, 'Claims across machines')."""
+        if hasattr(self.config, "workerinput"):
+            return
+        problem = next(output_problems(self.config, self.settings), None)
+        if problem is not None:
+            option, why = problem
+            raise pytest.UsageError(f"{option}: {visible(why)}; nothing was sent")
+        if self.dry_run:
             return
         try:
             check_store(self.settings.engine_settings(None))
@@ -703,6 +711,24 @@ def _handed_over(works: list[Work]) -> Iterator[ItemWork]:
         work = works.pop()
         if isinstance(work, ItemWork):
             yield work
+
+
+def output_problems(config: pytest.Config, settings: WevalSettings) -> Iterator[tuple[str, str]]:
+    """Each output the run was asked for that cannot be written, as (option, why): said before
+    anything is sent, not found at the end of a run already paid for."""
+    for ini, path, folder in (
+        ("weval_out", settings.out_dir, True),
+        ("weval_html", settings.html_path, False),
+    ):
+        problem = unwritable(Path(path), folder=folder) if path is not None else None
+        if problem is not None:
+            yield option_name(ini), problem
+    xmlpath = getattr(config.option, "xmlpath", None)
+    if xmlpath:  # pytest's own --junitxml, resolved as pytest resolves it
+        junit = Path(os.path.abspath(os.path.expanduser(os.path.expandvars(xmlpath))))
+        problem = unwritable(junit, folder=False)
+        if problem is not None:
+            yield "--junitxml", problem
 
 
 def _store_error(settings: WevalSettings, exc: StoreError) -> pytest.UsageError:

@@ -94,3 +94,42 @@ def test_a_model_id_with_escapes_is_written_out_when_the_pre_flight_stops(projec
     assert result.ret == pytest.ExitCode.USAGE_ERROR, text
     assert ESC not in text
     assert project.requests() == []
+
+
+# -- issue 40 item 3: an output that cannot be written stops the run before anything is sent ---
+@pytest.mark.parametrize(
+    "option,reason",
+    [
+        ("--weval-out=afile/out", "afile is not a folder"),
+        ("--weval-html=afile/r.html", "afile is not a folder"),
+        ("--weval-html=adir", "adir is a folder"),
+        ("--junitxml=afile/junit.xml", "afile is not a folder"),
+        ("--weval-out=/proc/weval-out", "cannot write in /proc/weval-out"),
+    ],
+)
+def test_an_output_path_that_cannot_be_written_is_a_usage_error_before_anything_is_sent(
+    project: Project, option: str, reason: str
+):
+    _simple(project)
+    (project.path / "afile").write_text("a file, not a folder")
+    (project.path / "adir").mkdir()
+    result = project.run(option, "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.outlines
+    errors = [line for line in result.errlines if line.startswith("ERROR:")]
+    assert len(errors) == 1 and reason in errors[0], result.errlines
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert project.requests() == []  # the run cost nothing
+    assert not (project.path / ".weval_cache").exists()
+
+
+def test_output_folders_that_do_not_exist_yet_are_made_at_the_end_and_not_left_by_the_check(project: Project):
+    _simple(project)
+    result = project.run("--weval-out=new/deep/out", "--weval-html=pages/r.html", "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    assert (project.path / "new/deep/out/summary.json").is_file()
+    assert (project.path / "pages/r.html").is_file()
+    assert not list(project.path.rglob(".weval-probe.*"))
+    (project.path / "afile").write_text("a file, not a folder")
+    stopped = project.run("--weval-out=gone/out", "--weval-html=afile/x.html", "-p", "no:randomly")
+    assert stopped.ret == pytest.ExitCode.USAGE_ERROR
+    assert not (project.path / "gone").exists()  # the check made it, then took it away
