@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import dataclasses
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 # mkstemp creates files readable by their owner only; a result file or a recording is an
@@ -14,11 +18,46 @@ os.umask(_UMASK)
 FILE_MODE = 0o666 & ~_UMASK
 
 
+@dataclasses.dataclass(frozen=True)
+class Unwritten:
+    """A file that could not be written (a full disk), and why."""
+
+    path: Path
+    reason: str
+
+
+_UNWRITTEN: contextvars.ContextVar[list[Unwritten] | None] = contextvars.ContextVar("unwritten", default=None)
+
+
+@contextlib.contextmanager
+def each_file_tried() -> Iterator[list[Unwritten]]:
+    """Inside, ``write_atomic`` records a file it cannot write (a full disk, a folder gone) in
+    the list given, and the caller's next file is still tried: a run's report files are each
+    worth having without the others, and one that fails must not cost the run its summary."""
+    unwritten: list[Unwritten] = []
+    token = _UNWRITTEN.set(unwritten)
+    try:
+        yield unwritten
+    finally:
+        _UNWRITTEN.reset(token)
+
+
 def write_atomic(path: Path, payload: bytes, *, durable: bool = False) -> None:
     """Write ``payload`` to a temporary file beside ``path``, then rename it into place.
 
     ``durable`` also fsyncs before the rename, for entries that must survive a power cut.
+    Inside ``each_file_tried`` a file that cannot be written is recorded there, not raised.
     """
+    try:
+        _write_atomic(path, payload, durable=durable)
+    except OSError as exc:
+        unwritten = _UNWRITTEN.get()
+        if unwritten is None:
+            raise
+        unwritten.append(Unwritten(path, exc.strerror or str(exc)))
+
+
+def _write_atomic(path: Path, payload: bytes, *, durable: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -14,6 +14,7 @@ in each worker's ``workeroutput``; reporters never read a blueprint file again.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import difflib
@@ -22,11 +23,12 @@ import itertools
 import os
 import time
 import warnings
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest.junitxml import LogXML  # pytest's --junitxml writer (not exported by pytest)
 
 from pytest_weval.api import Weval
 from pytest_weval.blueprint import load_blueprint, load_model_defs
@@ -46,7 +48,7 @@ from pytest_weval.engine.store.cache import StoreFaults
 from pytest_weval.engine.store.sqlite_health import fix_command
 from pytest_weval.engine.transport.model_lists import FILE_NAME as MODEL_LISTS_FILE
 from pytest_weval.engine.transport.model_lists import ModelLists
-from pytest_weval.files import unwritable
+from pytest_weval.files import Unwritten, each_file_tried, unwritable
 from pytest_weval.formats.discover import is_agent_eval_file
 from pytest_weval.plugin.agent_items import AgentEvalFile
 from pytest_weval.plugin.collect import BLUEPRINT_SUFFIXES, BlueprintFile, blueprint_rel_path, is_blueprint_path
@@ -107,6 +109,7 @@ class WevalPlugin:
         self._pending_notices: list[str] = []  # said with the next item's report
         self.plan: Plan | None = None
         self.stop_message: str | None = None  # the pre-flight stopped the run (xdist: said by the controller)
+        self.unwritten: list[Unwritten] = []  # output files a full disk (or the like) kept from being written
         self._xdist_run_id: str | None = None  # xdist controller: the run its workers share
         self.store_faults = StoreFaults()  # replies not stored, entries not read (all workers)
         self._store_checked = False  # the store passed the session-start check
@@ -167,6 +170,7 @@ class WevalPlugin:
         if problem is not None:
             option, why = problem
             raise pytest.UsageError(f"{option}: {visible(why)}; nothing was sent")
+        _keep_junit_failure_to_a_line(self.config, self.unwritten)
         if self.dry_run:
             return
         try:
@@ -361,7 +365,9 @@ class WevalPlugin:
             if weval is not self._weval:
                 weval.close()
         if self.settings.out_dir is not None:
-            write_json_atomic(Path(self.settings.out_dir) / "plan.json", self.plan.to_dict())
+            with each_file_tried() as unwritten:
+                write_json_atomic(Path(self.settings.out_dir) / "plan.json", self.plan.to_dict())
+            self.unwritten += unwritten
         if not self.config.option.collectonly:
             header = "\n".join(
                 ["weval plan: the distinct requests this run needs", *("  " + x for x in self.plan.lines())]
@@ -565,12 +571,16 @@ class WevalPlugin:
             )
         if run.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        write_run_files(
-            run,
-            out_dir=settings.out_dir,
-            html_path=settings.html_path,
-            facts=self._run_facts(not_run) if settings.html_path is not None else None,
-        )
+        with each_file_tried() as unwritten:
+            write_run_files(
+                run,
+                out_dir=settings.out_dir,
+                html_path=settings.html_path,
+                facts=self._run_facts(not_run) if settings.html_path is not None else None,
+            )
+        self.unwritten += unwritten
+        if unwritten and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # what was asked for is missing
 
     def _run_facts(self, not_run: int | None) -> RunFacts:
         """When the run began, how long it took and what shaped it, for the HTML report."""
@@ -603,11 +613,14 @@ class WevalPlugin:
             terminalreporter.write_line("The distinct requests this run would send (nothing was sent):")
             for line in self.plan.lines():
                 terminalreporter.write_line(visible(line))
-            if self.settings.out_dir is not None:
+            if self.settings.out_dir is not None and not self.unwritten:
                 terminalreporter.write_line(f"plan written to {Path(self.settings.out_dir) / 'plan.json'}")
         # Replies paid for and not kept, entries bought again: said at the end of every run
         for line in self.store_faults.lines(fix_command(self.settings.cache_dir)):
             terminalreporter.write_line(visible(line), red=True)
+        # pytest's junit file is written after this summary's run section, but before this hook
+        for file in self.unwritten:
+            terminalreporter.write_line(visible(f"weval: {file.path} was not written: {file.reason}"), red=True)
         run = self.finished
         if run is None:
             return
@@ -620,9 +633,11 @@ class WevalPlugin:
             results=run.results,
         ):
             terminalreporter.write_line(visible(line))
-        if self.settings.out_dir is not None:
-            terminalreporter.write_line(f"weval results written to {self.settings.out_dir}")
-        if self.settings.html_path is not None:
+        unwritten = {file.path for file in self.unwritten}
+        out_dir = self.settings.out_dir
+        if out_dir is not None and not any(out_dir in path.parents for path in unwritten):
+            terminalreporter.write_line(f"weval results written to {out_dir}")
+        if self.settings.html_path is not None and self.settings.html_path not in unwritten:
             terminalreporter.write_line(f"weval HTML report written to {self.settings.html_path}")
         for note in self.history.notes if self.history is not None else ():
             terminalreporter.write_line(visible(note), yellow=True)
@@ -711,6 +726,31 @@ def _handed_over(works: list[Work]) -> Iterator[ItemWork]:
         work = works.pop()
         if isinstance(work, ItemWork):
             yield work
+
+
+def _keep_junit_failure_to_a_line(config: pytest.Config, unwritten: list[Unwritten]) -> None:
+    """pytest's junit file that cannot be written (a full disk) is one line of the summary, not
+    a traceback that ends the session before its summary and the other plugins' session ends.
+    LogXML's own writer is wrapped: pluggy reads a hook's method when a plugin is registered,
+    so the plugin is registered again, under its name, with the wrapped one."""
+    pluginmanager = config.pluginmanager
+    for plugin in pluginmanager.get_plugins():
+        if not isinstance(plugin, LogXML):
+            continue
+        write = plugin.pytest_sessionfinish
+
+        def write_or_say(plugin: LogXML = plugin, write: Callable[[], None] = write) -> None:
+            try:
+                write()
+            except OSError as exc:
+                unwritten.append(Unwritten(Path(plugin.logfile), exc.strerror or str(exc)))
+                with contextlib.suppress(OSError):
+                    os.unlink(plugin.logfile)  # a cut XML file would read as a broken run
+
+        name = pluginmanager.get_name(plugin)
+        pluginmanager.unregister(plugin)
+        plugin.pytest_sessionfinish = write_or_say  # type: ignore[method-assign]
+        pluginmanager.register(plugin, name)
 
 
 def output_problems(config: pytest.Config, settings: WevalSettings) -> Iterator[tuple[str, str]]:

@@ -4,7 +4,11 @@ lines, narrow terminals and text from files made safe to print."""
 
 from __future__ import annotations
 
+import errno
 import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from plugin_helpers import JUDGE_ID, MODEL_ID, Project, answer_rule
@@ -133,3 +137,49 @@ def test_output_folders_that_do_not_exist_yet_are_made_at_the_end_and_not_left_b
     stopped = project.run("--weval-out=gone/out", "--weval-html=afile/x.html", "-p", "no:randomly")
     assert stopped.ret == pytest.ExitCode.USAGE_ERROR
     assert not (project.path / "gone").exists()  # the check made it, then took it away
+
+
+# -- issue 41 item 5: outputs on a full disk --------------------------------------------------
+@pytest.fixture
+def full_disk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A real 64 KiB tmpfs, filled up: every file written there fails with ENOSPC."""
+    mount = tmp_path_factory.mktemp("full")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here (needs root or CAP_SYS_ADMIN): {done.stderr.decode().strip()}")
+    try:
+        with pytest.raises(OSError) as filled, open(mount / "filler", "wb") as handle:
+            while True:
+                handle.write(b"x" * 4096)
+                handle.flush()
+        assert filled.value.errno == errno.ENOSPC
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_outputs_on_a_full_disk_are_one_line_each_and_the_summary_stays(project: Project, full_disk: Path):
+    _simple(project)
+    result = project.run(
+        f"--weval-out={full_disk / 'out'}",
+        f"--weval-html={full_disk / 'report.html'}",
+        f"--junitxml={full_disk / 'junit.xml'}",
+        "-p",
+        "no:randomly",
+        sub=True,
+    )
+    text = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in text and "INTERNALERROR" not in text, text
+    assert result.parseoutcomes().get("passed") == 2, text  # pytest's last line is there
+    assert "weval scores" in text  # and the run's summary
+    unwritten = [line for line in result.outlines if " was not written: " in line]
+    for name in ("junit.xml", "report.html", "summary.json"):
+        assert [line for line in unwritten if str(full_disk / name) in line or line.split()[1].endswith(name)], (
+            name,
+            unwritten,
+        )
+    assert all("No space left on device" in line for line in unwritten), unwritten
+    assert len(unwritten) == len(set(unwritten))
+    assert "weval results written to" not in text and "HTML report written to" not in text
+    assert not (full_disk / "junit.xml").exists()  # no cut XML file left behind
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # what was asked for is missing
