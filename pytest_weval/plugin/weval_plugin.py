@@ -105,6 +105,7 @@ class WevalPlugin:
         self._holding = False  # collection froze what it built (hold_collected)
         self._weval: Weval | None = None  # one engine per process, shared by items and fixtures
         self._said: set[str] = set()
+        self._unsaid: list[str] = []  # notices waiting for the end of a progress line
         self._said_once: set[str] = set()  # findings shared by many blueprints, said at the first
         self._pending_notices: list[str] = []  # said with the next item's report
         self.plan: Plan | None = None
@@ -445,11 +446,32 @@ class WevalPlugin:
             self._say(notice)
 
     def _say(self, line: str) -> None:
-        """A line for the person watching, once, between the progress lines."""
+        """A line for the person watching, once, between the progress lines: held until a
+        progress line ends (``pytest_runtest_logstart``), or the run does."""
         if line in self._said:
             return
         self._said.add(line)
-        _write_lines(self.config, line, yellow=True)
+        self._unsaid.append(line)
+
+    @pytest.hookimpl(tryfirst=True)  # before pytest's reporter starts the item's progress
+    def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
+        if not hasattr(self.config, "workerinput"):  # said here; a worker's travel on its reports
+            notices, self._pending_notices = self._pending_notices, []
+            for notice in notices:
+                self._say(notice)
+        if self._unsaid and _at_line_end(self.config, nodeid):
+            lines, self._unsaid = self._unsaid, []
+            _say_between_progress_lines(self.config, "\n".join(lines))
+
+    def _say_the_rest(self) -> None:
+        """What is still unsaid when the items are done, after the last progress line."""
+        if not hasattr(self.config, "workerinput"):
+            notices, self._pending_notices = self._pending_notices, []
+            for notice in notices:
+                self._say(notice)
+        lines, self._unsaid = self._unsaid, []
+        if lines:
+            _write_lines(self.config, "\n".join(lines), yellow=True)
 
     def _stop_sending(self) -> None:
         if self._weval is not None:
@@ -514,6 +536,7 @@ class WevalPlugin:
     # -- the end -------------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self._say_the_rest()
         ran_items = self._runner is not None or bool(self.results)
         interrupted = (
             bool(session.shouldstop or session.shouldfail) or session.exitstatus == pytest.ExitCode.INTERRUPTED
@@ -704,9 +727,34 @@ def _write_lines(config: pytest.Config, text: str, **markup: bool) -> None:
     terminal = config.pluginmanager.get_plugin("terminalreporter")
     if terminal is None:
         return
+    terminal.ensure_newline()  # pytest's own line ended: it starts the file's line again
     if terminal._tw.width_of_current_line:
         terminal._tw.line()
     terminal.write_line(visible(text), **markup)
+
+
+def _at_line_end(config: pytest.Config, nodeid: str) -> bool:
+    """pytest's reporter is at the start of a line, or ends its line as this item starts: a line
+    per item (-v), or a line per file and this item opens the next file. Mid-line (-q, or the
+    file's line goes on), a line written would split the progress and repeat its file name."""
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if terminal is None:
+        return False
+    if not terminal._tw.width_of_current_line or terminal.showlongtestinfo:
+        return True
+    return bool(terminal.showfspath) and terminal.currentfspath != config.rootpath / nodeid.split("::")[0]
+
+
+def _say_between_progress_lines(config: pytest.Config, text: str) -> None:
+    """Lines said where pytest's reporter ends a progress line, that line finished first as
+    pytest finishes it (with its percentage)."""
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if terminal is None:
+        return
+    line_per_file = terminal.showfspath and not terminal.showlongtestinfo
+    if line_per_file and terminal.currentfspath is not None and terminal._show_progress_info:
+        terminal._write_progress_information_filling_space()
+    _write_lines(config, text, yellow=True)
 
 
 def _junit_property(config: pytest.Config, name: str, value: str) -> None:

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import errno
 import json
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from plugin_helpers import JUDGE_ID, MODEL_ID, Project, answer_rule
+from plugin_helpers import JUDGE_ID, MODEL, MODEL_ID, Project, answer_rule
+
+from tests.fakeserver import RateLimiter, Rule
 
 ESC = "\x1b"
 
@@ -183,3 +186,60 @@ def test_outputs_on_a_full_disk_are_one_line_each_and_the_summary_stays(project:
     assert "weval results written to" not in text and "HTML report written to" not in text
     assert not (full_disk / "junit.xml").exists()  # no cut XML file left behind
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # what was asked for is missing
+
+
+# -- issue 40 item 11: notices between progress lines, never inside one ------------------------
+KEYS = """\
+models: [anthropic:claude-3-haiku, ideal]
+---
+- id: p{n}
+  prompt: say beta {n}
+  ideal: beta
+  should: [$contains: beta]
+- id: q{n}
+  prompt: say gamma {n}
+  ideal: gamma
+  should: [$contains: gamma]
+"""
+
+
+PROGRESS = re.compile(r"^(blueprints/\S+ )?[.EFs]+ *\[ *\d+%\]$|^blueprints/\S+::\S+ (PASSED|ERROR) +\[ *\d+%\]$")
+
+
+@pytest.mark.parametrize("verbosity", [(), ("-q",), ("-v",)])
+def test_the_pre_flight_block_comes_before_the_progress_and_no_file_name_repeats(project: Project, verbosity):
+    project.write("blueprints/a.yml", KEYS.format(n=1))
+    project.write("blueprints/b.yml", KEYS.format(n=2))
+    result = project.run("--weval-missing-keys=error", "-p", "no:randomly", *verbosity)
+    lines = [line.rstrip() for line in result.outlines]
+    text = "\n".join(lines)
+    start = next(i for i, line in enumerate(lines) if line.startswith("weval pre-flight:"))
+    progress = [i for i, line in enumerate(lines) if PROGRESS.match(line)]
+    assert len(progress) == {(): 2, ("-q",): 1, ("-v",): 8}[verbosity], text  # no line split by a notice
+    assert start < progress[0], text  # said before the first item's progress
+    if not verbosity:
+        assert [lines[i].split()[0] for i in progress] == ["blueprints/a.yml", "blueprints/b.yml"], text
+        for name in ("a.yml", "b.yml"):  # each file's progress on one line, never started twice
+            assert sum(bool(re.match(rf"blueprints/{name} [.EFs]*( +\[.*)?$", line)) for line in lines) == 1, text
+
+
+def test_a_rate_limit_notice_mid_run_splits_no_progress_line(project: Project):
+    for name in ("a", "b"):
+        lines = [f"models: [{MODEL_ID}]", "---"]
+        for n in range(6):
+            lines += [
+                f"- id: {name}{n}",
+                f"  prompt: Question {name}{n}, please answer.",
+                "  should: [$icontains: question]",
+            ]
+        project.write(f"blueprints/{name}.yml", "\n".join(lines) + "\n")
+    project.rules(Rule(model=MODEL, reply="question answered"))
+    project.server.rate_limit = RateLimiter(rate=30, burst=2, headers=None, retry_after="ms")
+    result = project.run("--weval-max-attempts=1", "-p", "no:randomly", sub=True)
+    result.assert_outcomes(passed=12)
+    lines = [line.rstrip() for line in result.outlines]
+    text = "\n".join(lines)
+    assert project.server.rate_limit.refused > 0
+    assert text.count("openai is rate limiting this run") == 1, text
+    for name in ("a", "b"):
+        assert sum(bool(re.match(rf"blueprints/{name}\.yml [.EFs]*( +\[.*)?$", line)) for line in lines) == 1, text
