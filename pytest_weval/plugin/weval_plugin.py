@@ -795,9 +795,18 @@ def _keep_junit_failure_to_a_line(config: pytest.Config, unwritten: list[Unwritt
                 with contextlib.suppress(OSError):
                     os.unlink(plugin.logfile)  # a cut XML file would read as a broken run
 
+        said = plugin.pytest_terminal_summary
+
+        def said_if_written(
+            terminalreporter: Any, config: pytest.Config, plugin: LogXML = plugin, said: Any = said
+        ) -> None:
+            if not any(file.path == Path(plugin.logfile) for file in unwritten):  # not "generated xml file"
+                said(terminalreporter=terminalreporter, config=config)
+
         name = pluginmanager.get_name(plugin)
         pluginmanager.unregister(plugin)
         plugin.pytest_sessionfinish = write_or_say  # type: ignore[method-assign]
+        plugin.pytest_terminal_summary = said_if_written  # type: ignore[method-assign]
         pluginmanager.register(plugin, name)
 
 

@@ -185,6 +185,7 @@ def test_outputs_on_a_full_disk_are_one_line_each_and_the_summary_stays(project:
     assert len(unwritten) == len(set(unwritten))
     assert "weval results written to" not in text and "HTML report written to" not in text
     assert not (full_disk / "junit.xml").exists()  # no cut XML file left behind
+    assert "generated xml file" not in text
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # what was asked for is missing
 
 
