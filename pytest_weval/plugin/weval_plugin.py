@@ -14,6 +14,7 @@ in each worker's ``workeroutput``; reporters never read a blueprint file again.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import difflib
@@ -22,11 +23,12 @@ import itertools
 import os
 import time
 import warnings
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest.junitxml import LogXML  # pytest's --junitxml writer (not exported by pytest)
 
 from pytest_weval.api import Weval
 from pytest_weval.blueprint import load_blueprint, load_model_defs
@@ -46,6 +48,7 @@ from pytest_weval.engine.store.cache import StoreFaults
 from pytest_weval.engine.store.sqlite_health import fix_command
 from pytest_weval.engine.transport.model_lists import FILE_NAME as MODEL_LISTS_FILE
 from pytest_weval.engine.transport.model_lists import ModelLists
+from pytest_weval.files import Unwritten, each_file_tried, unwritable
 from pytest_weval.formats.discover import is_agent_eval_file
 from pytest_weval.plugin.agent_items import AgentEvalFile
 from pytest_weval.plugin.collect import BLUEPRINT_SUFFIXES, BlueprintFile, blueprint_rel_path, is_blueprint_path
@@ -78,6 +81,9 @@ class WevalPlugin:
     def __init__(self, config: pytest.Config):
         self.config = config
         self.settings: WevalSettings = settings_from_config(config)
+        # Seen before anything makes the cache (the store's check at session start does, before
+        # pytest writes the header that says whether the cache is new).
+        self._cache_was_new = not Path(self.settings.cache_dir).exists()
         self.custom_models = _custom_models(self.settings)
         self.fixtures = _fixtures(self.settings)
         self.named_files = frozenset(
@@ -99,10 +105,12 @@ class WevalPlugin:
         self._holding = False  # collection froze what it built (hold_collected)
         self._weval: Weval | None = None  # one engine per process, shared by items and fixtures
         self._said: set[str] = set()
+        self._unsaid: list[str] = []  # notices waiting for the end of a progress line
         self._said_once: set[str] = set()  # findings shared by many blueprints, said at the first
         self._pending_notices: list[str] = []  # said with the next item's report
         self.plan: Plan | None = None
         self.stop_message: str | None = None  # the pre-flight stopped the run (xdist: said by the controller)
+        self.unwritten: list[Unwritten] = []  # output files a full disk (or the like) kept from being written
         self._xdist_run_id: str | None = None  # xdist controller: the run its workers share
         self.store_faults = StoreFaults()  # replies not stored, entries not read (all workers)
         self._store_checked = False  # the store passed the session-start check
@@ -149,14 +157,22 @@ class WevalPlugin:
             return "weval: cache off"
         if is_postgres(settings.cache_store):
             return f"weval: cache in {redact_url(settings.cache_store)} ({settings.cache_mode})"
-        state = "" if Path(settings.cache_dir).exists() else ", new"
+        state = ", new" if self._cache_was_new else ""
         return f"weval: cache {settings.cache_dir} ({settings.cache_store}, {settings.cache_mode}{state})"
 
     @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        """A PostgreSQL store is reachable, and its tables of this version, before anything is
-        collected or sent: else the session ends on one line (docs/engine.md, 'Claims across machines')."""
-        if hasattr(self.config, "workerinput") or self.dry_run:
+        """Every output path can be written, and a PostgreSQL store is reachable, with tables of
+        this version, before anything is collected or sent: else the session ends on one line
+        (docs/options.md, 'Files written'; docs/engine.md, 'Claims across machines')."""
+        if hasattr(self.config, "workerinput"):
+            return
+        problem = next(output_problems(self.config, self.settings), None)
+        if problem is not None:
+            option, why = problem
+            raise pytest.UsageError(f"{option}: {visible(why)}; nothing was sent")
+        _keep_junit_failure_to_a_line(self.config, self.unwritten)
+        if self.dry_run:
             return
         try:
             check_store(self.settings.engine_settings(None))
@@ -351,7 +367,9 @@ class WevalPlugin:
             if weval is not self._weval:
                 weval.close()
         if self.settings.out_dir is not None:
-            write_json_atomic(Path(self.settings.out_dir) / "plan.json", self.plan.to_dict())
+            with each_file_tried() as unwritten:
+                write_json_atomic(Path(self.settings.out_dir) / "plan.json", self.plan.to_dict())
+            self.unwritten += unwritten
         if not self.config.option.collectonly:
             header = "\n".join(
                 ["weval plan: the distinct requests this run needs", *("  " + x for x in self.plan.lines())]
@@ -375,7 +393,7 @@ class WevalPlugin:
             session.items[:] = []
             self.stop_message = message
             return
-        raise pytest.UsageError(message)
+        raise pytest.UsageError(visible(message))  # model ids from the blueprints
 
     @property
     def results(self) -> list[ItemResult]:
@@ -429,11 +447,32 @@ class WevalPlugin:
             self._say(notice)
 
     def _say(self, line: str) -> None:
-        """A line for the person watching, once, between the progress lines."""
+        """A line for the person watching, once, between the progress lines: held until a
+        progress line ends (``pytest_runtest_logstart``), or the run does."""
         if line in self._said:
             return
         self._said.add(line)
-        _write_lines(self.config, line, yellow=True)
+        self._unsaid.append(line)
+
+    @pytest.hookimpl(tryfirst=True)  # before pytest's reporter starts the item's progress
+    def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
+        if not hasattr(self.config, "workerinput"):  # said here; a worker's travel on its reports
+            notices, self._pending_notices = self._pending_notices, []
+            for notice in notices:
+                self._say(notice)
+        if self._unsaid and _at_line_end(self.config, nodeid):
+            lines, self._unsaid = self._unsaid, []
+            _say_between_progress_lines(self.config, "\n".join(lines))
+
+    def _say_the_rest(self) -> None:
+        """What is still unsaid when the items are done, after the last progress line."""
+        if not hasattr(self.config, "workerinput"):
+            notices, self._pending_notices = self._pending_notices, []
+            for notice in notices:
+                self._say(notice)
+        lines, self._unsaid = self._unsaid, []
+        if lines:
+            _write_lines(self.config, "\n".join(lines), yellow=True)
 
     def _stop_sending(self) -> None:
         if self._weval is not None:
@@ -498,6 +537,7 @@ class WevalPlugin:
     # -- the end -------------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self._say_the_rest()
         ran_items = self._runner is not None or bool(self.results)
         interrupted = (
             bool(session.shouldstop or session.shouldfail) or session.exitstatus == pytest.ExitCode.INTERRUPTED
@@ -557,12 +597,16 @@ class WevalPlugin:
             )
         if run.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        write_run_files(
-            run,
-            out_dir=settings.out_dir,
-            html_path=settings.html_path,
-            facts=self._run_facts(not_run) if settings.html_path is not None else None,
-        )
+        with each_file_tried() as unwritten:
+            write_run_files(
+                run,
+                out_dir=settings.out_dir,
+                html_path=settings.html_path,
+                facts=self._run_facts(not_run) if settings.html_path is not None else None,
+            )
+        self.unwritten += unwritten
+        if unwritten and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # what was asked for is missing
 
     def _run_facts(self, not_run: int | None) -> RunFacts:
         """When the run began, how long it took and what shaped it, for the HTML report."""
@@ -588,18 +632,21 @@ class WevalPlugin:
             for line in uncollected_hints(config.args, config.invocation_params.dir):
                 terminalreporter.write_line(line, yellow=True)
         if self.stop_message is not None and not hasattr(config, "workerinput"):
-            for number, line in enumerate(self.stop_message.splitlines()):
+            for number, line in enumerate(visible(self.stop_message).splitlines()):
                 terminalreporter.write_line(f"ERROR: {line}" if number == 0 else line, red=True)
         if self.plan is not None and config.option.collectonly:
             terminalreporter.section("weval plan")
             terminalreporter.write_line("The distinct requests this run would send (nothing was sent):")
             for line in self.plan.lines():
-                terminalreporter.write_line(line)
-            if self.settings.out_dir is not None:
+                terminalreporter.write_line(visible(line))
+            if self.settings.out_dir is not None and not self.unwritten:
                 terminalreporter.write_line(f"plan written to {Path(self.settings.out_dir) / 'plan.json'}")
         # Replies paid for and not kept, entries bought again: said at the end of every run
         for line in self.store_faults.lines(fix_command(self.settings.cache_dir)):
-            terminalreporter.write_line(line, red=True)
+            terminalreporter.write_line(visible(line), red=True)
+        # pytest's junit file is written after this summary's run section, but before this hook
+        for file in self.unwritten:
+            terminalreporter.write_line(visible(f"weval: {file.path} was not written: {file.reason}"), red=True)
         run = self.finished
         if run is None:
             return
@@ -612,9 +659,11 @@ class WevalPlugin:
             results=run.results,
         ):
             terminalreporter.write_line(visible(line))
-        if self.settings.out_dir is not None:
-            terminalreporter.write_line(f"weval results written to {self.settings.out_dir}")
-        if self.settings.html_path is not None:
+        unwritten = {file.path for file in self.unwritten}
+        out_dir = self.settings.out_dir
+        if out_dir is not None and not any(out_dir in path.parents for path in unwritten):
+            terminalreporter.write_line(f"weval results written to {out_dir}")
+        if self.settings.html_path is not None and self.settings.html_path not in unwritten:
             terminalreporter.write_line(f"weval HTML report written to {self.settings.html_path}")
         for note in self.history.notes if self.history is not None else ():
             terminalreporter.write_line(visible(note), yellow=True)
@@ -681,9 +730,34 @@ def _write_lines(config: pytest.Config, text: str, **markup: bool) -> None:
     terminal = config.pluginmanager.get_plugin("terminalreporter")
     if terminal is None:
         return
+    terminal.ensure_newline()  # pytest's own line ended: it starts the file's line again
     if terminal._tw.width_of_current_line:
         terminal._tw.line()
     terminal.write_line(visible(text), **markup)
+
+
+def _at_line_end(config: pytest.Config, nodeid: str) -> bool:
+    """pytest's reporter is at the start of a line, or ends its line as this item starts: a line
+    per item (-v), or a line per file and this item opens the next file. Mid-line (-q, or the
+    file's line goes on), a line written would split the progress and repeat its file name."""
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if terminal is None:
+        return False
+    if not terminal._tw.width_of_current_line or terminal.showlongtestinfo:
+        return True
+    return bool(terminal.showfspath) and terminal.currentfspath != config.rootpath / nodeid.split("::")[0]
+
+
+def _say_between_progress_lines(config: pytest.Config, text: str) -> None:
+    """Lines said where pytest's reporter ends a progress line, that line finished first as
+    pytest finishes it (with its percentage)."""
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if terminal is None:
+        return
+    line_per_file = terminal.showfspath and not terminal.showlongtestinfo
+    if line_per_file and terminal.currentfspath is not None and terminal._show_progress_info:
+        terminal._write_progress_information_filling_space()
+    _write_lines(config, text, yellow=True)
 
 
 def _junit_property(config: pytest.Config, name: str, value: str) -> None:
@@ -705,6 +779,58 @@ def _handed_over(works: list[Work]) -> Iterator[ItemWork]:
             yield work
 
 
+def _keep_junit_failure_to_a_line(config: pytest.Config, unwritten: list[Unwritten]) -> None:
+    """pytest's junit file that cannot be written (a full disk) is one line of the summary, not
+    a traceback that ends the session before its summary and the other plugins' session ends.
+    LogXML's own writer is wrapped: pluggy reads a hook's method when a plugin is registered,
+    so the plugin is registered again, under its name, with the wrapped one."""
+    pluginmanager = config.pluginmanager
+    for plugin in pluginmanager.get_plugins():
+        if not isinstance(plugin, LogXML):
+            continue
+        write = plugin.pytest_sessionfinish
+
+        def write_or_say(plugin: LogXML = plugin, write: Callable[[], None] = write) -> None:
+            try:
+                write()
+            except OSError as exc:
+                unwritten.append(Unwritten(Path(plugin.logfile), exc.strerror or str(exc)))
+                with contextlib.suppress(OSError):
+                    os.unlink(plugin.logfile)  # a cut XML file would read as a broken run
+
+        said = plugin.pytest_terminal_summary
+
+        def said_if_written(
+            terminalreporter: Any, config: pytest.Config, plugin: LogXML = plugin, said: Any = said
+        ) -> None:
+            if not any(file.path == Path(plugin.logfile) for file in unwritten):  # not "generated xml file"
+                said(terminalreporter=terminalreporter, config=config)
+
+        name = pluginmanager.get_name(plugin)
+        pluginmanager.unregister(plugin)
+        plugin.pytest_sessionfinish = write_or_say  # type: ignore[method-assign]
+        plugin.pytest_terminal_summary = said_if_written  # type: ignore[method-assign]
+        pluginmanager.register(plugin, name)
+
+
+def output_problems(config: pytest.Config, settings: WevalSettings) -> Iterator[tuple[str, str]]:
+    """Each output the run was asked for that cannot be written, as (option, why): said before
+    anything is sent, not found at the end of a run already paid for."""
+    for ini, path, folder in (
+        ("weval_out", settings.out_dir, True),
+        ("weval_html", settings.html_path, False),
+    ):
+        problem = unwritable(Path(path), folder=folder) if path is not None else None
+        if problem is not None:
+            yield option_name(ini), problem
+    xmlpath = getattr(config.option, "xmlpath", None)
+    if xmlpath:  # pytest's own --junitxml, resolved as pytest resolves it
+        junit = Path(os.path.abspath(os.path.expanduser(os.path.expandvars(xmlpath))))
+        problem = unwritable(junit, folder=False)
+        if problem is not None:
+            yield "--junitxml", problem
+
+
 def _store_error(settings: WevalSettings, exc: StoreError) -> pytest.UsageError:
     """A store that cannot be used ends the session in one line, before anything is sent."""
     where = option_name("weval_cache_store") if is_postgres(settings.cache_store) else "weval cache"
@@ -723,7 +849,7 @@ def _gate_section(terminalreporter: Any, option: str, lines: list[str], why: str
     otherwise read as a success (pytest caches that line's colour, so it is worked out again)."""
     terminalreporter.section(f"weval gate: {option}", red=True, bold=True)
     for line in lines:
-        terminalreporter.write_line(line, red=True)
+        terminalreporter.write_line(visible(line), red=True)
     terminalreporter.write_line(
         f"The session failed: {why}, though each item was judged on its own threshold.", red=True, bold=True
     )
@@ -741,7 +867,9 @@ def uncollected_hints(args: list[str], cwd: Path, limit: int = 10_000) -> list[s
             continue
         found = 0
         for path in itertools.islice(folder.rglob("*"), limit):
-            if path.suffix.lower() in BLUEPRINT_SUFFIXES and not any(part.startswith(".") for part in path.parts):
+            # hidden folders below the one named (.git, .venv), not those above it (~/.work/proj)
+            hidden = any(part.startswith(".") for part in path.relative_to(folder).parts)
+            if path.suffix.lower() in BLUEPRINT_SUFFIXES and not hidden:
                 found += 1
         if found:
             hints.append(
@@ -785,9 +913,9 @@ def warn_unused_fixtures(fixtures: ResponseFixtures, blueprints: Iterable[Bluepr
     for prompt_id, line in fixtures.lines.items():
         if prompt_id not in prompt_ids:
             close = difflib.get_close_matches(prompt_id, prompt_ids, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            hint = f" (did you mean '{visible(close[0])}'?)" if close else ""
             warnings.warn_explicit(
-                WevalWarning(f"the fixture for prompt '{prompt_id}' matches no collected prompt{hint}"),
+                WevalWarning(f"the fixture for prompt '{visible(prompt_id)}' matches no collected prompt{hint}"),
                 category=WevalWarning,
                 filename=fixtures.path,
                 lineno=line or 1,

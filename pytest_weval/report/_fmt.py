@@ -123,6 +123,20 @@ def fit_left(text: str, width: int) -> str:
     return ELLIPSIS + text[-(width - 1) :]
 
 
+def fit_name(cell: str, width: int, *, header: bool = False, model: bool = False) -> str:
+    """The one rule for cutting a table's first column to ``width``: a header loses its end; a
+    path (not indented) its start ("…/medical/triage.yml"); a model id, or any indented name, its
+    middle ("anthropic:clau…-haiku-latest"), its indent kept."""
+    if len(cell) <= width:
+        return cell
+    if header:
+        return fit(cell, width)
+    indent = cell[: len(cell) - len(cell.lstrip(" "))]
+    if model or indent:
+        return indent + fit_middle(cell[len(indent) :], width - len(indent))
+    return fit_left(cell, width)
+
+
 def judge_label(judge_model_id: str) -> str:
     """A judge as people read it: ``holistic-x (openai:y)``. The Weval JSON keeps the
     reference's ``judgeModelId`` (``holistic-x(openai:y)``, no space) exactly."""

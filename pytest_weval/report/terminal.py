@@ -15,8 +15,8 @@ from typing import Any
 from pytest_weval.errors import STORE_KINDS
 from pytest_weval.report._fmt import (
     fit,
-    fit_left,
     fit_middle,
+    fit_name,
     fmt_mean,
     fmt_p,
     fmt_score,
@@ -54,23 +54,43 @@ def _mean(t: Tally | None) -> str:
 
 
 def _table(rows: Sequence[Sequence[str]], aligns: str, width: int, *, names: bool = False) -> list[str]:
-    """Columns padded to their widest cell; the first column cut to fit: paths from the left,
-    headers and indented names at their end, model ids (``names``) in the middle."""
+    """Columns padded to their widest cell, the first column cut to fit (``fit_name``); the
+    other columns are never cut: a table that does not fit ``width`` even so becomes one record
+    per row, its values labelled by the headers, so no number (the cost) is lost."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     rest = sum(widths[1:]) + len(GAP) * (len(widths) - 1)
-    widths[0] = max(min(widths[0], width - rest), MIN_NAME_WIDTH)
+    if MIN_NAME_WIDTH + rest > width and len(widths) > 1:
+        return _records(rows, width, names=names)
+    widths[0] = min(widths[0], width - rest)
     lines = []
     for n, row in enumerate(rows):
         cells = []
         for i, (cell, align) in enumerate(zip(row, aligns)):
-            if i == 0:  # paths lose their start, headers and indented names their end
-                plain_path = n > 0 and not cell.startswith(" ")
-                if names and n > 0:
-                    cell = fit_middle(cell, widths[0])
-                else:
-                    cell = fit_left(cell, widths[0]) if plain_path else fit(cell, widths[0])
+            if i == 0:
+                cell = fit_name(cell, widths[0], header=n == 0, model=names)
             cells.append(cell.rjust(widths[i]) if align == "r" else cell.ljust(widths[i]))
-        lines.append(fit(GAP.join(cells).rstrip(), width))
+        lines.append(GAP.join(cells).rstrip())
+    return lines
+
+
+def _records(rows: Sequence[Sequence[str]], width: int, *, names: bool) -> list[str]:
+    """A table too wide for ``width``: each row's name on a line, then its values, each after
+    its column's header (``requests 12, ..., cost $0.0123``), wrapped."""
+    headers = rows[0]
+    lines = []
+    for row in rows[1:]:
+        lines.append(fit_name(row[0], width, model=names))
+        indent = " " * (len(row[0]) - len(row[0].lstrip(" ")) + 2)
+        values = [f"{header} {value}" for header, value in zip(headers[1:], row[1:]) if value]
+        line = ""
+        for number, value in enumerate(values):  # a value is never split ("0.0 s", "$0.0123")
+            value += "," if number < len(values) - 1 else ""
+            if line and len(line) + 1 + len(value) > width:
+                lines.append(line)
+                line = ""
+            line = f"{line} {value}" if line else fit(indent + value, width)
+        if line:
+            lines.append(line)
     return lines
 
 
@@ -133,7 +153,9 @@ def render_score_table(rollup: Rollup, width: int = 80, *, note: bool = True) ->
         lines += _table(rows, "l" + "r" * (len(models) + 1), width)
         if legend:
             lines.append("Columns:")
-            lines += [fit(f"  {label} = {model}", width) for label, model in zip(labels, models)]
+            for label, model in zip(labels, models):
+                legend_line = f"  {label} = "
+                lines.append(legend_line + fit_middle(model, width - len(legend_line)))
     else:
         rows = [["blueprint / model", "mean", "passed"]]
         for path, bp in rollup.blueprints.items():

@@ -29,6 +29,7 @@ def test_refusals_of_generations_and_judges_are_waited_out(project: Project, wor
     _suite(project, 30)
     # No rate headers, a small burst: the run is refused often at first and must learn the pace.
     project.server.rate_limit = RateLimiter(rate=30, burst=3, headers=None, retry_after="ms")
+    project.monkeypatch.setenv("COLUMNS", "160")  # the usage table as columns (at 80: one record per model)
     result = project.run(f"--weval-judges={JUDGE_ID}", "--weval-max-attempts=1", *workers, sub=True)
     result.assert_outcomes(passed=30)
     limiter = project.server.rate_limit

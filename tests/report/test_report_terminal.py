@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from report_data import A, eff
 
+from pytest_weval.report._fmt import fit_name
 from pytest_weval.report.rollup import build_rollup
 from pytest_weval.report.terminal import (
     render_agreement,
@@ -15,7 +16,7 @@ from pytest_weval.report.terminal import (
     render_usage,
     short_model_name,
 )
-from pytest_weval.results import ItemResult
+from pytest_weval.results import ItemResult, Usage
 
 AGREEMENT = {
     "krippendorffsAlpha": 0.932,
@@ -98,11 +99,11 @@ def test_narrow_terminal_switches_to_one_line_per_model(rollup):
     at = next(i for i, line in enumerate(lines) if line.startswith("blueprint / model"))
     assert lines[at].split() == ["blueprint", "/", "model", "mean", "passed"]
     assert lines[at + 1] == "…/medical/triage.yml  0.70 (0.00-1.00)  2/4 passed, 1 error"
-    assert lines[at + 2] == "  anthropic:claude-…              0.90  1/2 passed, 1 error"
+    assert lines[at + 2] == "  anthropi…e-3-haiku              0.90  1/2 passed, 1 error"  # cut as everywhere
     # the run-wide mean of each model, with its interval (clustered by blueprint)
     assert lines[at + 12 : at + 15] == [
         "all blueprints        0.67 (0.40-0.94)  8/12 passed, 1 error",
-        "  anthropic:claude-…  0.78 (0.19-1.00)  4/5 passed, 1 error",
+        "  anthropi…e-3-haiku  0.78 (0.19-1.00)  4/5 passed, 1 error",
         "  openai:gpt-4o-mini  0.60 (0.25-0.94)  4/7 passed",
     ]
 
@@ -145,6 +146,47 @@ def test_folder_tree_shows_nesting_and_counts(rollup):
     assert lines[2].startswith("(all)")
     assert "      medical/      0.70 (0.00-1.00)  2/4 passed, 1 error" in lines
     assert "    style/                      0.50  1/2 passed" in lines  # one prompt: no interval
+
+
+def _throttled_and_priced(results):
+    usage = {
+        "anthropic:claude-3-5-haiku-latest": Usage(
+            requests=1234,
+            cache_hits=120,
+            input_tokens=1_234_567,
+            output_tokens=234_567,
+            refused=12,
+            rate_wait_s=1234.5,
+            cost_usd=1.23456,
+        ),
+        "openai:gpt-4o-mini": Usage(requests=12, cache_hits=1, input_tokens=4567, output_tokens=567, cost_usd=0.0123),
+    }
+    return build_rollup(results, agreement={}, usage=usage)
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 100])
+def test_the_usage_table_always_shows_the_money_and_cuts_no_line_end(results, width):
+    """Issue 40 item 12: at 80 columns the cost and 'waited' columns were cut off the line."""
+    lines = render_usage(_throttled_and_priced(results), width=width)
+    assert all(len(line) <= width for line in lines), lines
+    text = "\n".join(lines)
+    for money in ("$1.2346", "$0.0123", "$1.2469", "1,234.5 s"):
+        assert money in text, (width, text)
+    assert not any(line.endswith("…") for line in lines)  # a row is never cut at its end
+
+
+def test_model_ids_are_cut_one_way_in_every_table(results):
+    rollup = _throttled_and_priced(results)
+    cut = [
+        line.split()[0]
+        for line in render_usage(rollup, width=130) + render_score_table(rollup, width=60)
+        if "…" in line.split()[0]
+    ]
+    assert all(not name.endswith("…") for name in cut), cut  # the middle, never the end
+    assert fit_name("  anthropic:claude-3-5-haiku-latest", 20) == "  anthropi…ku-latest"
+    assert fit_name("openai:gpt-4o-mini", 12, model=True) == "opena…o-mini"
+    assert fit_name("evals/safety/medical/triage.yml", 20) == "…/medical/triage.yml"
+    assert fit_name("blueprint / model", 10, header=True) == "blueprint…"
 
 
 def test_usage_table_totals(rollup):
