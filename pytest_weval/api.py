@@ -21,8 +21,8 @@ from pytest_weval import judges as judging
 from pytest_weval import scoring
 from pytest_weval.blueprint import parse_points
 from pytest_weval.engine import Engine, EngineSettings
-from pytest_weval.engine.generation import generate_conversation
 from pytest_weval.results import PointAssessment, Usage
+from pytest_weval.run.generation import generate_conversation
 from pytest_weval.run.outcome import decide
 from pytest_weval.run.pipeline import Pipeline, PipelineSettings
 
