@@ -38,6 +38,7 @@ from pytest_weval.engine.stages.notices import Notices
 from pytest_weval.engine.stages.pacing import Pacing
 from pytest_weval.engine.stages.sending import Sender
 from pytest_weval.engine.stages.stopping import Stopping
+from pytest_weval.engine.stages.store_health import StoreHealth
 from pytest_weval.engine.stages.usage import RunUsage
 from pytest_weval.engine.store.backends import backend_for, batch_store, scrub, store_shown
 from pytest_weval.engine.store.cache import ResponseCache, StoreFaults, cache_key
@@ -71,7 +72,8 @@ class Engine:
         self.stopping = Stopping(settings.stop_grace_s)
         self.usage = RunUsage(self.prices)
         self.flights = Flights(self.stopping, self.usage)
-        self.caching = CacheStage(settings, self.usage, self.notices, self.run_started)
+        self.health = StoreHealth(settings, self.notices)
+        self.caching = CacheStage(settings, self.usage, self.health, self.run_started)
         self.pacing = Pacing(settings, self.notices)
         self.budgeting = BudgetStage(settings, self.prices)
         self.sender = Sender(
@@ -79,7 +81,7 @@ class Engine:
             self.redactor,
             pacing=self.pacing,
             budgeting=self.budgeting,
-            caching=self.caching,
+            health=self.health,
             stopping=self.stopping,
             usage=self.usage,
         )
@@ -138,8 +140,9 @@ class Engine:
             cache = ResponseCache(
                 opened.responses, settings.cache_mode, where=store_shown(settings), spool=opened.spool
             )
-        self.caching.open(cache, opened.outage, shares_store=settings.coordinating)
-        self.cache, self.outage = self.caching.cache, self.caching.outage
+        self.caching.open(cache)
+        self.cache, self.outage = self.caching.cache, opened.outage
+        self.health.open(self.cache, opened.outage, shares_store=settings.coordinating)
         if not settings.coordinating:
             return
         # Claims, the shared budget and the batcher: what a coordinating run shares.
@@ -154,7 +157,13 @@ class Engine:
             shares_outcomes=settings.shares_items,
         )
         self.claiming = ClaimStage(
-            coordinator, settings, self.redactor, caching=self.caching, sender=self.sender, usage=self.usage
+            coordinator,
+            settings,
+            self.redactor,
+            caching=self.caching,
+            health=self.health,
+            sender=self.sender,
+            usage=self.usage,
         )
         self.pacing.coordinator = coordinator
         await coordinator.start()
@@ -260,7 +269,7 @@ class Engine:
         reply = await self.caching.read(request, key)
         if reply is not None:
             return reply
-        await self.caching.before_send(request, key)
+        await self.health.before_send(request)
         self.sender.before_send(adapter, request)  # MissingKeyError before any claim
         if self.batcher is not None and self.batcher.batchable(adapter, request):
             return await self.batcher.obtain(adapter, request, key, summary)
@@ -318,7 +327,7 @@ class Engine:
 
     def store_faults(self) -> StoreFaults:
         """What went wrong with the store in this process (nothing: no line at the end)."""
-        return self.caching.faults()
+        return self.health.faults()
 
     # -- requests ----------------------------------------------------------------------------
     def adapter(self, model: ModelSpec) -> Adapter:

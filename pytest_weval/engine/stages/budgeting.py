@@ -1,30 +1,58 @@
 """The budget around each attempt (docs/engine.md, 'Prices, spend and the budget'): what an
 attempt reserves before it goes and what its reply is charged after. Whether a reservation is
-admitted is ``Budget.reserve`` (``engine/prices.py``, ``admits``); what a reply costs is
+admitted is ``Budget.reserve`` (``engine/prices.py``, by ``admits``); what a reply costs is
 ``PriceBook.cost``."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pytest_weval.engine.prices import Budget, PriceBook
 from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
 from pytest_weval.engine.store.common import StoreDown
 
 
-class Charge:
-    """What the budget is charged for one attempt: its reply's cost, if a reply came."""
+class Attempt:
+    """One attempt's room in the budget: reserved on entry, settled on exit at its reply's
+    cost (0 when no reply came). ``store_down`` raises the request's error when the run's
+    shared spend is out of reach."""
 
-    def __init__(self, stage: BudgetStage, model_id: str):
-        self._stage = stage
-        self._model_id = model_id
+    __slots__ = ("_budget", "_max_tokens", "_prices", "_request", "_reserved", "_store_down", "cost")
+
+    def __init__(
+        self,
+        budget: Budget,
+        prices: PriceBook,
+        request: ModelRequest,
+        max_tokens: int | None,
+        store_down: Callable[[ModelRequest], None],
+    ):
+        self._budget = budget
+        self._prices = prices
+        self._request = request
+        self._max_tokens = max_tokens
+        self._store_down = store_down
+        self._reserved = 0.0
         self.cost = 0.0
 
+    async def __aenter__(self) -> Attempt:
+        try:
+            self._reserved = await self._budget.reserve(self._request, self._max_tokens)
+        except StoreDown:
+            self._store_down(self._request)
+            raise
+        return self
+
     def reply(self, reply: ModelReply) -> None:
-        if self._stage.budget.limit_usd is not None:
-            cost = self._stage.prices.cost(self._model_id, reply.input_tokens, reply.output_tokens)
-            self.cost = cost or 0.0
+        """The attempt got ``reply``: the budget is charged what it cost."""
+        if self._budget.limit_usd is not None:
+            model_id = self._request.model.id
+            self.cost = self._prices.cost(model_id, reply.input_tokens, reply.output_tokens) or 0.0
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self._budget.settle(self._reserved, self.cost)
 
 
 class BudgetStage:
@@ -44,19 +72,8 @@ class BudgetStage:
     ) -> contextlib.AbstractAsyncContextManager[None]:
         return self.budget.holding(request, max_tokens, count)
 
-    @contextlib.asynccontextmanager
-    async def attempt(
+    def attempt(
         self, request: ModelRequest, max_tokens: int | None, store_down: Callable[[ModelRequest], None]
-    ) -> AsyncIterator[Charge]:
-        """Room for one attempt, settled at its reply's cost (0 without a reply) when it ends.
-        ``store_down`` raises the request's error when the run's shared spend is out of reach."""
-        try:
-            reserved = await self.budget.reserve(request, max_tokens)
-        except StoreDown:
-            store_down(request)
-            raise
-        charge = Charge(self, request.model.id)
-        try:
-            yield charge
-        finally:
-            await self.budget.settle(reserved, charge.cost)
+    ) -> Attempt:
+        """Room for one attempt of ``request`` (``async with``)."""
+        return Attempt(self.budget, self.prices, request, max_tokens, store_down)

@@ -20,6 +20,7 @@ from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.stages.caching import CacheStage, created_at
 from pytest_weval.engine.stages.sending import Sender
+from pytest_weval.engine.stages.store_health import StoreHealth
 from pytest_weval.engine.stages.usage import RunUsage
 from pytest_weval.engine.store.cache import reply_from_entry
 from pytest_weval.engine.transport.limits import Priority
@@ -34,6 +35,7 @@ class ClaimStage:
         redactor: Redactor,
         *,
         caching: CacheStage,
+        health: StoreHealth,
         sender: Sender,
         usage: RunUsage,
     ):
@@ -41,6 +43,7 @@ class ClaimStage:
         self.settings = settings
         self.redactor = redactor
         self.caching = caching
+        self.health = health
         self.sender = sender
         self.usage = usage
 
@@ -53,12 +56,12 @@ class ClaimStage:
         worker claims only requests of items it evaluates."""
         coordinator = self.coordinator
         while True:
-            self.caching.check_storable(request)
+            self.health.check_storable(request)
             try:
                 outcome = await coordinator.claim(key)
             except Exception as exc:
-                if self.caching.broke(exc, request):
-                    self.caching.check_storable(request)
+                if self.health.broke(exc, request):
+                    self.health.check_storable(request)
                 raise
             if outcome is True:
                 return await self._hold(adapter, request, key, summary, priority)
@@ -115,7 +118,7 @@ class ClaimStage:
                     await asyncio.shield(coordinator.abandon(key))
             # A full store cannot share the outcome, but the reply is paid for: this
             # item keeps it (whoever else waits asks again, and is told not to send).
-            if not self.caching.broke(exc, request):
+            if not self.health.broke(exc, request):
                 raise
         return reply
 

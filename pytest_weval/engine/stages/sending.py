@@ -22,9 +22,9 @@ from pytest_weval.engine.errors import ProviderError, ReplyTooLargeError, Unknow
 from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.stages.budgeting import BudgetStage
-from pytest_weval.engine.stages.caching import CacheStage
 from pytest_weval.engine.stages.pacing import Pacing
 from pytest_weval.engine.stages.stopping import Stopping
+from pytest_weval.engine.stages.store_health import StoreHealth
 from pytest_weval.engine.stages.usage import RunUsage
 from pytest_weval.engine.transport.http import Exchange, ReplyTooLarge, Wire
 from pytest_weval.engine.transport.limits import AdaptiveLimiter, Priority
@@ -56,7 +56,7 @@ class Sender:
         *,
         pacing: Pacing,
         budgeting: BudgetStage,
-        caching: CacheStage,
+        health: StoreHealth,
         stopping: Stopping,
         usage: RunUsage,
     ):
@@ -64,7 +64,7 @@ class Sender:
         self.redactor = redactor
         self.pacing = pacing
         self.budgeting = budgeting
-        self.caching = caching
+        self.health = health
         self.stopping = stopping
         self.usage = usage
         self.wire = Wire()  # model requests (transport/http.py)
@@ -126,9 +126,9 @@ class Sender:
         tries.waited += paced
         self.usage.of(model_id).rate_wait_s += paced
         self.stopping.check()
-        self.caching.check_storable(request)  # the store filled while this one waited for a slot
-        await self.caching.wait_until_up(request)  # or stopped answering
-        async with self.budgeting.attempt(request, adapter.max_tokens(request), self.caching.check_storable) as charge:
+        self.health.check_storable(request)  # the store filled while this one waited for a slot
+        await self.health.wait_until_up(request)  # or stopped answering
+        async with self.budgeting.attempt(request, adapter.max_tokens(request), self.health.check_storable) as charge:
             async with self.pacing.limits.global_slot(priority):
                 # Interrupted while this one waited for a slot: the slot it got was freed
                 # by a reply the stop's grace let in, not for a new request.
@@ -136,7 +136,7 @@ class Sender:
                 if pacer.paused:
                     return None, None, pacer
                 self.known_unknown(model_id)  # told while this one waited for a slot
-                await self.caching.wait_until_up(request)  # the store went while it waited
+                await self.health.wait_until_up(request)  # the store went while it waited
                 outcome, info = await self._attempt(adapter, call, request)
             if isinstance(outcome, ModelReply):
                 charge.reply(outcome)
