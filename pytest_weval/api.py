@@ -22,8 +22,8 @@ from pytest_weval import scoring
 from pytest_weval.blueprint import parse_points
 from pytest_weval.engine import Engine, EngineSettings
 from pytest_weval.engine.errors import ModelCallError
-from pytest_weval.engine.generation import generate_conversation
 from pytest_weval.results import PointAssessment, Usage
+from pytest_weval.run.generation import generate_conversation
 from pytest_weval.run.outcome import decide
 from pytest_weval.run.pipeline import Pipeline, PipelineSettings
 from pytest_weval.scoring.aggregate import fmt_score

@@ -10,14 +10,12 @@ from pytest_weval.engine.errors import (
     ProviderError,
     ReplayMissError,
 )
-from pytest_weval.engine.generation import Conversation, generate_conversation
 from pytest_weval.engine.request import ChatMessage, EngineSettings, ModelClient, ModelReply, ModelRequest
 
 __all__ = [
     "ChatMessage",
     "CircuitOpenError",
     "ConfigError",
-    "Conversation",
     "Engine",
     "EngineSettings",
     "MissingKeyError",
@@ -27,5 +25,4 @@ __all__ = [
     "ModelRequest",
     "ProviderError",
     "ReplayMissError",
-    "generate_conversation",
 ]

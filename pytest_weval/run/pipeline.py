@@ -23,7 +23,6 @@ from pytest_weval.blueprint.fixtures import FixturePick, ResponseFixtures
 from pytest_weval.blueprint.ids import effective_model_id
 from pytest_weval.blueprint.model import Blueprint, EvalPoint, ModelSpec, Prompt
 from pytest_weval.engine.errors import BatchPending, BudgetReached, ModelCallError, StoreStoppedError
-from pytest_weval.engine.generation import Conversation, asks_model, generate_conversation
 from pytest_weval.engine.request import ChatMessage, HoldsBudget, ModelClient, ModelRequest
 from pytest_weval.engine.transport.external import ExternalExecutor
 from pytest_weval.errors import STORE_KINDS
@@ -31,6 +30,7 @@ from pytest_weval.judges.config import JudgePanel
 from pytest_weval.results import ItemResult, Outcome, PointAssessment, Usage
 from pytest_weval.run import sampling
 from pytest_weval.run.agent import AgentRunner, AgentWork
+from pytest_weval.run.generation import Conversation, asks_model, generate_conversation
 from pytest_weval.run.outcome import decide, mistakes_message, passes
 from pytest_weval.run.programs.runner import ProgramRunner
 

@@ -141,3 +141,51 @@ def test_malformed_reply_structure_is_retried(make_engine, server):
     spec = ModelSpec(id="x", custom={"id": "x", "url": server.url + "/__reset", "modelName": "m"})
     with pytest.raises(ProviderError, match="malformed reply"):
         engine.complete_sync(request(spec, max_attempts=2))
+
+
+@pytest.mark.parametrize(
+    ("model", "body"),
+    [
+        (
+            "openai:gpt-4o-mnii",
+            '{"error": {"message": "no access", "type": "invalid_request_error", "code": "model_not_found"}}',
+        ),
+        (
+            "anthropic:claude-nope",
+            '{"type": "error", "error": {"type": "not_found_error", "message": "model: claude-nope"}}',
+        ),
+        (
+            "google:gemini-nope",
+            '{"error": {"code": 404, "message": "models/gemini-nope is not found for API version v1beta", "status": "NOT_FOUND"}}',
+        ),
+    ],
+)
+def test_a_404_that_says_the_model_is_unknown_is_an_unknown_model(make_engine, server, model, body):
+    """Decided from the decoded body: OpenAI's code, or an error naming the model asked for
+    (Anthropic's and Gemini's not-found are the same for a wrong path). Later requests for the
+    model fail without being sent."""
+    server.rules.append(Rule(status=404, body=body))
+    engine = make_engine()
+    with pytest.raises(ProviderError) as info:
+        engine.complete_sync(request(model, "one"))
+    assert info.value.error_kind == "unknown_model" and info.value.status == 404
+    with pytest.raises(ProviderError) as again:
+        engine.complete_sync(request(model, "two"))
+    assert again.value.error_kind == "unknown_model" and server.count == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"error": {"message": "no route for this path; model routes are under /v2", "type": "invalid_request_error"}}',
+        '{"type": "error", "error": {"type": "not_found_error", "message": "Not Found"}}',
+        "<html><body>404: the model page was not found</body></html>",
+    ],
+)
+def test_a_404_that_does_not_name_the_model_stays_a_provider_error(make_engine, server, body):
+    """A wrong base URL or path: its 404 may say "model" without naming the one asked for."""
+    server.rules.append(Rule(status=404, body=body))
+    engine = make_engine()
+    with pytest.raises(ProviderError) as info:
+        engine.complete_sync(request("openai:gpt-4o-mini", "one"))
+    assert info.value.error_kind == "provider" and info.value.status == 404

@@ -6,8 +6,7 @@ import pytest
 
 from pytest_weval.blueprint.fixtures import FixturePick
 from pytest_weval.blueprint.model import ModelSpec
-from pytest_weval.engine import generate_conversation
-from pytest_weval.engine.generation import asks_model
+from pytest_weval.run.generation import asks_model, generate_conversation
 from tests.fakeserver import Rule
 
 MODEL = ModelSpec(id="openai:gpt-4o-mini")

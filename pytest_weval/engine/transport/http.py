@@ -167,3 +167,22 @@ def async_client(*, timeout: httpx.Timeout, follow_redirects: bool = False) -> h
         return aiohttp.ClientSession(connector=connector, trust_env=trust_env)
 
     return httpx.AsyncClient(transport=_Transport(session), timeout=timeout, follow_redirects=follow_redirects)
+
+
+class LazyClient:
+    """The ``async_client`` for the few calls that are not model requests (the batch APIs), made
+    when first asked for: a run that sends nothing (a cached replay, built-in models) never
+    loads aiohttp (~0.2 s of a one-item run)."""
+
+    def __init__(self, timeout_s: float):
+        self.timeout_s = timeout_s
+        self._client: httpx.AsyncClient | None = None
+
+    def __call__(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = async_client(timeout=httpx.Timeout(self.timeout_s), follow_redirects=False)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()

@@ -15,7 +15,8 @@ RETRY_STATUSES = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
 
 @dataclasses.dataclass
 class Failure:
-    """One attempt that did not give a reply."""
+    """One attempt that did not give a reply. Whether it is retried is decided here, by the
+    constructors below, from the status and the decoded body: never from a message's words."""
 
     status: int | None  # None: no response (timeout, connection)
     message: str
@@ -24,6 +25,37 @@ class Failure:
     retry_after: float | None = None
     data: Any = None  # decoded error body, for the OpenAI 400 adaptation
     timed_out: bool = False  # no reply within the timeout
+    no_such_model: bool = False  # the provider has no model by this id (``names_missing_model``)
+
+    @classmethod
+    def http(cls, status: int, message: str, data: Any, retry_after: float | None, model_name: str) -> Failure:
+        """An HTTP error status: a refusal to wait out, a fault to retry, or a final answer."""
+        limited = is_rate_limited(status, data)
+        return cls(
+            status,
+            message,
+            retryable=limited or status in RETRY_STATUSES,
+            rate_limited=limited,
+            retry_after=retry_after,
+            data=data,
+            no_such_model=names_missing_model(status, data, model_name),
+        )
+
+    @classmethod
+    def in_body(cls, status: int, message: str) -> Failure:
+        """An error object inside a 2xx body, retried as its code would be."""
+        limited = is_rate_limited(status, None)
+        return cls(status, message, retryable=limited or status in RETRY_STATUSES, rate_limited=limited)
+
+    @classmethod
+    def malformed(cls, status: int, message: str) -> Failure:
+        """A 2xx body that is not JSON or lacks the documented fields: retried."""
+        return cls(status, message, retryable=True)
+
+    @classmethod
+    def no_reply(cls, message: str, *, timed_out: bool = False) -> Failure:
+        """A timeout or a transport error (refused, reset, dropped): retried."""
+        return cls(None, message, retryable=True, timed_out=timed_out)
 
 
 def is_rate_limited(status: int | None, data: Any) -> bool:
@@ -34,6 +66,22 @@ def is_rate_limited(status: int | None, data: Any) -> bool:
     error = data.get("error") if isinstance(data, dict) else None
     kind = " ".join(str(error.get(k, "")) for k in ("type", "code")) if isinstance(error, dict) else ""
     return any(word in kind for word in ("rate_limit", "overloaded"))
+
+
+def names_missing_model(status: int | None, data: Any, model_name: str) -> bool:
+    """A 404 saying the provider has no model by this id, not a wrong path: OpenAI's API (and
+    the compatible ones) says so by its code, ``model_not_found``. Anthropic's
+    ``not_found_error`` and Gemini's ``NOT_FOUND`` are the same for a wrong path, so for them
+    the error object must name the model the request asked for (``model: <name>``,
+    ``models/<name> is not found``); a wrong path's ``Not Found`` names none."""
+    if status != 404 or not isinstance(data, dict):
+        return False
+    error = data.get("error")
+    if not isinstance(error, dict):
+        return False
+    if error.get("code") == "model_not_found":
+        return True
+    return bool(model_name) and model_name in str(error.get("message") or "")
 
 
 def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:

@@ -98,44 +98,27 @@ async def generate_conversation(
     used: list[FixtureSource] = []
     planned = planned_answers(authored, fixture)
 
-    async def answer() -> str:
+    async def turn() -> str:
+        """The next answer (the fixture's, or the model's), generated at ``assistant_index``."""
         canned = planned[len(generated_texts)]
         if canned is None:
-            return await generate()
-        used.append(canned[0])
-        return canned[1]
-
-    async def generate() -> str:
-        request = ModelRequest(
-            model=model,
-            messages=tuple(ChatMessage(m["role"], m["content"]) for m in history),
-            temperature=temperature,
-            max_tokens=max_tokens,
-            no_cache=no_cache,
-            priority=priority,
-            purpose="generate",
-            sample=sample,
-        )
-        reply = await engine.complete(request)
-        usage.add(reply.usage())
-        if not reply.text or not reply.text.strip():
-            raise EmptyReplyError(model.id)
-        return reply.text
+            text = await _generate(engine, model, history, usage, temperature, max_tokens, no_cache, priority, sample)
+        else:
+            used.append(canned[0])
+            text = canned[1]
+        generated_indices.append(assistant_index)
+        generated_texts.append(text)
+        return text
 
     try:
         for role, content in authored:
             if role == "assistant":
                 if content is None:
-                    content = await answer()
-                    generated_indices.append(assistant_index)
-                    generated_texts.append(content)
+                    content = await turn()
                 assistant_index += 1
             history.append({"role": role, "content": content})
         if authored and authored[-1][0] == "user":
-            text = await answer()
-            history.append({"role": "assistant", "content": text})
-            generated_indices.append(assistant_index)
-            generated_texts.append(text)
+            history.append({"role": "assistant", "content": await turn()})
         elif not generated_texts:
             # docs/format.md, 'Multi-turn generation': reachable only past the CLI's validation: the last fixed assistant text,
             # or else one generation from what there is.
@@ -144,19 +127,10 @@ async def generate_conversation(
                 return Conversation(
                     history=history, generated_indices=[], generated_texts=[], final_text=fixed[-1], usage=usage
                 )
-            text = await answer()
-            history.append({"role": "assistant", "content": text})
-            generated_indices.append(assistant_index)
-            generated_texts.append(text)
+            history.append({"role": "assistant", "content": await turn()})
     except ModelCallError as exc:
-        failed = start + [
-            {"role": role, "content": content}
-            for role, content in authored
-            if not (role == "assistant" and content is None)
-        ]
-        failed.append({"role": "assistant", "content": f"<<error>>{exc.message}<</error>>"})
         return Conversation(
-            history=failed,
+            history=_error_history(start, authored, exc),
             generated_indices=generated_indices,
             generated_texts=generated_texts,
             final_text=None,
@@ -176,3 +150,46 @@ async def generate_conversation(
         usage=usage,
         fixture=used[-1] if used else None,
     )
+
+
+async def _generate(
+    engine: ModelClient,
+    model: ModelSpec,
+    history: list[dict[str, Any]],
+    usage: Usage,
+    temperature: float,
+    max_tokens: int | None,
+    no_cache: bool,
+    priority: int,
+    sample: int,
+) -> str:
+    """The model's answer to ``history``; an empty or blank reply is an error."""
+    request = ModelRequest(
+        model=model,
+        messages=tuple(ChatMessage(m["role"], m["content"]) for m in history),
+        temperature=temperature,
+        max_tokens=max_tokens,
+        no_cache=no_cache,
+        priority=priority,
+        purpose="generate",
+        sample=sample,
+    )
+    reply = await engine.complete(request)
+    usage.add(reply.usage())
+    if not reply.text or not reply.text.strip():
+        raise EmptyReplyError(model.id)
+    return reply.text
+
+
+def _error_history(
+    start: list[dict[str, Any]], authored: list[tuple[str, str | None]], exc: ModelCallError
+) -> list[dict[str, Any]]:
+    """The reference's history of a failed generation: the authored messages with the null
+    turns removed, then the error as an ``<<error>>…<</error>>`` assistant turn."""
+    failed = start + [
+        {"role": role, "content": content}
+        for role, content in authored
+        if not (role == "assistant" and content is None)
+    ]
+    failed.append({"role": "assistant", "content": f"<<error>>{exc.message}<</error>>"})
+    return failed

@@ -1,0 +1,132 @@
+"""Whether the store can keep replies (docs/engine.md, 'When the store fails', 'When the store
+is unreachable'). No request is sent once it cannot: each would be paid for and lost, and bought
+again by the next run. That rule is ``check_storable``, asked before a request is claimed and
+before each attempt; ``wait_until_up`` pauses sending while a store server does not answer;
+``broke`` says when a write of the shared store showed it cannot keep replies."""
+
+from __future__ import annotations
+
+import contextlib
+
+from pytest_weval.engine.errors import (
+    StoreDamagedError,
+    StoreDownError,
+    StoreFullError,
+    StoreReadOnlyError,
+    StoreStoppedError,
+)
+from pytest_weval.engine.request import EngineSettings, ModelRequest
+from pytest_weval.engine.stages.notices import Notices
+from pytest_weval.engine.store.cache import ResponseCache, StopReason, StoreFaults, stop_advice, stop_reason
+from pytest_weval.engine.store.common import StoreDown
+from pytest_weval.engine.store.outage import Outage
+from pytest_weval.engine.store.sqlite_health import fix_command
+
+# The error each request gets once the store keeps no more replies.
+_STOPPED: dict[StopReason, type[StoreStoppedError]] = {
+    "disk full": StoreFullError,
+    "read-only": StoreReadOnlyError,
+    "damaged": StoreDamagedError,
+}
+
+
+class StoreHealth:
+    def __init__(self, settings: EngineSettings, notices: Notices):
+        self.settings = settings
+        self.notices = notices
+        self.cache = ResponseCache(None, settings.cache_mode)
+        self.outage: Outage | None = None  # a store server's reachability (store/outage.py)
+        self.shares_store = False  # replies are claimed and shared through the store (coordinating)
+
+    def open(self, cache: ResponseCache, outage: Outage | None, *, shares_store: bool) -> None:
+        self.cache = cache
+        self.outage = outage
+        self.shares_store = shares_store
+
+    async def before_send(self, request: ModelRequest) -> None:
+        """Said, refused or paused before anything is claimed or sent."""
+        self.notice_faults()
+        self.check_storable(request)
+        await self.wait_until_up(request)
+
+    def check_storable(self, request: ModelRequest) -> None:
+        """No request is sent once the store cannot keep replies: each would be paid for and lost
+        (and bought again by the next run). ``--weval-cache=off`` stores nothing, so never stops."""
+        if self.outage is not None and self.outage.gave_up and self._needs_store(request):
+            raise StoreDownError(
+                f"not sent: {self.outage.gave_up}; replies already received are kept for the next run",
+                model_id=request.model.id,
+            )
+        stopped = self.cache.stopped
+        if self.cache.writable(request) and stopped:
+            raise _STOPPED[stopped](
+                f"not sent: the cache at {self.cache.faults.where} cannot store replies ({stopped}), "
+                f"so this reply would be paid for and lost; {stop_advice(stopped)}, or run with --weval-cache=off",
+                model_id=request.model.id,
+            )
+
+    def _needs_store(self, request: ModelRequest) -> bool:
+        """Its reply goes into the store, or is claimed and shared through it."""
+        return self.cache.writable(request) or self.shares_store
+
+    async def wait_until_up(self, request: ModelRequest) -> None:
+        """While the store server does not answer, no request starts: its reply might not be
+        storable, and its claim not shareable. Returns when the store answers again; raises
+        ``StoreDownError`` when it was given up (``--weval-store-retry``)."""
+        outage = self.outage
+        if outage is None or not outage.down or not self._needs_store(request):
+            return
+        self.notice_faults()
+        with contextlib.suppress(StoreDown):
+            await outage.wait_up()
+        self.check_storable(request)
+
+    def broke(self, exc: BaseException, request: ModelRequest) -> bool:
+        """A write of the shared store (a claim, an outcome) failed for want of space or
+        permission: from now on nothing is sent (``check_storable``). True when it was that."""
+        if isinstance(exc, StoreDown):  # given up: ``check_storable`` stops the sending
+            self.notice_faults()
+            return True
+        reason = stop_reason(exc)
+        if reason is None or not self.cache.writable(request):
+            return False
+        faults = self.cache.faults
+        faults.stop = faults.stop or reason
+        self.notice_faults()
+        return True
+
+    def notice_faults(self) -> None:
+        """Say at once (not only in a log) that the store stopped keeping replies or is damaged."""
+        faults = self.cache.faults
+        outage = self.outage
+        if outage is not None and outage.gave_up and not self.notices.said("store-down"):
+            last = f" (last: {outage.last_error})" if outage.last_error else ""
+            self.notices.once(
+                "store-down",
+                f"weval: {outage.gave_up}{last}: no new request is sent; replies received are kept for the next run",
+            )
+        elif outage is not None and outage.since is not None:
+            self.notices.once(
+                f"store-outage-{outage.outages}",
+                f"weval: the cache store {outage.where} does not answer: sending paused, retrying for up to "
+                f"{outage.retry_s:g} s (--weval-store-retry)",
+            )
+        if faults.stop:
+            self.notices.once(
+                "store-stop",
+                f"weval: the cache at {faults.where} cannot store replies ({faults.stop}): no new request is "
+                f"sent, as each would be paid for and lost; {stop_advice(faults.stop)}, or run with --weval-cache=off",
+            )
+        if faults.damaged:
+            self.notices.once(
+                "store-damaged",
+                f"weval: the cache at {faults.where} is damaged ({faults.damaged}): its unreadable entries are "
+                f"bought again; after the run, {fix_command(self.settings.cache_dir)} keeps every entry it can "
+                "still read",
+            )
+
+    def faults(self) -> StoreFaults:
+        """What went wrong with the store in this process (nothing: no line at the end)."""
+        if self.outage is not None and self.outage.gave_up:
+            self.cache.faults.down = self.cache.faults.down or self.outage.gave_up
+        return self.cache.faults
