@@ -69,6 +69,10 @@ from pytest_weval.engine.transport.providers.openai_compat import OpenAICompat
 log = logging.getLogger("pytest_weval.engine")
 
 SUBMITTER = ROLE_PREFIX + "batch-submitter"  # the claim whose holder submits and collects
+# OpenAI and Anthropic end every batch within 24 hours: a batch recorded without the provider's id
+# that no process could look for by then has ended at the provider (collected by no one), so
+# its lines may be queued again without buying any twice while it is still open.
+PROVIDER_WINDOW_S = 25 * 3600
 
 
 @dataclasses.dataclass
@@ -114,6 +118,7 @@ class Batcher:
         self._apis: dict[str, BatchAPI] = {}
         self._asked: dict[str, float] = {}  # batch id -> when this process last asked its status
         self._held: dict[str, float] = {}  # batch id -> what the budget holds for it here
+        self._uncollectable: dict[str, str] = {}  # batch id -> why this process cannot collect it
         self._queue: list[Line] = []
         self._queued = asyncio.Event()
         self._driver: asyncio.Task[None] | None = None
@@ -232,7 +237,17 @@ class Batcher:
                 continue
             state = states.get(key)
             line = wanted.line
-            if state is None or state.state == DONE:  # collected (or cancelled: state None)
+            why = self._uncollectable.get(state.batch or "") if state is not None else None
+            if why is not None and state is not None and state.state not in (DONE, FAILED):
+                batch_name = state.provider_id or state.batch
+                message = f"in {line.provider} batch {batch_name}, which this run cannot collect: {why}"
+                if self.mode == "submit":
+                    wanted.future.set_exception(
+                        BatchPending(message, model_id=line.model, provider=line.provider, batch_id=batch_name or "")
+                    )
+                else:
+                    wanted.future.set_exception(ProviderError(None, f"{line.model}: {message}", model_id=line.model))
+            elif state is None or state.state == DONE:  # collected (or cancelled: state None)
                 entry = await self.cache.get(key)
                 if entry is not None:
                     wanted.future.set_result(reply_from_entry(entry, cached=False))
@@ -276,16 +291,20 @@ class Batcher:
         now = time.time()
         batches = await self.store.open_batches()
         for batch in batches:
+            asked = self._asked.get(batch.id)
+            if asked is not None and now - asked < self.settings.batch_poll_s:
+                continue  # recoveries are spaced like status checks (a provider may have no list)
             if batch.status == SUBMITTING:
                 gone = batch.owner != self.coordinator.owner and self.coordinator.dead(batch.host, batch.pid)
                 if gone or now - batch.created > self.settings.claim_lease_s * 4:  # on another machine, long gone
+                    self._asked[batch.id] = now
                     await self._recover(batch, {b.provider_id for b in batches if b.provider_id})
                 continue
-            asked = self._asked.get(batch.id)
-            if asked is not None and now - asked < self.settings.batch_poll_s:
-                continue
             api = self._collector(batch)
-            if api is None or batch.provider_id is None:
+            if api is None:
+                continue
+            if batch.provider_id is None:  # a damaged record: nothing to ask the provider about
+                self._cannot_collect(batch, "its record in the store has no provider id")
                 continue
             self._asked[batch.id] = now
             status = await api.status(batch.provider_id)
@@ -299,9 +318,15 @@ class Batcher:
 
     async def _recover(self, batch: Batch, known: set[str]) -> None:
         """A batch whose submitter died between asking the provider and recording its answer:
-        if the provider has it, it is collected like any other; else its lines are queued again."""
+        if the provider has it, it is collected like any other; else its lines are queued again.
+        A process that cannot look (no key, another account) leaves it as it is: the batch may
+        exist, and queueing its lines again would buy them twice (docs/batch.md)."""
         api = self._collector(batch)
-        provider_id = await api.find(batch.id, batch.created, batch.lines, known) if api is not None else None
+        if api is None:
+            if time.time() - batch.created > PROVIDER_WINDOW_S:
+                await self.store.unsubmit(batch.id)
+            return
+        provider_id = await api.find(batch.id, batch.created, batch.lines, known)
         if provider_id is None:
             await self.store.unsubmit(batch.id)
         else:
@@ -311,16 +336,24 @@ class Batcher:
         try:
             api = self.api(batch.provider)
         except ModelCallError as exc:
-            self.notice(f"batch-key:{batch.provider}", f"weval: cannot collect {batch.provider} batches: {exc.message}")
-            return None
-        if api.account != batch.account:
-            self.notice(
-                f"batch-account:{batch.id}",
-                f"weval: {batch.provider} batch {batch.provider_id} was submitted with another key or base URL: "
-                "not collected here",
-            )
-            return None
-        return api
+            why = exc.message
+        else:
+            if api.account == batch.account:
+                self._uncollectable.pop(batch.id, None)
+                return api
+            why = "it was submitted with another key or base URL"
+        self._cannot_collect(batch, why)
+        return None
+
+    def _cannot_collect(self, batch: Batch, why: str) -> None:
+        """Its waiters here end (skipped under ``submit``, errors under ``wait``) rather than wait
+        for ever; the batch and its lines stay in the store for a process that can collect them."""
+        self._uncollectable[batch.id] = why
+        self.notice(
+            f"batch-uncollectable:{batch.id}",
+            f"weval: cannot collect {batch.provider} batch {batch.provider_id or batch.id} here: {why}; "
+            "it is kept for a run that can",
+        )
 
     async def _collect(self, api: BatchAPI, batch: Batch) -> None:
         assert batch.provider_id is not None

@@ -300,6 +300,7 @@ class FakeServer:
         self.batch_delay_s = batch_delay_s
         self.batch_expire_rate = batch_expire_rate
         self.batch_seed = batch_seed
+        self.batch_create_hold_s = 0.0  # how long the reply to a batch create is held back
         self.batch_calls: list[dict[str, Any]] = []
         self.batches: dict[str, BatchJob] = {}
         self._batch = BatchAPI(self)

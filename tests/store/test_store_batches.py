@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -69,3 +70,55 @@ def test_a_batch_submitted_by_one_process_is_collected_by_another(
         assert max(per_line.values()) == 1, said
         assert server.requests == [], said  # nothing live
         assert {job.provider for job in server.batches.values()} == {"openai", "anthropic"}, said
+
+
+@pytest.mark.parametrize("store", ["sqlite", "files", "postgresql"])
+def test_a_batch_a_run_cannot_see_keeps_its_lines_until_one_that_can_collects_it(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+):
+    """Issue 41 item 1: a submit killed after the provider made the batch, before its id was
+    recorded; a run without the OpenAI key cannot look for it and must not queue its lines
+    again, so the next run with the key finds and collects it, buying no line twice."""
+    cache_store = request.getfixturevalue("pg_url") if store == "postgresql" else store
+    _project(tmp_path)
+    with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=600.0) as server:
+        env = dict(os.environ)
+        env.update(server.env())
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        env.pop("PYTEST_ADDOPTS", None)
+        args = (f"--weval-cache-store={cache_store}",)
+        server.set_batch(batch_create_hold_s=120.0)  # the batch exists; its submitter is not told yet
+        command = [
+            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "suite.yml",
+            "--weval-judges=anthropic:claude-judge", "--weval-check-models=off", "--weval-batch=submit", *args,
+        ]  # fmt: skip
+        run = subprocess.Popen(
+            command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while not server.batches and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert server.batches, "no batch was created"
+        finally:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+        server.set_batch(batch_create_hold_s=0.0, batch_delay_s=0.2)
+
+        # An Anthropic item of its own makes the blind run batch (and so look at open batches).
+        (tmp_path / "other.yml").write_text(
+            "models: [anthropic:claude-judge]\n---\n- id: other\n  prompt: Another question.\n  should: [answers]\n"
+        )
+        blind = {name: value for name, value in env.items() if name != "OPENAI_API_KEY"}
+        cannot = _pytest(tmp_path, blind, "other.yml", "--weval-missing-keys=error", "--weval-batch=submit", *args)
+        said = cannot.stdout[-3000:] + cannot.stderr[-2000:]
+        assert "cannot collect openai batch" in cannot.stdout + cannot.stderr, said
+
+        for batch in server.batches.values():
+            batch.ends_at = time.time()
+        collected = _pytest(tmp_path, env, "--weval-batch=wait", *args)
+        said += "\n--- the collecting run ---\n" + collected.stdout[-3000:] + collected.stderr[-2000:]
+        assert collected.returncode == 0, said
+        assert f"{ITEMS} passed" in collected.stdout, said
+        per_line = collections.Counter(server.log()["batch_lines"]["by_custom_id"])
+        assert max(per_line.values()) == 1, said  # each line bought once
