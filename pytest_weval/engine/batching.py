@@ -307,7 +307,15 @@ class Batcher:
                 self._cannot_collect(batch, "its record in the store has no provider id")
                 continue
             self._asked[batch.id] = now
-            status = await api.status(batch.provider_id)
+            try:
+                status = await api.status(batch.provider_id)
+            except ProviderError as exc:
+                if exc.status != 404:
+                    raise  # a passing fault: asked again after the poll interval
+                # The account does not know it (deleted, or a store shared with another account
+                # of the same name): kept, as its lines may be in it, but nobody waits on it here.
+                self._cannot_collect(batch, f"the provider answers 404 for it ({exc.message})")
+                continue
             if status.failed is not None:
                 await self.store.fail_all(batch.id, None, f"the batch failed at {batch.provider}: {status.failed}")
                 self._changes += 1
@@ -326,7 +334,11 @@ class Batcher:
             if time.time() - batch.created > PROVIDER_WINDOW_S:
                 await self.store.unsubmit(batch.id)
             return
-        provider_id = await api.find(batch.id, batch.created, batch.lines, known)
+        try:
+            provider_id = await api.find(batch.id, batch.created, batch.lines, known)
+        except ModelCallError as exc:  # e.g. no list endpoint: asked again after the poll interval
+            self._cannot_collect(batch, f"it could not be looked for at the provider: {exc.message}")
+            return
         if provider_id is None:
             await self.store.unsubmit(batch.id)
         else:

@@ -122,3 +122,37 @@ def test_a_batch_a_run_cannot_see_keeps_its_lines_until_one_that_can_collects_it
         assert f"{ITEMS} passed" in collected.stdout, said
         per_line = collections.Counter(server.log()["batch_lines"]["by_custom_id"])
         assert max(per_line.values()) == 1, said  # each line bought once
+
+
+@pytest.mark.parametrize("store", ["sqlite", "files", "postgresql"])
+def test_a_wait_that_cannot_collect_an_open_batch_ends_and_says_why(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+):
+    """Issue 41 item 2: a ``wait`` run whose key cannot reach the open batch's account, or whose
+    batch the provider answers 404 for, ends, saying in one line which batch and why."""
+    cache_store = request.getfixturevalue("pg_url") if store == "postgresql" else store
+    _project(tmp_path)
+    with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=600.0) as server:
+        env = dict(os.environ)
+        env.update(server.env())
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        env.pop("PYTEST_ADDOPTS", None)
+        args = (f"--weval-cache-store={cache_store}",)
+        submitted = _pytest(tmp_path, env, "--weval-batch=submit", *args)
+        assert submitted.returncode == 0, submitted.stdout[-3000:]
+        (openai_batch,) = server.batches
+
+        other_key = env | {"OPENAI_API_KEY": "sk-another-account"}
+        other = _pytest(tmp_path, other_key, "--weval-batch=wait", *args)
+        said = other.stdout[-3000:] + other.stderr[-2000:]
+        assert f"{ITEMS} error" in other.stdout, said
+        assert f"cannot collect openai batch {openai_batch} here" in other.stdout + other.stderr, said
+        assert "another key" in other.stdout, said
+
+        del server.batches[openai_batch]  # the provider no longer knows it
+        gone = _pytest(tmp_path, env, "--weval-batch=wait", *args)
+        said = gone.stdout[-3000:] + gone.stderr[-2000:]
+        assert f"{ITEMS} error" in gone.stdout, said
+        assert f"cannot collect openai batch {openai_batch} here" in gone.stdout + gone.stderr, said
+        assert "404" in gone.stdout, said
+        assert len(server.batches) == 0, said  # nothing bought again meanwhile
