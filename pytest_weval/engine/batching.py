@@ -296,7 +296,9 @@ class Batcher:
                 continue  # recoveries are spaced like status checks (a provider may have no list)
             if batch.status == SUBMITTING:
                 gone = batch.owner != self.coordinator.owner and self.coordinator.dead(batch.host, batch.pid)
-                if gone or now - batch.created > self.settings.claim_lease_s * 4:  # on another machine, long gone
+                if (
+                    gone or batch.created is None or now - batch.created > self.settings.claim_lease_s * 4
+                ):  # on another machine, long gone
                     self._asked[batch.id] = now
                     await self._recover(batch, {b.provider_id for b in batches if b.provider_id})
                 continue
@@ -331,8 +333,11 @@ class Batcher:
         exist, and queueing its lines again would buy them twice (docs/batch.md)."""
         api = self._collector(batch)
         if api is None:
-            if time.time() - batch.created > PROVIDER_WINDOW_S:
+            if batch.created is not None and time.time() - batch.created > PROVIDER_WINDOW_S:
                 await self.store.unsubmit(batch.id)
+            return
+        if batch.created is None:  # what the provider is searched by: left for `batch cancel`/a person
+            self._cannot_collect(batch, "its record in the store is damaged (its created is not a time)")
             return
         try:
             provider_id = await api.find(batch.id, batch.created, batch.lines, known)
@@ -512,7 +517,7 @@ class BatchRow:
     lines: int
     waiting: int  # lines still in it (not collected)
     failed: int
-    age_s: float
+    age_s: float | None  # None: its record's created is not a time (damaged)
 
 
 async def _open_batches_of(settings: EngineSettings, redactor: Redactor) -> tuple[BatchStore, Callable[[], Any]]:
@@ -543,7 +548,7 @@ async def list_batches(cache_store: str, cache_dir: str, *, include_ended: bool 
             lines=b.lines,
             waiting=sum(n for state, n in counts.get(b.id, {}).items() if state not in (FAILED, DONE)),
             failed=counts.get(b.id, {}).get(FAILED, 0),
-            age_s=now - b.created,
+            age_s=None if b.created is None else now - b.created,
         )
         for b in batches
     ]

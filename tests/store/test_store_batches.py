@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -156,3 +157,28 @@ def test_a_wait_that_cannot_collect_an_open_batch_ends_and_says_why(
         assert f"cannot collect openai batch {openai_batch} here" in gone.stdout + gone.stderr, said
         assert "404" in gone.stdout, said
         assert len(server.batches) == 0, said  # nothing bought again meanwhile
+
+
+def test_batch_list_shows_a_row_whose_created_is_damaged(tmp_path: Path):
+    """Issue 41 item 3: a batch row whose ``created`` is not a time is listed, said to be
+    damaged, with no traceback. (PostgreSQL's column type cannot hold such a value; the files
+    store keeps its batches in a SQLite file like this one.)"""
+    _project(tmp_path)
+    with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=600.0) as server:
+        env = dict(os.environ)
+        env.update(server.env())
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        env.pop("PYTEST_ADDOPTS", None)
+        submitted = _pytest(tmp_path, env, "--weval-batch=submit", "--weval-cache-dir=cache")
+        assert submitted.returncode == 0, submitted.stdout[-3000:]
+        (openai_batch,) = server.batches
+    with sqlite3.connect(tmp_path / "cache" / "weval-cache.sqlite") as db:
+        db.execute("UPDATE weval_batches SET created = 'yesterday'")
+    listed = subprocess.run(
+        [sys.executable, "-m", "pytest_weval", "batch", "list", "--cache-dir", "cache"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    assert "Traceback" not in listed.stderr, listed.stderr
+    row = next(line for line in listed.stdout.splitlines() if openai_batch in line)
+    assert "damaged" in row, listed.stdout

@@ -110,7 +110,7 @@ class Batch:
     owner: str
     host: str
     pid: int
-    created: float
+    created: float | None  # None: the record's is not a time (damaged by hand or a bug)
     checked: float | None
 
 
@@ -129,6 +129,29 @@ _BATCH_COLUMNS = (
     "id, provider, account, provider_id, status, provider_status, lines, owner, host, pid, created, checked"
 )
 _IN = 400  # keys per IN (...) list
+
+
+def _time(value: Any) -> float | None:
+    """A time read from a row; None when the row holds something else (SQLite keeps any type)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _batch(row: Sequence[Any]) -> Batch:
+    id_, provider, account, provider_id, status, provider_status, lines, owner, host, pid, created, checked = row
+    return Batch(
+        id_,
+        provider,
+        account,
+        provider_id,
+        status,
+        provider_status,
+        lines,
+        owner,
+        host,
+        pid,
+        _time(created),
+        _time(checked),
+    )
 
 
 def _marks(n: int) -> str:
@@ -304,7 +327,7 @@ def _open_batches() -> Op[list[Batch]]:
         f"SELECT {_BATCH_COLUMNS} FROM weval_batches WHERE status IN (?, ?) ORDER BY created",
         (SUBMITTING, OPEN),
     )
-    return [Batch(*row) for row in rows]
+    return [_batch(row) for row in rows]
 
 
 def _checked(batch_id: str, provider_status: str, now: float) -> Op[None]:
@@ -353,7 +376,7 @@ def _all_batches(include_ended: bool) -> Op[list[Batch]]:
     if not include_ended:
         return (yield from _open_batches())
     rows = yield f"SELECT {_BATCH_COLUMNS} FROM weval_batches ORDER BY created", ()
-    return [Batch(*row) for row in rows]
+    return [_batch(row) for row in rows]
 
 
 def _line_counts() -> Op[dict[str, dict[str, int]]]:
