@@ -322,7 +322,7 @@ class Batcher:
                 await self.store.fail_all(batch.id, None, f"the batch failed at {batch.provider}: {status.failed}")
                 self._changes += 1
             elif status.ended:
-                await self._collect(api, batch)
+                await self._collect(api, batch, status.status)
             else:
                 await self.store.checked(batch.id, status.status)
 
@@ -372,7 +372,7 @@ class Batcher:
             "it is kept for a run that can",
         )
 
-    async def _collect(self, api: BatchAPI, batch: Batch) -> None:
+    async def _collect(self, api: BatchAPI, batch: Batch, provider_status: str) -> None:
         assert batch.provider_id is not None
         lines = {key: (model, request) for key, model, request in await self.store.lines_of(batch.id)}
         done: list[str] = []
@@ -408,7 +408,7 @@ class Batcher:
                 dropped.append(result.key)
             else:
                 failed.append((result.key, result.status, self.redactor.redact(result.message)))
-        await self.store.land(batch.id, done, again, dropped, failed)
+        await self.store.land(batch.id, done, again, dropped, failed, provider_status)
         self._changes += 1
         held = self._held.pop(batch.id, None)
         if held is not None:
@@ -419,7 +419,8 @@ class Batcher:
             f"batch-collected:{batch.id}",
             f"weval: collected {api.provider} batch {batch.provider_id}: {len(done)} replies"
             + (f", {len(again)} to send again" if again else "")
-            + (f", {len(failed)} failed" if failed else ""),
+            + (f", {len(failed)} failed" if failed else "")
+            + (f", {len(dropped)} cancelled (sent again if still needed)" if dropped else ""),
         )
 
     async def _release_held(self) -> None:

@@ -340,6 +340,7 @@ def _land(
     again: Sequence[str],
     dropped: Sequence[str],
     failed: Sequence[tuple[str, int | None, str]],
+    provider_status: str | None,
     now: float,
 ) -> Op[None]:
     """A batch ended and its replies are in the cache: those lines are done; lines that expired
@@ -369,7 +370,11 @@ def _land(
         "UPDATE weval_batch_lines SET state = ?, batch = NULL, updated = ? WHERE batch = ? AND state NOT IN (?, ?)",
         (QUEUED, now, batch_id, FAILED, DONE),
     )
-    yield "UPDATE weval_batches SET status = ?, ended = ?, checked = ? WHERE id = ?", (ENDED, now, now, batch_id)
+    yield (
+        "UPDATE weval_batches SET status = ?, provider_status = COALESCE(?, provider_status), ended = ?, checked = ? "
+        "WHERE id = ?",
+        (ENDED, provider_status, now, now, batch_id),
+    )
 
 
 def _all_batches(include_ended: bool) -> Op[list[Batch]]:
@@ -509,8 +514,10 @@ class BatchStore:
         again: Sequence[str],
         dropped: Sequence[str],
         failed: Sequence[tuple[str, int | None, str]],
+        provider_status: str | None = None,
     ) -> None:
-        await self.runs.run(lambda: _land(batch_id, done, again, dropped, failed, time.time()))
+        """``provider_status``: the provider's last word on the ended batch (``batch list``)."""
+        await self.runs.run(lambda: _land(batch_id, done, again, dropped, failed, provider_status, time.time()))
 
     async def batches(self, *, include_ended: bool = False) -> list[Batch]:
         await self.prepare()
