@@ -52,6 +52,7 @@ from pytest_weval.engine.store.batches import (
     BUDGET_STATUS,
     DONE,
     FAILED,
+    OPEN,
     SUBMITTED,
     SUBMITTING,
     Batch,
@@ -301,6 +302,9 @@ class Batcher:
                 ):  # on another machine, long gone
                     self._asked[batch.id] = now
                     await self._recover(batch, {b.provider_id for b in batches if b.provider_id})
+                continue
+            if batch.status != OPEN:
+                self._cannot_collect(batch, f"its record in the store has an unknown status {batch.status!r}")
                 continue
             api = self._collector(batch)
             if api is None:

@@ -182,3 +182,31 @@ def test_batch_list_shows_a_row_whose_created_is_damaged(tmp_path: Path):
     assert "Traceback" not in listed.stderr, listed.stderr
     row = next(line for line in listed.stdout.splitlines() if openai_batch in line)
     assert "damaged" in row, listed.stdout
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        ("status = 'paused'", "unknown status 'paused'"),
+        ("provider_id = NULL", "no provider id"),
+    ],
+)
+def test_a_wait_on_a_damaged_batch_row_ends_and_says_why(tmp_path: Path, damage: str, said: str):
+    """Issue 41 item 2: a batch row with an unknown status or no provider id does not leave a
+    ``wait`` run waiting for ever: its items error with one line naming the batch."""
+    _project(tmp_path)
+    with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=600.0) as server:
+        env = dict(os.environ)
+        env.update(server.env())
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        env.pop("PYTEST_ADDOPTS", None)
+        submitted = _pytest(tmp_path, env, "--weval-batch=submit", "--weval-cache-dir=cache")
+        assert submitted.returncode == 0, submitted.stdout[-3000:]
+        with sqlite3.connect(tmp_path / "cache" / "weval-cache.sqlite") as db:
+            db.execute(f"UPDATE weval_batches SET {damage}")
+        waited = _pytest(tmp_path, env, "--weval-batch=wait", "--weval-cache-dir=cache")
+        out = waited.stdout[-3000:] + waited.stderr[-2000:]
+        assert f"{ITEMS} error" in waited.stdout, out
+        everything = waited.stdout + waited.stderr
+        assert "cannot collect openai batch" in everything and said in everything, out
+        assert len(server.batches) == 1, out  # its lines were not bought again

@@ -324,8 +324,10 @@ def _fail_all(batch_id: str, status: int | None, message: str, now: float) -> Op
 
 def _open_batches() -> Op[list[Batch]]:
     rows = yield (
-        f"SELECT {_BATCH_COLUMNS} FROM weval_batches WHERE status IN (?, ?) ORDER BY created",
-        (SUBMITTING, OPEN),
+        # Not ended: a status this version does not know (damaged, or a newer version's) is
+        # open too, so whoever waits on its lines is told rather than left waiting.
+        f"SELECT {_BATCH_COLUMNS} FROM weval_batches WHERE status <> ? ORDER BY created",
+        (ENDED,),
     )
     return [_batch(row) for row in rows]
 
