@@ -250,10 +250,8 @@ def _batch(store: str, args: argparse.Namespace) -> int:
     print(f"{'provider':<10} {'id':<40} {'status':<22} {'lines':>7} {'waiting':>7} {'failed':>6}  age")
     for row in rows:
         status = row.status if row.provider_status is None else f"{row.status} ({row.provider_status})"
-        print(
-            f"{row.provider:<10} {row.id:<40} {status:<22} {row.lines:>7} {row.waiting:>7} {row.failed:>6}  "
-            f"{fmt_duration(row.age_s)}"
-        )
+        age = "damaged: its created is not a time" if row.age_s is None else fmt_duration(row.age_s)
+        print(f"{row.provider:<10} {row.id:<40} {status:<22} {row.lines:>7} {row.waiting:>7} {row.failed:>6}  {age}")
     return 0
 
 

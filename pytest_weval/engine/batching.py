@@ -52,6 +52,7 @@ from pytest_weval.engine.store.batches import (
     BUDGET_STATUS,
     DONE,
     FAILED,
+    OPEN,
     SUBMITTED,
     SUBMITTING,
     Batch,
@@ -69,6 +70,10 @@ from pytest_weval.engine.transport.providers.openai_compat import OpenAICompat
 log = logging.getLogger("pytest_weval.engine")
 
 SUBMITTER = ROLE_PREFIX + "batch-submitter"  # the claim whose holder submits and collects
+# OpenAI and Anthropic end every batch within 24 hours: a batch recorded without the provider's id
+# that no process could look for by then has ended at the provider (collected by no one), so
+# its lines may be queued again without buying any twice while it is still open.
+PROVIDER_WINDOW_S = 25 * 3600
 
 
 @dataclasses.dataclass
@@ -114,6 +119,7 @@ class Batcher:
         self._apis: dict[str, BatchAPI] = {}
         self._asked: dict[str, float] = {}  # batch id -> when this process last asked its status
         self._held: dict[str, float] = {}  # batch id -> what the budget holds for it here
+        self._uncollectable: dict[str, str] = {}  # batch id -> why this process cannot collect it
         self._queue: list[Line] = []
         self._queued = asyncio.Event()
         self._driver: asyncio.Task[None] | None = None
@@ -232,7 +238,17 @@ class Batcher:
                 continue
             state = states.get(key)
             line = wanted.line
-            if state is None or state.state == DONE:  # collected (or cancelled: state None)
+            why = self._uncollectable.get(state.batch or "") if state is not None else None
+            if why is not None and state is not None and state.state not in (DONE, FAILED):
+                batch_name = state.provider_id or state.batch
+                message = f"in {line.provider} batch {batch_name}, which this run cannot collect: {why}"
+                if self.mode == "submit":
+                    wanted.future.set_exception(
+                        BatchPending(message, model_id=line.model, provider=line.provider, batch_id=batch_name or "")
+                    )
+                else:
+                    wanted.future.set_exception(ProviderError(None, f"{line.model}: {message}", model_id=line.model))
+            elif state is None or state.state == DONE:  # collected (or cancelled: state None)
                 entry = await self.cache.get(key)
                 if entry is not None:
                     wanted.future.set_result(reply_from_entry(entry, cached=False))
@@ -276,32 +292,62 @@ class Batcher:
         now = time.time()
         batches = await self.store.open_batches()
         for batch in batches:
-            if batch.status == SUBMITTING:
-                gone = batch.owner != self.coordinator.owner and self.coordinator.dead(batch.host, batch.pid)
-                if gone or now - batch.created > self.settings.claim_lease_s * 4:  # on another machine, long gone
-                    await self._recover(batch, {b.provider_id for b in batches if b.provider_id})
-                continue
             asked = self._asked.get(batch.id)
             if asked is not None and now - asked < self.settings.batch_poll_s:
+                continue  # recoveries are spaced like status checks (a provider may have no list)
+            if batch.status == SUBMITTING:
+                gone = batch.owner != self.coordinator.owner and self.coordinator.dead(batch.host, batch.pid)
+                if (
+                    gone or batch.created is None or now - batch.created > self.settings.claim_lease_s * 4
+                ):  # on another machine, long gone
+                    self._asked[batch.id] = now
+                    await self._recover(batch, {b.provider_id for b in batches if b.provider_id})
+                continue
+            if batch.status != OPEN:
+                self._cannot_collect(batch, f"its record in the store has an unknown status {batch.status!r}")
                 continue
             api = self._collector(batch)
-            if api is None or batch.provider_id is None:
+            if api is None:
+                continue
+            if batch.provider_id is None:  # a damaged record: nothing to ask the provider about
+                self._cannot_collect(batch, "its record in the store has no provider id")
                 continue
             self._asked[batch.id] = now
-            status = await api.status(batch.provider_id)
+            try:
+                status = await api.status(batch.provider_id)
+            except ProviderError as exc:
+                if exc.status != 404:
+                    raise  # a passing fault: asked again after the poll interval
+                # The account does not know it (deleted, or a store shared with another account
+                # of the same name): kept, as its lines may be in it, but nobody waits on it here.
+                self._cannot_collect(batch, f"the provider answers 404 for it ({exc.message})")
+                continue
             if status.failed is not None:
                 await self.store.fail_all(batch.id, None, f"the batch failed at {batch.provider}: {status.failed}")
                 self._changes += 1
             elif status.ended:
-                await self._collect(api, batch)
+                await self._collect(api, batch, status.status)
             else:
                 await self.store.checked(batch.id, status.status)
 
     async def _recover(self, batch: Batch, known: set[str]) -> None:
         """A batch whose submitter died between asking the provider and recording its answer:
-        if the provider has it, it is collected like any other; else its lines are queued again."""
+        if the provider has it, it is collected like any other; else its lines are queued again.
+        A process that cannot look (no key, another account) leaves it as it is: the batch may
+        exist, and queueing its lines again would buy them twice (docs/batch.md)."""
         api = self._collector(batch)
-        provider_id = await api.find(batch.id, batch.created, batch.lines, known) if api is not None else None
+        if api is None:
+            if batch.created is not None and time.time() - batch.created > PROVIDER_WINDOW_S:
+                await self.store.unsubmit(batch.id)
+            return
+        if batch.created is None:  # what the provider is searched by: left for `batch cancel`/a person
+            self._cannot_collect(batch, "its record in the store is damaged (its created is not a time)")
+            return
+        try:
+            provider_id = await api.find(batch.id, batch.created, batch.lines, known)
+        except ModelCallError as exc:  # e.g. no list endpoint: asked again after the poll interval
+            self._cannot_collect(batch, f"it could not be looked for at the provider: {exc.message}")
+            return
         if provider_id is None:
             await self.store.unsubmit(batch.id)
         else:
@@ -311,18 +357,26 @@ class Batcher:
         try:
             api = self.api(batch.provider)
         except ModelCallError as exc:
-            self.notice(f"batch-key:{batch.provider}", f"weval: cannot collect {batch.provider} batches: {exc.message}")
-            return None
-        if api.account != batch.account:
-            self.notice(
-                f"batch-account:{batch.id}",
-                f"weval: {batch.provider} batch {batch.provider_id} was submitted with another key or base URL: "
-                "not collected here",
-            )
-            return None
-        return api
+            why = exc.message
+        else:
+            if api.account == batch.account:
+                self._uncollectable.pop(batch.id, None)
+                return api
+            why = "it was submitted with another key or base URL"
+        self._cannot_collect(batch, why)
+        return None
 
-    async def _collect(self, api: BatchAPI, batch: Batch) -> None:
+    def _cannot_collect(self, batch: Batch, why: str) -> None:
+        """Its waiters here end (skipped under ``submit``, errors under ``wait``) rather than wait
+        for ever; the batch and its lines stay in the store for a process that can collect them."""
+        self._uncollectable[batch.id] = why
+        self.notice(
+            f"batch-uncollectable:{batch.id}",
+            f"weval: cannot collect {batch.provider} batch {batch.provider_id or batch.id} here: {why}; "
+            "it is kept for a run that can",
+        )
+
+    async def _collect(self, api: BatchAPI, batch: Batch, provider_status: str) -> None:
         assert batch.provider_id is not None
         lines = {key: (model, request) for key, model, request in await self.store.lines_of(batch.id)}
         done: list[str] = []
@@ -358,7 +412,7 @@ class Batcher:
                 dropped.append(result.key)
             else:
                 failed.append((result.key, result.status, self.redactor.redact(result.message)))
-        await self.store.land(batch.id, done, again, dropped, failed)
+        await self.store.land(batch.id, done, again, dropped, failed, provider_status)
         self._changes += 1
         held = self._held.pop(batch.id, None)
         if held is not None:
@@ -369,7 +423,8 @@ class Batcher:
             f"batch-collected:{batch.id}",
             f"weval: collected {api.provider} batch {batch.provider_id}: {len(done)} replies"
             + (f", {len(again)} to send again" if again else "")
-            + (f", {len(failed)} failed" if failed else ""),
+            + (f", {len(failed)} failed" if failed else "")
+            + (f", {len(dropped)} cancelled (sent again if still needed)" if dropped else ""),
         )
 
     async def _release_held(self) -> None:
@@ -467,7 +522,7 @@ class BatchRow:
     lines: int
     waiting: int  # lines still in it (not collected)
     failed: int
-    age_s: float
+    age_s: float | None  # None: its record's created is not a time (damaged)
 
 
 async def _open_batches_of(settings: EngineSettings, redactor: Redactor) -> tuple[BatchStore, Callable[[], Any]]:
@@ -498,7 +553,7 @@ async def list_batches(cache_store: str, cache_dir: str, *, include_ended: bool 
             lines=b.lines,
             waiting=sum(n for state, n in counts.get(b.id, {}).items() if state not in (FAILED, DONE)),
             failed=counts.get(b.id, {}).get(FAILED, 0),
-            age_s=now - b.created,
+            age_s=None if b.created is None else now - b.created,
         )
         for b in batches
     ]

@@ -455,13 +455,19 @@ def test_batch_settings_in_a_subprocess(tmp_path):
                 "batch_delay_s": 0.05,
                 "batch_expire_rate": 1.0,
                 "batch_seed": 0,
+                "batch_create_hold_s": 0.0,
             }
             anthropic, openai = Anthropic(client, fake.url), OpenAI(client, fake.url)
             lines = [("k1", message("c", "the capital?")), ("k2", message("c", "other"))]
             batch = anthropic.wait(anthropic.submit(lines)["id"])
             assert batch["request_counts"]["expired"] == 2
             settings = fake.set_batch(batch_expire_rate=0.0, batch_delay_s=0.1, batch_seed=3)
-            assert settings == {"batch_delay_s": 0.1, "batch_expire_rate": 0.0, "batch_seed": 3}
+            assert settings == {
+                "batch_delay_s": 0.1,
+                "batch_expire_rate": 0.0,
+                "batch_seed": 3,
+                "batch_create_hold_s": 0.0,
+            }
             assert client.post(fake.url + "/__batch", json={"batch_nonsense": 1}).status_code == 400
             batch = anthropic.wait(anthropic.submit(lines)["id"])
             results = anthropic.results(batch)

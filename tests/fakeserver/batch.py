@@ -35,7 +35,7 @@ OPENAI_ENDPOINTS = ("/v1/chat/completions", "/v1/completions")
 ANTHROPIC_LIVE_PATH = "/anthropic/v1/messages"
 CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 WINDOW_S = 24 * 3600
-SETTINGS = ("batch_delay_s", "batch_expire_rate", "batch_seed")
+SETTINGS = ("batch_delay_s", "batch_expire_rate", "batch_seed", "batch_create_hold_s")
 # Faults a batch cannot show as such (no connection to hang or drop): a server error line.
 SERVER_FAULTS = ("500", "hang", "drop", "malformed")
 ANTHROPIC_ERROR_TYPES = {
@@ -359,6 +359,9 @@ class BatchAPI:
                 status, body, content_type = self._openai(method, path, query, headers, raw)
             self.server.batch_calls.append({"method": method, "path": path, "status": status, "at": time.time()})
         text = body if isinstance(body, str) else json.dumps(body)
+        if method == "POST" and path in (OPENAI + "/batches", ANTHROPIC) and status == 200:
+            # The batch exists; its creator hears of it only later (a window to kill it in).
+            await asyncio.sleep(float(self.server.batch_create_hold_s))
         await self.server._send(writer, status, text, content_type=content_type)
 
     # -- OpenAI -----------------------------------------------------------------------------

@@ -300,6 +300,7 @@ class FakeServer:
         self.batch_delay_s = batch_delay_s
         self.batch_expire_rate = batch_expire_rate
         self.batch_seed = batch_seed
+        self.batch_create_hold_s = 0.0  # how long the reply to a batch create is held back
         self.batch_calls: list[dict[str, Any]] = []
         self.batches: dict[str, BatchJob] = {}
         self._batch = BatchAPI(self)
@@ -416,7 +417,8 @@ class FakeServer:
         return {name: getattr(self, name) for name in BATCH_SETTINGS}
 
     def set_batch(self, **settings: Any) -> dict[str, Any]:
-        """Change batch_delay_s, batch_expire_rate and/or batch_seed (for batches created after)."""
+        """Change batch_delay_s, batch_expire_rate, batch_seed (for batches created after) and/or
+        batch_create_hold_s (how long the reply to a batch create is held after the batch exists)."""
         unknown = set(settings) - set(BATCH_SETTINGS)
         if unknown:
             raise ValueError(f"unknown batch settings: {sorted(unknown)} (known: {', '.join(BATCH_SETTINGS)})")

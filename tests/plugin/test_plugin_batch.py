@@ -218,6 +218,10 @@ def test_batch_list_and_cancel(project: Project):
     result = _run(project, "--weval-batch=wait")
     result.assert_outcomes(passed=4, failed=2)
     assert cli("list").stdout.strip() == "no open batch"
+    # The ended batch shows what the provider last said of it (issue 40 item 14), not the
+    # 'in_progress' of the status check before the cancel.
+    ended = next(line for line in cli("list", "--all").stdout.splitlines() if batch_id in line)
+    assert "ended (cancelled)" in ended, ended
 
 
 def test_later_turns_and_their_judges_are_later_rounds_and_xdist_submits_one_batch_a_round(project: Project):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import collections
 import os
+import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -69,3 +71,142 @@ def test_a_batch_submitted_by_one_process_is_collected_by_another(
         assert max(per_line.values()) == 1, said
         assert server.requests == [], said  # nothing live
         assert {job.provider for job in server.batches.values()} == {"openai", "anthropic"}, said
+
+
+@pytest.mark.parametrize("store", ["sqlite", "files", "postgresql"])
+def test_a_batch_a_run_cannot_see_keeps_its_lines_until_one_that_can_collects_it(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+):
+    """Issue 41 item 1: a submit killed after the provider made the batch, before its id was
+    recorded; a run without the OpenAI key cannot look for it and must not queue its lines
+    again, so the next run with the key finds and collects it, buying no line twice."""
+    cache_store = request.getfixturevalue("pg_url") if store == "postgresql" else store
+    _project(tmp_path)
+    with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=600.0) as server:
+        env = dict(os.environ)
+        env.update(server.env())
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        env.pop("PYTEST_ADDOPTS", None)
+        args = (f"--weval-cache-store={cache_store}",)
+        server.set_batch(batch_create_hold_s=120.0)  # the batch exists; its submitter is not told yet
+        command = [
+            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "suite.yml",
+            "--weval-judges=anthropic:claude-judge", "--weval-check-models=off", "--weval-batch=submit", *args,
+        ]  # fmt: skip
+        run = subprocess.Popen(
+            command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while not server.batches and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert server.batches, "no batch was created"
+        finally:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+        server.set_batch(batch_create_hold_s=0.0, batch_delay_s=0.2)
+
+        # An Anthropic item of its own makes the blind run batch (and so look at open batches).
+        (tmp_path / "other.yml").write_text(
+            "models: [anthropic:claude-judge]\n---\n- id: other\n  prompt: Another question.\n  should: [answers]\n"
+        )
+        blind = {name: value for name, value in env.items() if name != "OPENAI_API_KEY"}
+        cannot = _pytest(tmp_path, blind, "other.yml", "--weval-missing-keys=error", "--weval-batch=submit", *args)
+        said = cannot.stdout[-3000:] + cannot.stderr[-2000:]
+        assert "cannot collect openai batch" in cannot.stdout + cannot.stderr, said
+
+        for batch in server.batches.values():
+            batch.ends_at = time.time()
+        collected = _pytest(tmp_path, env, "--weval-batch=wait", *args)
+        said += "\n--- the collecting run ---\n" + collected.stdout[-3000:] + collected.stderr[-2000:]
+        assert collected.returncode == 0, said
+        assert f"{ITEMS} passed" in collected.stdout, said
+        per_line = collections.Counter(server.log()["batch_lines"]["by_custom_id"])
+        assert max(per_line.values()) == 1, said  # each line bought once
+
+
+@pytest.mark.parametrize("store", ["sqlite", "files", "postgresql"])
+def test_a_wait_that_cannot_collect_an_open_batch_ends_and_says_why(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+):
+    """Issue 41 item 2: a ``wait`` run whose key cannot reach the open batch's account, or whose
+    batch the provider answers 404 for, ends, saying in one line which batch and why."""
+    cache_store = request.getfixturevalue("pg_url") if store == "postgresql" else store
+    _project(tmp_path)
+    with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=600.0) as server:
+        env = dict(os.environ)
+        env.update(server.env())
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        env.pop("PYTEST_ADDOPTS", None)
+        args = (f"--weval-cache-store={cache_store}",)
+        submitted = _pytest(tmp_path, env, "--weval-batch=submit", *args)
+        assert submitted.returncode == 0, submitted.stdout[-3000:]
+        (openai_batch,) = server.batches
+
+        other_key = env | {"OPENAI_API_KEY": "sk-another-account"}
+        other = _pytest(tmp_path, other_key, "--weval-batch=wait", *args)
+        said = other.stdout[-3000:] + other.stderr[-2000:]
+        assert f"{ITEMS} error" in other.stdout, said
+        assert f"cannot collect openai batch {openai_batch} here" in other.stdout + other.stderr, said
+        assert "another key" in other.stdout, said
+
+        del server.batches[openai_batch]  # the provider no longer knows it
+        gone = _pytest(tmp_path, env, "--weval-batch=wait", *args)
+        said = gone.stdout[-3000:] + gone.stderr[-2000:]
+        assert f"{ITEMS} error" in gone.stdout, said
+        assert f"cannot collect openai batch {openai_batch} here" in gone.stdout + gone.stderr, said
+        assert "404" in gone.stdout, said
+        assert len(server.batches) == 0, said  # nothing bought again meanwhile
+
+
+def test_batch_list_shows_a_row_whose_created_is_damaged(tmp_path: Path):
+    """Issue 41 item 3: a batch row whose ``created`` is not a time is listed, said to be
+    damaged, with no traceback. (PostgreSQL's column type cannot hold such a value; the files
+    store keeps its batches in a SQLite file like this one.)"""
+    _project(tmp_path)
+    with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=600.0) as server:
+        env = dict(os.environ)
+        env.update(server.env())
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        env.pop("PYTEST_ADDOPTS", None)
+        submitted = _pytest(tmp_path, env, "--weval-batch=submit", "--weval-cache-dir=cache")
+        assert submitted.returncode == 0, submitted.stdout[-3000:]
+        (openai_batch,) = server.batches
+    with sqlite3.connect(tmp_path / "cache" / "weval-cache.sqlite") as db:
+        db.execute("UPDATE weval_batches SET created = 'yesterday'")
+    listed = subprocess.run(
+        [sys.executable, "-m", "pytest_weval", "batch", "list", "--cache-dir", "cache"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    assert "Traceback" not in listed.stderr, listed.stderr
+    row = next(line for line in listed.stdout.splitlines() if openai_batch in line)
+    assert "damaged" in row, listed.stdout
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        ("status = 'paused'", "unknown status 'paused'"),
+        ("provider_id = NULL", "no provider id"),
+    ],
+)
+def test_a_wait_on_a_damaged_batch_row_ends_and_says_why(tmp_path: Path, damage: str, said: str):
+    """Issue 41 item 2: a batch row with an unknown status or no provider id does not leave a
+    ``wait`` run waiting for ever: its items error with one line naming the batch."""
+    _project(tmp_path)
+    with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=600.0) as server:
+        env = dict(os.environ)
+        env.update(server.env())
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        env.pop("PYTEST_ADDOPTS", None)
+        submitted = _pytest(tmp_path, env, "--weval-batch=submit", "--weval-cache-dir=cache")
+        assert submitted.returncode == 0, submitted.stdout[-3000:]
+        with sqlite3.connect(tmp_path / "cache" / "weval-cache.sqlite") as db:
+            db.execute(f"UPDATE weval_batches SET {damage}")
+        waited = _pytest(tmp_path, env, "--weval-batch=wait", "--weval-cache-dir=cache")
+        out = waited.stdout[-3000:] + waited.stderr[-2000:]
+        assert f"{ITEMS} error" in waited.stdout, out
+        everything = waited.stdout + waited.stderr
+        assert "cannot collect openai batch" in everything and said in everything, out
+        assert len(server.batches) == 1, out  # its lines were not bought again

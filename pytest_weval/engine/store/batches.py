@@ -110,7 +110,7 @@ class Batch:
     owner: str
     host: str
     pid: int
-    created: float
+    created: float | None  # None: the record's is not a time (damaged by hand or a bug)
     checked: float | None
 
 
@@ -129,6 +129,29 @@ _BATCH_COLUMNS = (
     "id, provider, account, provider_id, status, provider_status, lines, owner, host, pid, created, checked"
 )
 _IN = 400  # keys per IN (...) list
+
+
+def _time(value: Any) -> float | None:
+    """A time read from a row; None when the row holds something else (SQLite keeps any type)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _batch(row: Sequence[Any]) -> Batch:
+    id_, provider, account, provider_id, status, provider_status, lines, owner, host, pid, created, checked = row
+    return Batch(
+        id_,
+        provider,
+        account,
+        provider_id,
+        status,
+        provider_status,
+        lines,
+        owner,
+        host,
+        pid,
+        _time(created),
+        _time(checked),
+    )
 
 
 def _marks(n: int) -> str:
@@ -301,10 +324,12 @@ def _fail_all(batch_id: str, status: int | None, message: str, now: float) -> Op
 
 def _open_batches() -> Op[list[Batch]]:
     rows = yield (
-        f"SELECT {_BATCH_COLUMNS} FROM weval_batches WHERE status IN (?, ?) ORDER BY created",
-        (SUBMITTING, OPEN),
+        # Not ended: a status this version does not know (damaged, or a newer version's) is
+        # open too, so whoever waits on its lines is told rather than left waiting.
+        f"SELECT {_BATCH_COLUMNS} FROM weval_batches WHERE status <> ? ORDER BY created",
+        (ENDED,),
     )
-    return [Batch(*row) for row in rows]
+    return [_batch(row) for row in rows]
 
 
 def _checked(batch_id: str, provider_status: str, now: float) -> Op[None]:
@@ -317,6 +342,7 @@ def _land(
     again: Sequence[str],
     dropped: Sequence[str],
     failed: Sequence[tuple[str, int | None, str]],
+    provider_status: str | None,
     now: float,
 ) -> Op[None]:
     """A batch ended and its replies are in the cache: those lines are done; lines that expired
@@ -346,14 +372,18 @@ def _land(
         "UPDATE weval_batch_lines SET state = ?, batch = NULL, updated = ? WHERE batch = ? AND state NOT IN (?, ?)",
         (QUEUED, now, batch_id, FAILED, DONE),
     )
-    yield "UPDATE weval_batches SET status = ?, ended = ?, checked = ? WHERE id = ?", (ENDED, now, now, batch_id)
+    yield (
+        "UPDATE weval_batches SET status = ?, provider_status = COALESCE(?, provider_status), ended = ?, checked = ? "
+        "WHERE id = ?",
+        (ENDED, provider_status, now, now, batch_id),
+    )
 
 
 def _all_batches(include_ended: bool) -> Op[list[Batch]]:
     if not include_ended:
         return (yield from _open_batches())
     rows = yield f"SELECT {_BATCH_COLUMNS} FROM weval_batches ORDER BY created", ()
-    return [Batch(*row) for row in rows]
+    return [_batch(row) for row in rows]
 
 
 def _line_counts() -> Op[dict[str, dict[str, int]]]:
@@ -486,8 +516,10 @@ class BatchStore:
         again: Sequence[str],
         dropped: Sequence[str],
         failed: Sequence[tuple[str, int | None, str]],
+        provider_status: str | None = None,
     ) -> None:
-        await self.runs.run(lambda: _land(batch_id, done, again, dropped, failed, time.time()))
+        """``provider_status``: the provider's last word on the ended batch (``batch list``)."""
+        await self.runs.run(lambda: _land(batch_id, done, again, dropped, failed, provider_status, time.time()))
 
     async def batches(self, *, include_ended: bool = False) -> list[Batch]:
         await self.prepare()
