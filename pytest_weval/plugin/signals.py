@@ -5,7 +5,10 @@ gives the replies on the wire ``--weval-stop-grace`` to arrive and be stored), t
 as it does for Ctrl-C: every report is still written, marked interrupted, and the exit code is
 pytest's ``INTERRUPTED``. SIGTERM counts as Ctrl-C because CI systems cancel a job with it and
 kill the job a few seconds later: dying at once would lose the reports and the replies paid for.
-A second signal is the user saying "now": one line, and the process ends (no traceback).
+A second signal is the user saying "now": one line, and the process ends (no traceback). The
+same signal again within ``_SAME_STOP_S`` of the first is not a second one: GNU ``timeout``
+signals its child and then the child's process group, so the controller receives one stop twice
+(issue 41, item 7); a person's second Ctrl-C comes later than that.
 
 An xdist worker whose controller died (SIGKILL, an OOM kill) would go on sending for the items it
 holds, with nobody to report to: a watchdog notices the parent is gone and stops it the same way.
@@ -16,6 +19,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 from types import FrameType
 from typing import Any
@@ -23,6 +27,9 @@ from typing import Any
 import pytest
 
 _DEFAULT_HANDLERS = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+# One kill delivered twice (child, then its group) arrives within microseconds; a second
+# keypress or `kill` takes far longer than this.
+_SAME_STOP_S = 0.5
 _PARENT_POLL_S = 0.5  # a worker notices a dead controller within this (the issue asks a second or two)
 
 
@@ -34,6 +41,7 @@ class StopSignals:
     def __init__(self, stop: Callable[[], None]):
         self._stop = stop
         self.received: str | None = None  # the first signal's name
+        self._received_at = 0.0
         self._previous: dict[int, Any] = {}
         self._closed = threading.Event()
 
@@ -59,10 +67,13 @@ class StopSignals:
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
         if self.received is not None:
+            if name == self.received and time.monotonic() - self._received_at < _SAME_STOP_S:
+                return  # the same stop delivered again (timeout: child, then group): already handled
             # os.write and os._exit: nothing here may wait on a lock the interrupted code holds
             os.write(2, f"\nweval: {name} again: stopped at once; replies still on the wire are not stored\n".encode())
             os._exit(int(pytest.ExitCode.INTERRUPTED))
         self.received = name
+        self._received_at = time.monotonic()
         self._stop()
         raise KeyboardInterrupt(name)
 
