@@ -194,6 +194,40 @@ def test_a_truncated_file_is_one_line_and_repair_keeps_what_is_left(project: Pro
     assert len(project.requests(MODEL)) == 40 - salvable
 
 
+def test_an_emptied_cache_is_one_line_and_nothing_is_sent(project: Project):
+    """A cache cut to nothing (issue 41, item 4): SQLite would take the empty file for a new
+    database, so every reply (and the history) would be bought again in silence."""
+    path = record(project)
+    os.truncate(path, 0)
+    for args in ((), ("--weval-cache=ro",), ("--collect-only",)):
+        result = project.run(*args, sub=True)
+        if args == ("--collect-only",):  # a dry run sends nothing and leaves the file as it was
+            assert path.stat().st_size == 0
+            continue
+        one_line_usage_error(result, str(path), "empty", "held", "cache repair", "--weval-cache=refresh")
+    assert not project.requests()
+    assert path.stat().st_size == 0
+    check = cli(project, "check")
+    assert check.returncode == 1 and "empty" in check.stdout, check
+
+
+@pytest.mark.parametrize("accept", ["repair", "refresh"])
+def test_the_loss_of_an_emptied_cache_is_accepted_by_repair_or_refresh(project: Project, accept: str):
+    path = record(project)
+    os.truncate(path, 0)
+    if accept == "repair":
+        repaired = cli(project, "repair")
+        assert repaired.returncode == 0 and "kept 0 entries" in repaired.stdout, repaired
+        assert path.with_name(path.name + ".damaged").exists()
+        project.run(sub=True).assert_outcomes(passed=40)
+    else:
+        project.run("--weval-cache=refresh", sub=True).assert_outcomes(passed=40)
+    assert len(project.requests(MODEL)) == 40  # bought again, once
+    project.server.requests.clear()
+    project.run(sub=True).assert_outcomes(passed=40)  # and the cache works again
+    assert not project.requests()
+
+
 def garble_middle(path: Path) -> None:
     """Garbage over one leaf page of the entries' table (the middle one): some entries are
     lost, the file still opens."""

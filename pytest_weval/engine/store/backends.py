@@ -56,6 +56,8 @@ from pytest_weval.engine.store.outage import flush as flush_spool
 from pytest_weval.engine.store.sqlite import FILENAME as SQLITE_FILENAME
 from pytest_weval.engine.store.sqlite import SqliteStore
 from pytest_weval.engine.store.sqlite_health import (
+    emptied,
+    emptied_line,
     fix_command,
     forget_good,
     inspect,
@@ -63,6 +65,7 @@ from pytest_weval.engine.store.sqlite_health import (
     mark_good,
     open_error,
     raw_entries,
+    set_aside_emptied,
     unopenable_line,
 )
 from pytest_weval.engine.store.sqlite_health import repair as repair_sqlite
@@ -232,11 +235,12 @@ class SqliteBackend:
 
         return OpenStore(responses=responses, claims=claims, close=close)
 
-    def verify(self, readonly: bool) -> bool:
+    def verify(self, readonly: bool, *, accept_loss: bool = False) -> bool:
         """The file can be used as the mode needs, and is not damaged (``PRAGMA quick_check``
-        when it changed since it was last known good). Returns whether it is known good; raises
-        ``StoreError``, one line naming the file and what to do. ``readonly`` writes and creates
-        nothing, and a missing file is no error (every request is then a replay miss)."""
+        when it changed since it was last known good) nor emptied since. Returns whether it is
+        known good; raises ``StoreError``, one line naming the file and what to do. ``readonly``
+        writes and creates nothing, and a missing file is no error (every request is then a
+        replay miss). ``accept_loss`` (``refresh``): an emptied file starts a new cache."""
         if self.cache_dir.exists() and not self.cache_dir.is_dir():
             raise open_error(self.path, FileExistsError(), readonly=readonly)
         if readonly and not self.path.exists():
@@ -247,6 +251,11 @@ class SqliteBackend:
                 _ignored_by_git(self.cache_dir)
             except OSError as exc:
                 raise open_error(self.path, exc, readonly=False) from None
+        had = emptied(self.path)
+        if had is not None:
+            if not accept_loss:
+                raise StoreError(emptied_line(self.path, had))
+            forget_good(self.path)
         try:
             health = inspect(self.path, readonly=readonly)
         except (sqlite3.Error, OSError) as exc:
@@ -262,7 +271,7 @@ class SqliteBackend:
             if settings.coordinating and self.cache_dir.exists() and not self.cache_dir.is_dir():
                 raise open_error(self.path, FileExistsError(), readonly=False)
             return
-        self.verify(settings.cache_mode == "ro")
+        self.verify(settings.cache_mode == "ro", accept_loss=settings.cache_mode == "refresh")
 
     def request_stop(self, settings: EngineSettings, run_id: str, name: str) -> None:
         _sqlite_request_stop(claims_path(settings), run_id, name)
@@ -295,6 +304,11 @@ class SqliteBackend:
     def health(self) -> StoreHealth:
         if not self.path.exists():
             raise StoreError(f"no SQLite cache at {self.path}")
+        had = emptied(self.path)
+        if had is not None:
+            return StoreHealth(
+                str(self.path), 0, 0, [emptied_line(self.path, had)], fix_command(self.cache_dir), unopenable=True
+            )
         try:
             found = inspect(self.path, readonly=True, full=True)
         except sqlite3.Error as exc:
@@ -303,6 +317,8 @@ class SqliteBackend:
         return StoreHealth(str(self.path), found.readable, found.lost, found.problems, fix_command(self.cache_dir))
 
     def repair(self) -> StoreRepair:
+        if self.path.exists() and emptied(self.path) is not None:
+            return StoreRepair(str(self.path), 0, None, str(set_aside_emptied(self.path)))
         kept, lost, damaged = repair_sqlite(self.path)
         return StoreRepair(str(self.path), kept, lost, str(damaged))
 

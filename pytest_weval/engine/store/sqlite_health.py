@@ -27,6 +27,7 @@ from pytest_weval.engine.store.common import StoreDown, StoreError
 from pytest_weval.engine.store.db import SCHEMA, open_readonly
 
 STAMP_SUFFIX = ".checked"
+_HEADER_SIZE = 100  # every SQLite database file starts with a header of this size
 # SQLite's primary result codes (sqlite3.h).
 _READONLY, _IOERR, _CORRUPT, _CANTOPEN, _FULL, _NOTADB = 8, 10, 11, 14, 13, 26
 _KEY = re.compile(r"[0-9a-f]{64}\Z")
@@ -159,6 +160,40 @@ def mark_good(path: Path) -> None:
         return
     with contextlib.suppress(OSError):  # a stamp not written only means the next run checks again
         Path(str(path) + STAMP_SUFFIX).write_text(json.dumps(signature), encoding="utf-8")
+
+
+def emptied(path: Path) -> int | None:
+    """The size the file had when it was last known good, when it has since been cut to less
+    than a SQLite header (a truncated copy, a failed restore): opened as it is, SQLite would take
+    it for a new, empty database and every reply and the history would be gone in silence.
+    None when it was not (a file that shrank but is still a database, say after a VACUUM, is
+    checked as any changed file is)."""
+    try:
+        stamp = json.loads(Path(str(path) + STAMP_SUFFIX).read_text(encoding="utf-8"))
+        size = path.stat().st_size
+    except (OSError, ValueError):
+        return None
+    had = stamp.get("size") if isinstance(stamp, dict) else None
+    if isinstance(had, int) and had >= _HEADER_SIZE > size:
+        return had
+    return None
+
+
+def emptied_line(path: Path, had: int) -> str:
+    return (
+        f"the SQLite cache {path} is empty ({path.stat().st_size} bytes) but held {had:,} bytes when it was last "
+        "checked: its replies and the run history are gone, and every reply would be bought again; restore "
+        f"the file, or accept the loss with {fix_command(path.parent)} or --weval-cache=refresh"
+    )
+
+
+def set_aside_emptied(path: Path) -> Path:
+    """Accept an emptied file's loss (``cache repair``): it goes aside as ``<name>.damaged`` and
+    the next run starts an empty cache."""
+    aside = path.with_name(path.name + ".damaged")
+    path.replace(aside)
+    forget_good(path)
+    return aside
 
 
 def forget_good(path: Path) -> None:
