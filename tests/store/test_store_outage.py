@@ -123,6 +123,24 @@ def test_a_restart_mid_run_loses_nothing_and_sends_nothing_twice(
     assert not (folder / ".weval_cache" / "weval-spool").exists()  # the store took everything
 
 
+def test_each_outage_of_a_run_is_said(tmp_path: Path, server_of_its_own: PostgresServer):
+    """Issue 41, item 9: the store going away a second time in one run is said again (one line
+    per outage, not per request); the run still loses nothing."""
+    pg = server_of_its_own
+    folder = _suite(tmp_path)
+    with FakeServer(RULES, latency_ms=150) as fake:
+        run = Run(folder, _env(fake), f"--weval-cache-store={pg.url()}")
+        for sent in (REQUESTS // 5, REQUESTS // 2):
+            _when_busy(fake, run, sent)
+            pg.halt()
+            time.sleep(1.5)
+            pg.resume()
+        assert run.wait() == 0, run.output[-3000:]
+    said = [line for line in run.output.splitlines() if "does not answer" in line]
+    assert len(said) == 2, run.output[-3000:]
+    assert f"{ITEMS} passed" in run.output
+
+
 @pytest.mark.parametrize("shape", ["serial", "run-id", "xdist-run-id"])
 def test_a_store_stopped_for_good_ends_on_one_line_and_its_replies_wait_in_the_spool(
     tmp_path: Path, server_of_its_own: PostgresServer, shape: str

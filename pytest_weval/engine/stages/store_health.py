@@ -106,9 +106,11 @@ class StoreHealth:
                 f"weval: {outage.gave_up}{last}: no new request is sent; replies received are kept for the next run",
             )
         elif outage is not None and outage.since is not None:
+            # Numbered from the second: the terminal says a line once, and each outage is news.
+            again = f" again (outage {outage.outages} of this run)" if outage.outages > 1 else ""
             self.notices.once(
                 f"store-outage-{outage.outages}",
-                f"weval: the cache store {outage.where} does not answer: sending paused, retrying for up to "
+                f"weval: the cache store {outage.where} does not answer{again}: sending paused, retrying for up to "
                 f"{outage.retry_s:g} s (--weval-store-retry)",
             )
         if faults.stop:
