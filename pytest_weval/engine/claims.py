@@ -121,6 +121,7 @@ class Coordinator:
         poll_s: float,
         on_signal: Callable[[str, float], None] | None = None,
         shares_outcomes: bool = True,
+        outcomes_lost: Callable[[], bool] | None = None,
     ):
         if isinstance(store, SqliteDB):
             store = SqliteClaims(store)
@@ -143,6 +144,9 @@ class Coordinator:
         # False for a run of one process (its own flights and memo serve a repeated request):
         # its claims only keep other runs on the same store from sending the same request.
         self.shares_outcomes = shares_outcomes
+        # True once the store takes no more writes (a full disk): a holder can then neither
+        # record its outcome nor give its claim up, so waiting for it lasts the whole lease.
+        self.outcomes_lost = outcomes_lost or (lambda: False)
         self._claim_queue: dict[str, list[asyncio.Future[Landed | bool]]] = {}
         self._claimer: asyncio.Task[None] | None = None
 
@@ -304,6 +308,8 @@ class Coordinator:
             await asyncio.sleep(self.poll_s)
             keys = list(self._waiting)
             try:
+                if self.outcomes_lost():  # each waiter asks again: the claim fails, it is evaluated here
+                    raise StoreDown("the store takes no more writes")
                 found = await self.store.look(self.run_id, keys, self.dead)
             except StoreDown:
                 # Given up for the run: no outcome will be read, so every waiter is told the

@@ -155,6 +155,7 @@ class Engine:
             poll_s=settings.poll_interval_s,
             on_signal=self._on_signal,
             shares_outcomes=settings.shares_items,
+            outcomes_lost=lambda: self.cache.stopped is not None,
         )
         self.claiming = ClaimStage(
             coordinator,

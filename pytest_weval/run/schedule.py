@@ -90,6 +90,7 @@ class ItemScheduler:
         self._item_prefix = f"item:{engine.run_id}:"
         self.evaluated_here = 0
         self.received = 0
+        self._write_failures_said: set[str] = set()
         self._feeder = engine.run_coroutine(self._feed())
         self._feeder.add_done_callback(_log_failure)
 
@@ -252,6 +253,11 @@ class ItemScheduler:
             # has passed this item, so claim it again now: left for pytest to ask, the items of
             # a dead peer would be evaluated one at a time, at the end of the run.
             item.phase = Phase.WAITING
+            if self._coordinator.outcomes_lost():
+                # The store takes no more writes: the holder can neither publish nor give the
+                # item up, so it is evaluated here (its reply from the cache, or the store's error).
+                self._evaluate_here(item, item.position, None)
+                return
             await self._claim_or_keep(item)  # ELSEWHERE again: this task goes on following it
             if item.phase is Phase.LOCAL:
                 self._evaluate_here(item, item.position, None)
@@ -285,7 +291,7 @@ class ItemScheduler:
                 try:
                     await asyncio.shield(self._coordinator.abandon(self._item_prefix + nodeid))
                 except Exception as release_error:  # noqa: BLE001 - the lease runs out instead
-                    log.warning("weval: could not release the claim on %s: %s", nodeid, release_error)
+                    self._store_write_failed("release the claim on", nodeid, release_error)
             if not isinstance(exc, Exception):  # cancelled, or an interpreter exit
                 raise
             return  # the error is on the item's future
@@ -299,13 +305,22 @@ class ItemScheduler:
                     self._coordinator.finish(self._item_prefix + nodeid, text=result.model_dump_json())
                 )
             except Exception as exc:  # noqa: BLE001 - a worker waiting for it takes the item over
-                log.warning("weval: could not publish the result of %s: %s", nodeid, exc)
+                self._store_write_failed("publish the result of", nodeid, exc)
                 # Given up at once, not when this process ends: the worker waiting for it
                 # takes it over now.
                 try:
                     await asyncio.shield(self._coordinator.abandon(self._item_prefix + nodeid))
                 except Exception as release_error:  # noqa: BLE001 - the lease runs out instead
-                    log.warning("weval: could not release the claim on %s: %s", nodeid, release_error)
+                    self._store_write_failed("release the claim on", nodeid, release_error)
+
+    def _store_write_failed(self, what: str, nodeid: str, exc: BaseException) -> None:
+        """Said once per kind: on a full disk every item's write fails alike, and a line per
+        item (a hundred, under xdist) would bury the one that says why (the engine's notice)."""
+        if what in self._write_failures_said:
+            log.debug("weval: could not %s %s: %s", what, nodeid, exc)
+            return
+        self._write_failures_said.add(what)
+        log.warning("weval: could not %s %s: %s (further such failures are not repeated)", what, nodeid, exc)
 
     def _receive(self, item: ScheduledItem, landed: Landed) -> None:
         if item.future.done():

@@ -310,6 +310,10 @@ def test_a_full_disk_is_counted_said_and_stops_the_sending(project: Project, sto
         text = result.stdout.str() + result.stderr.str()
     assert "INTERNALERROR" not in text and "internal error" not in text and "Traceback" not in text, text[-3000:]
     assert len(text) < 400_000  # one line per item at most, no store traceback per item
+    # A claim that cannot be released or a result that cannot be published is said once per
+    # process (issue 41, item 6: ~100 such lines under -n 2 before).
+    repeated = [line for line in text.splitlines() if "could not release" in line or "could not publish" in line]
+    assert len(repeated) <= 2 * max(1, workers), repeated
     where = str(cache / DB) if store == "sqlite" else str(cache)
     sent = len(project.requests(MODEL))
     assert sent < 100, "the run went on sending after the disk was full"
