@@ -44,6 +44,7 @@ class StopSignals:
         self._received_at = 0.0
         self._previous: dict[int, Any] = {}
         self._closed = threading.Event()
+        self._says_hard_stop = True  # an xdist worker leaves the line to its controller
 
     def install(self) -> None:
         """Take over SIGINT and SIGTERM where they still have Python's defaults (a program that
@@ -70,7 +71,10 @@ class StopSignals:
             if name == self.received and time.monotonic() - self._received_at < _SAME_STOP_S:
                 return  # the same stop delivered again (timeout: child, then group): already handled
             # os.write and os._exit: nothing here may wait on a lock the interrupted code holds
-            os.write(2, f"\nweval: {name} again: stopped at once; replies still on the wire are not stored\n".encode())
+            if self._says_hard_stop:  # one group kill reaches every worker: one line, the controller's
+                os.write(
+                    2, f"\nweval: {name} again: stopped at once; replies still on the wire are not stored\n".encode()
+                )
             os._exit(int(pytest.ExitCode.INTERRUPTED))
         self.received = name
         self._received_at = time.monotonic()
@@ -80,6 +84,7 @@ class StopSignals:
     def watch_parent(self) -> None:
         """xdist worker: stop as if signalled once the controller that started it is gone."""
         parent = os.getppid()
+        self._says_hard_stop = False
 
         def watch() -> None:
             while not self._closed.wait(_PARENT_POLL_S):

@@ -126,3 +126,22 @@ def test_gnu_timeout_s_two_sigterms_are_one_stop(project: Project, workers: tupl
     assert (project.path / "out" / "summary.json").exists(), output[-3000:]
     assert project.json("out/summary.json")["interrupted"] is True
     assert (project.path / "junit.xml").exists(), output[-3000:]
+
+
+def test_a_second_group_signal_under_xdist_is_said_once(project: Project):
+    # Issue 41, item 9: the second SIGTERM reaches the controller and every worker; each worker
+    # printed its own "again" line (three for one keypress). The controller's is the one said.
+    _suite(project, PROMPTS)
+    project.rules(Rule(fault="hang"))  # nothing comes back: every process is still in its first stop
+    process = _start(project, "-n", "2", "--weval-stop-grace=600")
+    try:
+        _wait_until(lambda: project.server.count >= 8 or process.poll() is not None)
+        os.killpg(process.pid, signal.SIGTERM)
+        time.sleep(2)
+        os.killpg(process.pid, signal.SIGTERM)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if _alive(process.pid):
+            os.killpg(process.pid, signal.SIGKILL)
+    assert output.count("SIGTERM again: stopped at once") == 1, output[-3000:]
+    assert "Traceback" not in output and "PluggyTeardownRaisedWarning" not in output, output[-3000:]
