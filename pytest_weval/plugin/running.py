@@ -28,6 +28,7 @@ class Runner:
         concurrency: int | None,
         blocked: Mapping[str, str] | None = None,
         blocked_outcome: Outcome = "error",
+        maxfail: int = 0,
     ):
         self.engine = weval.engine
         self.pipeline = weval.pipeline
@@ -45,6 +46,10 @@ class Runner:
             # Enough evaluations in flight to keep every provider's cap busy, few enough that
             # a 100k-item run does not hold 100k coroutines.
             window = max(256, 8 * cap)
+        if maxfail and not exchange:
+            # -x / --maxfail: no further ahead than the requests in flight need, so that the
+            # items started when the last failure comes are few (docs/options.md, -x).
+            window = cap
         if self.engine.settings.batch != "off":
             # Every item at once: each waits on a batch, and a round holds what has been asked
             # when it is submitted (docs/batch.md).
@@ -55,6 +60,7 @@ class Runner:
             [item.work(0, self.blocked.get(item.nodeid), blocked_outcome) for item in items],
             window=window,
             exchange=exchange,
+            stop_after_failures=maxfail if maxfail and not exchange else None,
         )
 
     def hurry(self, item: WevalItem) -> None:

@@ -310,6 +310,7 @@ class WevalPlugin:
                 concurrency=settings.concurrency,
                 blocked=checked.blocked,
                 blocked_outcome="skipped" if settings.missing_keys == "skip" else "error",
+                maxfail=self.config.option.maxfail,
             )
 
     def _model_lists(self) -> ModelLists | None:

@@ -76,8 +76,13 @@ class ItemScheduler:
         *,
         window: int,
         exchange: bool = False,
+        stop_after_failures: int | None = None,
     ):
         self.engine = engine
+        # pytest's -x / --maxfail: once this many evaluations failed or errored, pytest stops at
+        # one of them (the items start in its order), so no item after them is started.
+        self._stop_after_failures = stop_after_failures
+        self._failures = 0
         self.pipeline = pipeline
         # Touched on the engine loop only, but for each future's result.
         self._items = {
@@ -161,6 +166,8 @@ class ItemScheduler:
         order = iter(self._items.values())
         while True:
             await slots.acquire()
+            if self._stop_after_failures is not None and self._failures >= self._stop_after_failures:
+                return  # pytest will not ask for what follows; an item it does ask for is hurried
             batch = [next(order, None)]
             while batch[-1] is not None and len(batch) < _CLAIM_RUN and not slots.locked():
                 await slots.acquire()  # free at once: the window has room for more
@@ -296,6 +303,8 @@ class ItemScheduler:
                 raise
             return  # the error is on the item's future
         self.evaluated_here += 1
+        if result.outcome in ("failed", "error"):
+            self._failures += 1
         item.phase = Phase.DONE
         if not future.done():
             future.set_result(result)
