@@ -307,7 +307,7 @@ class SqliteBackend:
         had = emptied(self.path)
         if had is not None:
             return StoreHealth(
-                str(self.path), 0, 0, [emptied_line(self.path, had)], fix_command(self.cache_dir), unopenable=True
+                str(self.path), 0, 0, [emptied_line(self.path, had)], fix_command(self.cache_dir), emptied=True
             )
         try:
             found = inspect(self.path, readonly=True, full=True)
@@ -508,12 +508,15 @@ class StoreHealth:
     problems: list[str]
     fix: str
     unopenable: bool = False  # not a database any more: ``readable`` is what its pages still hold
+    emptied: bool = False  # cut to nothing since it was last checked: ``problems[0]`` says it all
 
     @property
     def damaged(self) -> bool:
-        return bool(self.problems) or self.lost > 0 or self.unopenable
+        return bool(self.problems) or self.lost > 0 or self.unopenable or self.emptied
 
     def lines(self) -> list[str]:
+        if self.emptied:
+            return self.problems[:1]
         if not self.damaged:
             return [f"{self.store}: sound, {self.readable} entries"]
         if self.unopenable:
