@@ -217,6 +217,11 @@ def test_batch_list_and_cancel(project: Project):
     # The cancelled lines come back as such; the run that needs them sends them again.
     result = _run(project, "--weval-batch=wait")
     result.assert_outcomes(passed=4, failed=2)
+    # Each provider's collection is said, the judges' last batch too (issue 40 item 14: its line
+    # came after the last item's report and was never said).
+    collected = [line for line in result.outlines if line.startswith("weval: collected ")]
+    assert any(" openai batch " in line and "cancelled" in line for line in collected), collected
+    assert any(" anthropic batch " in line for line in collected), collected
     assert cli("list").stdout.strip() == "no open batch"
     # The ended batch shows what the provider last said of it (issue 40 item 14), not the
     # 'in_progress' of the status check before the cancel.
