@@ -1,0 +1,102 @@
+"""Analyses over the recorded runs, as the reference runs them over its stored results.
+
+``regressions``: per blueprint x model, each prompt's and each rubric point's score in the newer
+run against the older one's; a drop of at least ``min_delta`` is a regression, graded by its size. The records are
+the history's plain dicts (``engine/store/history.py``); nothing here reads a store itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+MIN_SCORE_DELTA = 0.05
+MAJOR = 0.15
+MODERATE = 0.08
+
+
+def severity(drop: float) -> str:
+    """How bad a drop is: the reference's three grades."""
+    if drop >= MAJOR:
+        return "major"
+    if drop >= MODERATE:
+        return "moderate"
+    return "minor"
+
+
+def _scored(items: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [i for i in items if isinstance(i.get("score"), (int, float)) and i.get("outcome") in ("passed", "failed")]
+
+
+def _by_blueprint_model(items: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for item in _scored(items):
+        groups.setdefault((str(item["blueprint"]), str(item["model"])), []).append(item)
+    return groups
+
+
+def _point_scores(item: Mapping[str, Any]) -> dict[str, float]:
+    """Each scored point of an item by its text (a point that errored has no score to compare)."""
+    points = (item.get("detail") or {}).get("points") or []
+    return {
+        str(p["text"]): float(p["score"])
+        for p in points
+        if isinstance(p, Mapping) and isinstance(p.get("score"), (int, float)) and not p.get("error")
+    }
+
+
+def regressions(
+    older: Sequence[Mapping[str, Any]],
+    newer: Sequence[Mapping[str, Any]],
+    *,
+    min_delta: float = MIN_SCORE_DELTA,
+) -> dict[str, list[dict[str, Any]]]:
+    """What moved by at least ``min_delta`` from the ``older`` run's items to the ``newer`` run's:
+    ``regressions`` (worse) and ``improvements`` (better), the largest change first.
+
+    As the reference: per blueprint x model, each prompt both runs scored (its item's score,
+    ``type: prompt``), and each of its points found by text in both (``type: point``)."""
+    worse: list[dict[str, Any]] = []
+    better: list[dict[str, Any]] = []
+    old_groups = _by_blueprint_model(older)
+    for key, new_items in sorted(_by_blueprint_model(newer).items()):
+        old_by_id = {str(i["nodeid"]): i for i in old_groups.get(key, [])}
+        blueprint, model = key
+        for new in new_items:
+            old = old_by_id.get(str(new["nodeid"]))
+            if old is None:
+                continue
+            where = {"blueprint": blueprint, "model": model, "prompt": str(new["prompt"]), "nodeid": str(new["nodeid"])}
+            moves = [({"type": "prompt"} | where, float(old["score"]), float(new["score"]))]
+            old_points = _point_scores(old)
+            moves += [
+                ({"type": "point"} | where | {"point": text}, old_points[text], score)
+                for text, score in _point_scores(new).items()
+                if text in old_points
+            ]
+            for found, was, now in moves:
+                change = found | _scores(was, now)
+                if abs(change["delta"]) >= min_delta:
+                    (worse if change["delta"] < 0 else better).append(change)
+    for listing in (worse, better):
+        listing.sort(key=lambda r: (-abs(float(r["delta"])), r["type"] != "prompt", r["nodeid"], r.get("point", "")))
+    return {"regressions": worse, "improvements": better}
+
+
+def _scores(old: float, new: float) -> dict[str, Any]:
+    # Rounded so that 0.6 - 0.75 is the -0.15 it reads as (major), not -0.1499999 (moderate).
+    delta = round(new - old, 9)
+    return {"older": old, "newer": new, "delta": delta, "severity": severity(abs(delta))}
+
+
+def regression_lines(found: Sequence[Mapping[str, Any]], older: str, newer: str) -> list[str]:
+    """The terminal's table of :func:`regressions`."""
+    if not found:
+        return [f"no regressions from run {older} to run {newer}"]
+    lines = [f"{len(found)} regression{'' if len(found) == 1 else 's'} from run {older} to run {newer}, worst first:"]
+    for r in found:
+        where = f"{r['blueprint']} x {r['model']} prompt {r['prompt']}"
+        if r["type"] == "point":
+            where += f", point: {r['point']}"
+        lines.append(f"  {r['severity']:<8} {r['delta']:+.2f} ({r['older']:.2f} -> {r['newer']:.2f})  {where}")
+    return lines

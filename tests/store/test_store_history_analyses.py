@@ -1,0 +1,90 @@
+"""``python -m pytest_weval history regressions`` over a hand-worked history of two runs, on every
+store: a model that lost a point, and one whose scores did not move."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_weval.engine.store.history import History, history_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(run_id: str, started: float) -> dict[str, Any]:
+    return {
+        "id": run_id,
+        "started": started,
+        "ended": started + 1,
+        "host": "ci",
+        "models": ["openai:a", "openai:b"],
+        "judges": [],
+        "figures": {},
+    }
+
+
+def _item(model: str, prompt: str, points: list[float]) -> dict[str, Any]:
+    return {
+        "nodeid": f"bp.yml::{prompt}[{model}]",
+        "blueprint": "bp",
+        "prompt": prompt,
+        "model": model,
+        "score": sum(points) / len(points),
+        "outcome": "passed",
+        "answer": "...",
+        "detail": {"points": [{"text": f"point {n}", "score": s} for n, s in enumerate(points, 1)]},
+    }
+
+
+@pytest.fixture(params=["sqlite", "files", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, History]:
+    name = request.getfixturevalue("pg_url") if request.param == "postgres" else request.param
+    return name, history_for(name, tmp_path / ".weval_cache")
+
+
+def test_regressions_between_the_last_two_runs(store: tuple[str, History], tmp_path: Path):
+    name, history = store
+    # openai:a loses point 2 of q1 (1 -> 0.5: the prompt's score 1 -> 0.75), and point 1 of q2
+    # moves by less than 0.05; openai:b gains point 1 of q1 (0.9 -> 1: an improvement of 0.1).
+    assert history.record(_run("r1", 1_700_000_000.0), [
+        _item("openai:a", "q1", [1, 1]), _item("openai:a", "q2", [1.0, 0.5]), _item("openai:b", "q1", [0.9, 1]),
+    ])  # fmt: skip
+    assert history.record(_run("r2", 1_700_000_100.0), [
+        _item("openai:a", "q1", [1, 0.5]), _item("openai:a", "q2", [0.97, 0.5]), _item("openai:b", "q1", [1, 1]),
+    ])  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    shown = subprocess.run(
+        [sys.executable, "-m", "pytest_weval", "history", "--cache-store", name, "regressions", "--json"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    body = json.loads(shown.stdout)
+    assert (body["older"], body["newer"], body["minScoreDelta"]) == ("r1", "r2", 0.05)
+    got = [(r["type"], r["model"], r["prompt"], r.get("point"), r["older"], r["newer"], r["delta"], r["severity"])
+           for r in body["regressions"]]  # fmt: skip
+    assert got == [
+        ("point", "openai:a", "q1", "point 2", 1, 0.5, -0.5, "major"),
+        ("prompt", "openai:a", "q1", None, 1, 0.75, -0.25, "major"),
+    ]
+    better = [(r["type"], r["model"], r.get("point"), r["delta"], r["severity"]) for r in body["improvements"]]
+    assert better == [("point", "openai:b", "point 1", 0.1, "moderate"), ("prompt", "openai:b", None, 0.05, "minor")]
+
+    text = subprocess.run(
+        [sys.executable, "-m", "pytest_weval", "history", "--cache-store", name, "regressions", "--min-score-delta", "0.3"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines()[0] == "1 regression from run r1 to run r2, worst first:"
+    assert "major" in text.stdout and "point: point 2" in text.stdout
+
+    unknown = subprocess.run(
+        [sys.executable, "-m", "pytest_weval", "history", "--cache-store", name, "regressions", "--since", "r9"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert unknown.returncode == 1 and "--since r9" in unknown.stderr
