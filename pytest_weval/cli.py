@@ -57,8 +57,8 @@ from pytest_weval.engine.store.backends import (
 )
 from pytest_weval.engine.store.history import History, history_for
 from pytest_weval.report._fmt import fmt_duration, plural
-from pytest_weval.report.finish import merge_outputs
 from pytest_weval.report.analyses import MIN_SCORE_DELTA, regression_lines, regressions
+from pytest_weval.report.finish import merge_outputs
 from pytest_weval.report.history import history_rows, history_table
 from pytest_weval.report.run_record import MergeError
 
@@ -175,7 +175,9 @@ def _regressions(history: History, runs: list[dict[str, Any]], args: argparse.Na
             print(f"history regressions: --since {args.since}: no recorded run has that id{hint}", file=sys.stderr)
             return 1
         older = matching[0]
-    found = regressions(history.items(str(older["id"])), history.items(str(newer["id"])), min_delta=args.min_score_delta)
+    found = regressions(
+        history.items(str(older["id"])), history.items(str(newer["id"])), min_delta=args.min_score_delta
+    )
     for line in history.damaged:
         print(f"history: {line} (`python -m pytest_weval cache repair` removes it)", file=sys.stderr)
     if args.json or args.analysis_json:
