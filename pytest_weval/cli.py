@@ -27,6 +27,9 @@
     python -m pytest_weval history [--cache-store STORE] [--cache-dir DIR] regressions [--since RUN]
                                    [--min-score-delta X] [--json]
         each prompt and rubric point whose score moved between the last two runs (docs/history.md).
+    python -m pytest_weval history [--cache-store STORE] [--cache-dir DIR] pain-points [--min 0.1] [--max 0.5]
+                                   [--limit 500] [--json]
+        the items of each blueprint's latest run scoring within the window, worst first.
 
 Exit status: 0 done, 1 the operation failed (one line on stderr), 2 a usage error.
 """
@@ -57,7 +60,16 @@ from pytest_weval.engine.store.backends import (
 )
 from pytest_weval.engine.store.history import History, history_for
 from pytest_weval.report._fmt import fmt_duration, plural
-from pytest_weval.report.analyses import MIN_SCORE_DELTA, regression_lines, regressions
+from pytest_weval.report.analyses import (
+    MIN_SCORE_DELTA,
+    PAIN_LIMIT,
+    PAIN_MAX,
+    PAIN_MIN,
+    pain_lines,
+    pain_points,
+    regression_lines,
+    regressions,
+)
 from pytest_weval.report.finish import merge_outputs
 from pytest_weval.report.history import history_rows, history_table
 from pytest_weval.report.run_record import MergeError
@@ -98,13 +110,18 @@ def _parser() -> argparse.ArgumentParser:
     history.add_argument("--blueprint", metavar="ID_OR_PATH", help="means over this blueprint's items only")
     history.add_argument("--last", type=_count, metavar="N", help="only the N newest runs")
     history.add_argument("--json", action="store_true", help='print {"runs": [...]} as JSON')
-    analyses = history.add_subparsers(dest="analysis", required=False, metavar="{regressions}")
+    analyses = history.add_subparsers(dest="analysis", required=False, metavar="{regressions,pain-points}")
     regress = analyses.add_parser("regressions", help="what got worse between the last two runs (or since RUN)")
     regress.add_argument("--since", metavar="RUN", help="compare the newest run with this recorded run")
     regress.add_argument(
         "--min-score-delta", type=float, default=MIN_SCORE_DELTA, metavar="X", help="smallest change reported (0.05)"
     )
     regress.add_argument("--json", action="store_true", dest="analysis_json", help="print the analysis as JSON")
+    pain = analyses.add_parser("pain-points", help="items of the latest runs scoring within [--min, --max]")
+    pain.add_argument("--min", type=float, default=PAIN_MIN, dest="low", metavar="X", help="lowest score kept (0.1)")
+    pain.add_argument("--max", type=float, default=PAIN_MAX, dest="high", metavar="X", help="highest score kept (0.5)")
+    pain.add_argument("--limit", type=_count, default=PAIN_LIMIT, metavar="N", help="at most N, worst first (500)")
+    pain.add_argument("--json", action="store_true", dest="analysis_json", help="print the analysis as JSON")
     for name, action in (
         ("stats", actions.add_parser("stats", help="entries, size and age")),
         ("prune", actions.add_parser("prune", help="delete replies older than an age, or old runs of the history")),
@@ -149,6 +166,15 @@ def _history(store: str, args: argparse.Namespace) -> int:
     runs = history.runs()
     if getattr(args, "analysis", None) == "regressions":
         return _regressions(history, runs, args)
+    if getattr(args, "analysis", None) == "pain-points":
+        found = pain_points(runs, history.items, low=args.low, high=args.high, limit=args.limit)
+        for line in history.damaged:
+            print(f"history: {line} (`python -m pytest_weval cache repair` removes it)", file=sys.stderr)
+        if args.json or args.analysis_json:
+            print(json.dumps({"min": args.low, "max": args.high, "painPoints": found}, indent=2))
+        else:
+            print("\n".join(pain_lines(found)))
+        return 0
     rows = history_rows(runs, history.items, model=args.model, blueprint=args.blueprint, last=args.last)
     for line in history.damaged:
         print(f"history: {line} (`python -m pytest_weval cache repair` removes it)", file=sys.stderr)

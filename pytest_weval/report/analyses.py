@@ -7,7 +7,7 @@ the history's plain dicts (``engine/store/history.py``); nothing here reads a st
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 MIN_SCORE_DELTA = 0.05
@@ -24,8 +24,12 @@ def severity(drop: float) -> str:
     return "minor"
 
 
+def _is_scored(item: Mapping[str, Any]) -> bool:
+    return isinstance(item.get("score"), (int, float)) and item.get("outcome") in ("passed", "failed")
+
+
 def _scored(items: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [i for i in items if isinstance(i.get("score"), (int, float)) and i.get("outcome") in ("passed", "failed")]
+    return [i for i in items if _is_scored(i)]
 
 
 def _by_blueprint_model(items: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
@@ -99,4 +103,76 @@ def regression_lines(found: Sequence[Mapping[str, Any]], older: str, newer: str)
         if r["type"] == "point":
             where += f", point: {r['point']}"
         lines.append(f"  {r['severity']:<8} {r['delta']:+.2f} ({r['older']:.2f} -> {r['newer']:.2f})  {where}")
+    return lines
+
+
+PAIN_MIN = 0.1
+PAIN_MAX = 0.5
+PAIN_LIMIT = 500
+POINT_FAILED_BELOW = 0.5
+
+
+def newest_per_blueprint(
+    runs: Sequence[Mapping[str, Any]], items_of: Callable[[str], Sequence[Mapping[str, Any]]]
+) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """Each blueprint's items from the newest run that recorded it, with that run (as the
+    reference reads each blueprint's latest run): a ``-k`` run of one blueprint does not hide the
+    others' latest results."""
+    seen: set[str] = set()
+    found: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
+    for run in reversed(runs):
+        fresh: set[str] = set()
+        for item in items_of(str(run["id"])):
+            blueprint = str(item["blueprint"])
+            if blueprint not in seen:
+                fresh.add(blueprint)
+                found.append((run, item))
+        seen |= fresh
+    return found
+
+
+def pain_points(
+    runs: Sequence[Mapping[str, Any]],
+    items_of: Callable[[str], Sequence[Mapping[str, Any]]],
+    *,
+    low: float = PAIN_MIN,
+    high: float = PAIN_MAX,
+    limit: int = PAIN_LIMIT,
+) -> list[dict[str, Any]]:
+    """Items of each blueprint's newest run scoring within ``[low, high]``: near failures, not
+    total breakdowns; each with its points below 0.5; the worst first, at most ``limit``."""
+    found: list[dict[str, Any]] = []
+    for run, item in newest_per_blueprint(runs, items_of):
+        if not _is_scored(item) or not low <= float(item["score"]) <= high:
+            continue
+        points = (item.get("detail") or {}).get("points") or []
+        failed = [
+            {"point": str(p["text"]), "score": p["score"]}
+            for p in points
+            if isinstance(p, Mapping) and isinstance(p.get("score"), (int, float)) and p["score"] < POINT_FAILED_BELOW
+        ]
+        found.append(
+            {
+                "run": run["id"],
+                "blueprint": item["blueprint"],
+                "prompt": item["prompt"],
+                "model": item["model"],
+                "nodeid": item["nodeid"],
+                "score": item["score"],
+                "answer": item.get("answer"),
+                "failedPoints": failed,
+            }
+        )
+    found.sort(key=lambda p: (float(p["score"]), str(p["nodeid"])))
+    return found[:limit]
+
+
+def pain_lines(found: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The terminal's list of :func:`pain_points`."""
+    if not found:
+        return ["no pain points: no item of the latest runs scores within the window"]
+    lines = [f"{len(found)} pain point{'' if len(found) == 1 else 's'}, worst first:"]
+    for p in found:
+        lines.append(f"  {p['score']:.2f}  {p['nodeid']}  (run {p['run']})")
+        lines += [f"        {point['score']:.2f}  {point['point']}" for point in p["failedPoints"]]
     return lines

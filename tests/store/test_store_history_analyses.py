@@ -88,3 +88,34 @@ def test_regressions_between_the_last_two_runs(store: tuple[str, History], tmp_p
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert unknown.returncode == 1 and "--since r9" in unknown.stderr
+
+
+def test_pain_points_of_each_blueprints_latest_run(store: tuple[str, History], tmp_path: Path):
+    name, history = store
+    # Run 1 holds blueprint "other" (0.3: in the window) and bp; run 2 only bp: its items replace
+    # run 1's bp items, "other" stays from run 1. In bp: 0.25 and 0.45 are in [0.1, 0.5], 0.05 is a
+    # breakdown below the window, 0.75 above it.
+    other = _item("openai:a", "q9", [0.3]) | {"blueprint": "other", "nodeid": "other.yml::q9[openai:a]"}
+    assert history.record(_run("r1", 1_700_000_000.0), [other, _item("openai:a", "q1", [0.3, 0.3])])
+    assert history.record(_run("r2", 1_700_000_100.0), [
+        _item("openai:a", "q1", [0.0, 0.5]), _item("openai:a", "q2", [0.4, 0.5]),
+        _item("openai:b", "q1", [0.1, 0.0]), _item("openai:b", "q2", [1.0, 0.5]),
+    ])  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    shown = subprocess.run(
+        [sys.executable, "-m", "pytest_weval", "history", "--cache-store", name, "pain-points", "--json"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    got = [(p["run"], p["nodeid"], p["score"], [(f["point"], f["score"]) for f in p["failedPoints"]])
+           for p in json.loads(shown.stdout)["painPoints"]]  # fmt: skip
+    assert got == [
+        ("r2", "bp.yml::q1[openai:a]", 0.25, [("point 1", 0.0)]),
+        ("r1", "other.yml::q9[openai:a]", 0.3, [("point 1", 0.3)]),
+        ("r2", "bp.yml::q2[openai:a]", 0.45, [("point 1", 0.4)]),
+    ]
+    limited = subprocess.run(
+        [sys.executable, "-m", "pytest_weval", "history", "--cache-store", name, "pain-points", "--limit", "1"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert limited.stdout.splitlines()[:2] == ["1 pain point, worst first:", "  0.25  bp.yml::q1[openai:a]  (run r2)"]
