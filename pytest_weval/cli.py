@@ -30,6 +30,9 @@
     python -m pytest_weval history [--cache-store STORE] [--cache-dir DIR] pain-points [--min 0.1] [--max 0.5]
                                    [--limit 500] [--json]
         the items of each blueprint's latest run scoring within the window, worst first.
+    python -m pytest_weval history [--cache-store STORE] [--cache-dir DIR] deltas [--model M] [--min-peers N]
+                                   [--limit N] [--json]
+        per prompt of each blueprint's latest run, a model's score against the mean of its peers.
 
 Exit status: 0 done, 1 the operation failed (one line on stderr), 2 a usage error.
 """
@@ -65,6 +68,8 @@ from pytest_weval.report.analyses import (
     PAIN_LIMIT,
     PAIN_MAX,
     PAIN_MIN,
+    delta_lines,
+    deltas,
     pain_lines,
     pain_points,
     regression_lines,
@@ -110,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     history.add_argument("--blueprint", metavar="ID_OR_PATH", help="means over this blueprint's items only")
     history.add_argument("--last", type=_count, metavar="N", help="only the N newest runs")
     history.add_argument("--json", action="store_true", help='print {"runs": [...]} as JSON')
-    analyses = history.add_subparsers(dest="analysis", required=False, metavar="{regressions,pain-points}")
+    analyses = history.add_subparsers(dest="analysis", required=False, metavar="{regressions,pain-points,deltas}")
     regress = analyses.add_parser("regressions", help="what got worse between the last two runs (or since RUN)")
     regress.add_argument("--since", metavar="RUN", help="compare the newest run with this recorded run")
     regress.add_argument(
@@ -122,6 +127,11 @@ def _parser() -> argparse.ArgumentParser:
     pain.add_argument("--max", type=float, default=PAIN_MAX, dest="high", metavar="X", help="highest score kept (0.5)")
     pain.add_argument("--limit", type=_count, default=PAIN_LIMIT, metavar="N", help="at most N, worst first (500)")
     pain.add_argument("--json", action="store_true", dest="analysis_json", help="print the analysis as JSON")
+    peer = analyses.add_parser("deltas", help="per prompt, each model's score against its peers' mean")
+    peer.add_argument("--model", dest="delta_model", metavar="MODEL", help="only this model (its base: gpt-4o)")
+    peer.add_argument("--min-peers", type=_count, default=0, metavar="N", help="skip blueprints with fewer peer models")
+    peer.add_argument("--limit", type=_count, dest="delta_limit", metavar="N", help="only the N worst")
+    peer.add_argument("--json", action="store_true", dest="analysis_json", help="print the analysis as JSON")
     for name, action in (
         ("stats", actions.add_parser("stats", help="entries, size and age")),
         ("prune", actions.add_parser("prune", help="delete replies older than an age, or old runs of the history")),
@@ -166,6 +176,15 @@ def _history(store: str, args: argparse.Namespace) -> int:
     runs = history.runs()
     if getattr(args, "analysis", None) == "regressions":
         return _regressions(history, runs, args)
+    if getattr(args, "analysis", None) == "deltas":
+        rows = deltas(runs, history.items, model=args.delta_model, min_peers=args.min_peers)[: args.delta_limit]
+        for line in history.damaged:
+            print(f"history: {line} (`python -m pytest_weval cache repair` removes it)", file=sys.stderr)
+        if args.json or args.analysis_json:
+            print(json.dumps({"minPeers": args.min_peers, "deltas": rows}, indent=2))
+        else:
+            print("\n".join(delta_lines(rows)))
+        return 0
     if getattr(args, "analysis", None) == "pain-points":
         found = pain_points(runs, history.items, low=args.low, high=args.high, limit=args.limit)
         for line in history.damaged:

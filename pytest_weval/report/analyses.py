@@ -176,3 +176,78 @@ def pain_lines(found: Sequence[Mapping[str, Any]]) -> list[str]:
         lines.append(f"  {p['score']:.2f}  {p['nodeid']}  (run {p['run']})")
         lines += [f"        {point['score']:.2f}  {point['point']}" for point in p["failedPoints"]]
     return lines
+
+
+def base_model(item: Mapping[str, Any]) -> str:
+    """The model an item's variant belongs to, as the reference groups peers: the name after the
+    provider, in lower case (``openai:gpt-4o`` and ``openrouter:GPT-4o`` are one base)."""
+    name = str(item["model"])
+    return name.split(":", 1)[1].lower() if ":" in name else name.lower()
+
+
+def deltas(
+    runs: Sequence[Mapping[str, Any]],
+    items_of: Callable[[str], Sequence[Mapping[str, Any]]],
+    *,
+    model: str | None = None,
+    min_peers: int = 0,
+) -> list[dict[str, Any]]:
+    """Per prompt of each blueprint's newest run, a base model's score against the mean of its
+    peers, worst (most below its peers) first.
+
+    A base model's score on a prompt is the mean over its variants (temperatures, system
+    prompts); each peer base is averaged over its variants first, so a peer run at three
+    temperatures counts once. A blueprint whose run has fewer than ``min_peers`` other bases is
+    left out for that model."""
+    groups: dict[tuple[str, str], dict[str, list[float]]] = {}  # (blueprint, prompt) -> base -> scores
+    where: dict[tuple[str, str], Any] = {}
+    bases: dict[str, set[str]] = {}
+    for run, item in newest_per_blueprint(runs, items_of):
+        blueprint = str(item["blueprint"])
+        bases.setdefault(blueprint, set()).add(base_model(item))
+        if _is_scored(item):
+            key = (blueprint, str(item["prompt"]))
+            groups.setdefault(key, {}).setdefault(base_model(item), []).append(float(item["score"]))
+            where[key] = run["id"]
+    wanted = None if model is None else (base_model({"model": model}))
+    found: list[dict[str, Any]] = []
+    for (blueprint, prompt), per_base in sorted(groups.items()):
+        means = {base: sum(scores) / len(scores) for base, scores in per_base.items()}
+        for base, mean in sorted(means.items()):
+            if wanted is not None and base != wanted:
+                continue
+            if len(bases[blueprint] - {base}) < min_peers:
+                continue
+            peers = [m for b, m in means.items() if b != base]
+            if not peers:
+                continue
+            peer_mean = sum(peers) / len(peers)
+            ranked = sorted(means.values(), reverse=True)
+            found.append(
+                {
+                    "run": where[(blueprint, prompt)],
+                    "blueprint": blueprint,
+                    "prompt": prompt,
+                    "model": base,
+                    "score": mean,
+                    "peerMean": peer_mean,
+                    "peers": len(peers),
+                    "delta": round(mean - peer_mean, 9),
+                    "rank": ranked.index(mean) + 1,
+                }
+            )
+    found.sort(key=lambda d: (float(d["delta"]), d["model"], d["blueprint"], d["prompt"]))
+    return found
+
+
+def delta_lines(found: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The terminal's list of :func:`deltas`."""
+    if not found:
+        return ["no deltas: no prompt of the latest runs was scored for a model and a peer"]
+    lines = [f"{len(found)} prompt x model score{'' if len(found) == 1 else 's'} against the peers' mean, worst first:"]
+    for d in found:
+        lines.append(
+            f"  {d['delta']:+.2f}  {d['model']} {d['score']:.2f} vs {d['peerMean']:.2f} ({d['peers']} peers, "
+            f"rank {d['rank']})  {d['blueprint']} prompt {d['prompt']}"
+        )
+    return lines

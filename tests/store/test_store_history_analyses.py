@@ -119,3 +119,39 @@ def test_pain_points_of_each_blueprints_latest_run(store: tuple[str, History], t
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert limited.stdout.splitlines()[:2] == ["1 pain point, worst first:", "  0.25  bp.yml::q1[openai:a]  (run r2)"]
+
+
+def test_deltas_against_three_peers_each_averaged_over_its_variants(store: tuple[str, History], tmp_path: Path):
+    name, history = store
+    # q1: a 0.2; b at two temperatures 1.0 and 0.6 (its base: 0.8, counted once); c 0.5; d 0.8.
+    # a against its three peers: 0.2 - (0.8 + 0.5 + 0.8) / 3 = -0.5. A second blueprint has a and
+    # one peer only: --min-peers 3 leaves it out.
+    hot = _item("openai:b", "q1", [0.6]) | {"nodeid": "bp.yml::q1[openai:b[temp:0.9]]"}
+    lone = [
+        _item(m, "q5", [s]) | {"blueprint": "two", "nodeid": f"two.yml::q5[{m}]"}
+        for m, s in (("openai:a", 0.0), ("openai:b", 1.0))
+    ]
+    assert history.record(_run("r1", 1_700_000_000.0), [
+        _item("openai:a", "q1", [0.2]), _item("openai:b", "q1", [1.0]), hot,
+        _item("openai:c", "q1", [0.5]), _item("openai:d", "q1", [0.8]), *lone,
+    ])  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    shown = subprocess.run(
+        [sys.executable, "-m", "pytest_weval", "history", "--cache-store", name,
+         "deltas", "--model", "openai:a", "--min-peers", "3", "--json"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    got = [(d["blueprint"], d["prompt"], d["model"], d["peers"], d["rank"]) for d in json.loads(shown.stdout)["deltas"]]
+    assert got == [("bp", "q1", "a", 3, 4)]
+    row = json.loads(shown.stdout)["deltas"][0]
+    assert row["peerMean"] == pytest.approx(0.7) and row["delta"] == pytest.approx(-0.5)
+
+    every = subprocess.run(
+        [sys.executable, "-m", "pytest_weval", "history", "--cache-store", name, "deltas", "--json"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    worst_first = [(d["blueprint"], d["model"], d["delta"]) for d in json.loads(every.stdout)["deltas"]]
+    assert worst_first[0] == ("two", "a", -1.0) and worst_first[-1] == ("two", "b", 1.0)
+    b = next(d for d in json.loads(every.stdout)["deltas"] if d["blueprint"] == "bp" and d["model"] == "b")
+    assert b["score"] == pytest.approx(0.8) and b["peerMean"] == pytest.approx(0.5)
