@@ -24,6 +24,15 @@
                                    [--last N] [--json]
         the runs recorded in the store, oldest first, each model's mean and its change
         (docs/history.md).
+    python -m pytest_weval history [--cache-store STORE] [--cache-dir DIR] regressions [--since RUN]
+                                   [--min-score-delta X] [--json]
+        each prompt and rubric point whose score moved between the last two runs (docs/history.md).
+    python -m pytest_weval history [--cache-store STORE] [--cache-dir DIR] pain-points [--min 0.1] [--max 0.5]
+                                   [--limit 500] [--json]
+        the items of each blueprint's latest run scoring within the window, worst first.
+    python -m pytest_weval history [--cache-store STORE] [--cache-dir DIR] deltas [--model M] [--min-peers N]
+                                   [--limit N] [--json]
+        per prompt of each blueprint's latest run, a model's score against the mean of its peers.
 
 Exit status: 0 done, 1 the operation failed (one line on stderr), 2 a usage error.
 """
@@ -52,8 +61,20 @@ from pytest_weval.engine.store.backends import (
     store_health,
     store_stats,
 )
-from pytest_weval.engine.store.history import history_for
+from pytest_weval.engine.store.history import History, history_for
 from pytest_weval.report._fmt import fmt_duration, plural
+from pytest_weval.report.analyses import (
+    MIN_SCORE_DELTA,
+    PAIN_LIMIT,
+    PAIN_MAX,
+    PAIN_MIN,
+    delta_lines,
+    deltas,
+    pain_lines,
+    pain_points,
+    regression_lines,
+    regressions,
+)
 from pytest_weval.report.finish import merge_outputs
 from pytest_weval.report.history import history_rows, history_table
 from pytest_weval.report.run_record import MergeError
@@ -94,6 +115,23 @@ def _parser() -> argparse.ArgumentParser:
     history.add_argument("--blueprint", metavar="ID_OR_PATH", help="means over this blueprint's items only")
     history.add_argument("--last", type=_count, metavar="N", help="only the N newest runs")
     history.add_argument("--json", action="store_true", help='print {"runs": [...]} as JSON')
+    analyses = history.add_subparsers(dest="analysis", required=False, metavar="{regressions,pain-points,deltas}")
+    regress = analyses.add_parser("regressions", help="what got worse between the last two runs (or since RUN)")
+    regress.add_argument("--since", metavar="RUN", help="compare the newest run with this recorded run")
+    regress.add_argument(
+        "--min-score-delta", type=float, default=MIN_SCORE_DELTA, metavar="X", help="smallest change reported (0.05)"
+    )
+    regress.add_argument("--json", action="store_true", dest="analysis_json", help="print the analysis as JSON")
+    pain = analyses.add_parser("pain-points", help="items of the latest runs scoring within [--min, --max]")
+    pain.add_argument("--min", type=float, default=PAIN_MIN, dest="low", metavar="X", help="lowest score kept (0.1)")
+    pain.add_argument("--max", type=float, default=PAIN_MAX, dest="high", metavar="X", help="highest score kept (0.5)")
+    pain.add_argument("--limit", type=_count, default=PAIN_LIMIT, metavar="N", help="at most N, worst first (500)")
+    pain.add_argument("--json", action="store_true", dest="analysis_json", help="print the analysis as JSON")
+    peer = analyses.add_parser("deltas", help="per prompt, each model's score against its peers' mean")
+    peer.add_argument("--model", dest="delta_model", metavar="MODEL", help="only this model (its base: gpt-4o)")
+    peer.add_argument("--min-peers", type=_count, default=0, metavar="N", help="skip blueprints with fewer peer models")
+    peer.add_argument("--limit", type=_count, dest="delta_limit", metavar="N", help="only the N worst")
+    peer.add_argument("--json", action="store_true", dest="analysis_json", help="print the analysis as JSON")
     for name, action in (
         ("stats", actions.add_parser("stats", help="entries, size and age")),
         ("prune", actions.add_parser("prune", help="delete replies older than an age, or old runs of the history")),
@@ -136,6 +174,26 @@ def _history(store: str, args: argparse.Namespace) -> int:
     if not history.exists():
         raise StoreError(f"no cache at {args.cache_dir}")
     runs = history.runs()
+    if getattr(args, "analysis", None) == "regressions":
+        return _regressions(history, runs, args)
+    if getattr(args, "analysis", None) == "deltas":
+        rows = deltas(runs, history.items, model=args.delta_model, min_peers=args.min_peers)[: args.delta_limit]
+        for line in history.damaged:
+            print(f"history: {line} (`python -m pytest_weval cache repair` removes it)", file=sys.stderr)
+        if args.json or args.analysis_json:
+            print(json.dumps({"minPeers": args.min_peers, "deltas": rows}, indent=2))
+        else:
+            print("\n".join(delta_lines(rows)))
+        return 0
+    if getattr(args, "analysis", None) == "pain-points":
+        found = pain_points(runs, history.items, low=args.low, high=args.high, limit=args.limit)
+        for line in history.damaged:
+            print(f"history: {line} (`python -m pytest_weval cache repair` removes it)", file=sys.stderr)
+        if args.json or args.analysis_json:
+            print(json.dumps({"min": args.low, "max": args.high, "painPoints": found}, indent=2))
+        else:
+            print("\n".join(pain_lines(found)))
+        return 0
     rows = history_rows(runs, history.items, model=args.model, blueprint=args.blueprint, last=args.last)
     for line in history.damaged:
         print(f"history: {line} (`python -m pytest_weval cache repair` removes it)", file=sys.stderr)
@@ -143,6 +201,35 @@ def _history(store: str, args: argparse.Namespace) -> int:
         print(f"history: {_no_match(runs, history.items, args)}", file=sys.stderr)
         return 1
     print(json.dumps({"runs": rows}, indent=2) if args.json else "\n".join(history_table(rows)))
+    return 0
+
+
+def _regressions(history: History, runs: list[dict[str, Any]], args: argparse.Namespace) -> int:
+    """The newest run against the one before it (or ``--since``): each prompt and point that moved."""
+    if len(runs) < 2:
+        print(f"history regressions: {len(runs)} run(s) recorded, two are needed to compare", file=sys.stderr)
+        return 1
+    newer = runs[-1]
+    if args.since is None:
+        older = runs[-2]
+    else:
+        matching = [run for run in runs if run["id"] == args.since]
+        if not matching:
+            close = difflib.get_close_matches(args.since, [str(r["id"]) for r in runs], n=3, cutoff=0.5)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            print(f"history regressions: --since {args.since}: no recorded run has that id{hint}", file=sys.stderr)
+            return 1
+        older = matching[0]
+    found = regressions(
+        history.items(str(older["id"])), history.items(str(newer["id"])), min_delta=args.min_score_delta
+    )
+    for line in history.damaged:
+        print(f"history: {line} (`python -m pytest_weval cache repair` removes it)", file=sys.stderr)
+    if args.json or args.analysis_json:
+        body = {"older": older["id"], "newer": newer["id"], "minScoreDelta": args.min_score_delta} | found
+        print(json.dumps(body, indent=2))
+    else:
+        print("\n".join(regression_lines(found["regressions"], str(older["id"]), str(newer["id"]))))
     return 0
 
 

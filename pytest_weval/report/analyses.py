@@ -1,0 +1,253 @@
+"""Analyses over the recorded runs, as the reference runs them over its stored results.
+
+``regressions``: per blueprint x model, each prompt's and each rubric point's score in the newer
+run against the older one's; a drop of at least ``min_delta`` is a regression, graded by its size. The records are
+the history's plain dicts (``engine/store/history.py``); nothing here reads a store itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+MIN_SCORE_DELTA = 0.05
+MAJOR = 0.15
+MODERATE = 0.08
+
+
+def severity(drop: float) -> str:
+    """How bad a drop is: the reference's three grades."""
+    if drop >= MAJOR:
+        return "major"
+    if drop >= MODERATE:
+        return "moderate"
+    return "minor"
+
+
+def _is_scored(item: Mapping[str, Any]) -> bool:
+    return isinstance(item.get("score"), (int, float)) and item.get("outcome") in ("passed", "failed")
+
+
+def _scored(items: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [i for i in items if _is_scored(i)]
+
+
+def _by_blueprint_model(items: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for item in _scored(items):
+        groups.setdefault((str(item["blueprint"]), str(item["model"])), []).append(item)
+    return groups
+
+
+def _point_scores(item: Mapping[str, Any]) -> dict[str, float]:
+    """Each scored point of an item by its text (a point that errored has no score to compare)."""
+    points = (item.get("detail") or {}).get("points") or []
+    return {
+        str(p["text"]): float(p["score"])
+        for p in points
+        if isinstance(p, Mapping) and isinstance(p.get("score"), (int, float)) and not p.get("error")
+    }
+
+
+def regressions(
+    older: Sequence[Mapping[str, Any]],
+    newer: Sequence[Mapping[str, Any]],
+    *,
+    min_delta: float = MIN_SCORE_DELTA,
+) -> dict[str, list[dict[str, Any]]]:
+    """What moved by at least ``min_delta`` from the ``older`` run's items to the ``newer`` run's:
+    ``regressions`` (worse) and ``improvements`` (better), the largest change first.
+
+    As the reference: per blueprint x model, each prompt both runs scored (its item's score,
+    ``type: prompt``), and each of its points found by text in both (``type: point``)."""
+    worse: list[dict[str, Any]] = []
+    better: list[dict[str, Any]] = []
+    old_groups = _by_blueprint_model(older)
+    for key, new_items in sorted(_by_blueprint_model(newer).items()):
+        old_by_id = {str(i["nodeid"]): i for i in old_groups.get(key, [])}
+        blueprint, model = key
+        for new in new_items:
+            old = old_by_id.get(str(new["nodeid"]))
+            if old is None:
+                continue
+            where = {"blueprint": blueprint, "model": model, "prompt": str(new["prompt"]), "nodeid": str(new["nodeid"])}
+            moves = [({"type": "prompt"} | where, float(old["score"]), float(new["score"]))]
+            old_points = _point_scores(old)
+            moves += [
+                ({"type": "point"} | where | {"point": text}, old_points[text], score)
+                for text, score in _point_scores(new).items()
+                if text in old_points
+            ]
+            for found, was, now in moves:
+                change = found | _scores(was, now)
+                if abs(change["delta"]) >= min_delta:
+                    (worse if change["delta"] < 0 else better).append(change)
+    for listing in (worse, better):
+        listing.sort(key=lambda r: (-abs(float(r["delta"])), r["type"] != "prompt", r["nodeid"], r.get("point", "")))
+    return {"regressions": worse, "improvements": better}
+
+
+def _scores(old: float, new: float) -> dict[str, Any]:
+    # Rounded so that 0.6 - 0.75 is the -0.15 it reads as (major), not -0.1499999 (moderate).
+    delta = round(new - old, 9)
+    return {"older": old, "newer": new, "delta": delta, "severity": severity(abs(delta))}
+
+
+def regression_lines(found: Sequence[Mapping[str, Any]], older: str, newer: str) -> list[str]:
+    """The terminal's table of :func:`regressions`."""
+    if not found:
+        return [f"no regressions from run {older} to run {newer}"]
+    lines = [f"{len(found)} regression{'' if len(found) == 1 else 's'} from run {older} to run {newer}, worst first:"]
+    for r in found:
+        where = f"{r['blueprint']} x {r['model']} prompt {r['prompt']}"
+        if r["type"] == "point":
+            where += f", point: {r['point']}"
+        lines.append(f"  {r['severity']:<8} {r['delta']:+.2f} ({r['older']:.2f} -> {r['newer']:.2f})  {where}")
+    return lines
+
+
+PAIN_MIN = 0.1
+PAIN_MAX = 0.5
+PAIN_LIMIT = 500
+POINT_FAILED_BELOW = 0.5
+
+
+def newest_per_blueprint(
+    runs: Sequence[Mapping[str, Any]], items_of: Callable[[str], Sequence[Mapping[str, Any]]]
+) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """Each blueprint's items from the newest run that recorded it, with that run (as the
+    reference reads each blueprint's latest run): a ``-k`` run of one blueprint does not hide the
+    others' latest results."""
+    seen: set[str] = set()
+    found: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
+    for run in reversed(runs):
+        fresh: set[str] = set()
+        for item in items_of(str(run["id"])):
+            blueprint = str(item["blueprint"])
+            if blueprint not in seen:
+                fresh.add(blueprint)
+                found.append((run, item))
+        seen |= fresh
+    return found
+
+
+def pain_points(
+    runs: Sequence[Mapping[str, Any]],
+    items_of: Callable[[str], Sequence[Mapping[str, Any]]],
+    *,
+    low: float = PAIN_MIN,
+    high: float = PAIN_MAX,
+    limit: int = PAIN_LIMIT,
+) -> list[dict[str, Any]]:
+    """Items of each blueprint's newest run scoring within ``[low, high]``: near failures, not
+    total breakdowns; each with its points below 0.5; the worst first, at most ``limit``."""
+    found: list[dict[str, Any]] = []
+    for run, item in newest_per_blueprint(runs, items_of):
+        if not _is_scored(item) or not low <= float(item["score"]) <= high:
+            continue
+        points = (item.get("detail") or {}).get("points") or []
+        failed = [
+            {"point": str(p["text"]), "score": p["score"]}
+            for p in points
+            if isinstance(p, Mapping) and isinstance(p.get("score"), (int, float)) and p["score"] < POINT_FAILED_BELOW
+        ]
+        found.append(
+            {
+                "run": run["id"],
+                "blueprint": item["blueprint"],
+                "prompt": item["prompt"],
+                "model": item["model"],
+                "nodeid": item["nodeid"],
+                "score": item["score"],
+                "answer": item.get("answer"),
+                "failedPoints": failed,
+            }
+        )
+    found.sort(key=lambda p: (float(p["score"]), str(p["nodeid"])))
+    return found[:limit]
+
+
+def pain_lines(found: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The terminal's list of :func:`pain_points`."""
+    if not found:
+        return ["no pain points: no item of the latest runs scores within the window"]
+    lines = [f"{len(found)} pain point{'' if len(found) == 1 else 's'}, worst first:"]
+    for p in found:
+        lines.append(f"  {p['score']:.2f}  {p['nodeid']}  (run {p['run']})")
+        lines += [f"        {point['score']:.2f}  {point['point']}" for point in p["failedPoints"]]
+    return lines
+
+
+def base_model(item: Mapping[str, Any]) -> str:
+    """The model an item's variant belongs to, as the reference groups peers: the name after the
+    provider, in lower case (``openai:gpt-4o`` and ``openrouter:GPT-4o`` are one base)."""
+    name = str(item["model"])
+    return name.split(":", 1)[1].lower() if ":" in name else name.lower()
+
+
+def deltas(
+    runs: Sequence[Mapping[str, Any]],
+    items_of: Callable[[str], Sequence[Mapping[str, Any]]],
+    *,
+    model: str | None = None,
+    min_peers: int = 0,
+) -> list[dict[str, Any]]:
+    """Per prompt of each blueprint's newest run, a base model's score against the mean of its
+    peers, worst (most below its peers) first.
+
+    A base model's score on a prompt is the mean over its variants (temperatures, system
+    prompts); each peer base is averaged over its variants first, so a peer run at three
+    temperatures counts once. A blueprint whose run has fewer than ``min_peers`` other bases is
+    left out for that model."""
+    groups: dict[tuple[str, str], dict[str, list[float]]] = {}  # (blueprint, prompt) -> base -> scores
+    where: dict[tuple[str, str], Any] = {}
+    bases: dict[str, set[str]] = {}
+    for run, item in newest_per_blueprint(runs, items_of):
+        blueprint = str(item["blueprint"])
+        bases.setdefault(blueprint, set()).add(base_model(item))
+        if _is_scored(item):
+            key = (blueprint, str(item["prompt"]))
+            groups.setdefault(key, {}).setdefault(base_model(item), []).append(float(item["score"]))
+            where[key] = run["id"]
+    wanted = None if model is None else (base_model({"model": model}))
+    found: list[dict[str, Any]] = []
+    for (blueprint, prompt), per_base in sorted(groups.items()):
+        means = {base: sum(scores) / len(scores) for base, scores in per_base.items()}
+        for base, mean in sorted(means.items()):
+            if wanted is not None and base != wanted:
+                continue
+            if len(bases[blueprint] - {base}) < min_peers:
+                continue
+            peers = [m for b, m in means.items() if b != base]
+            if not peers:
+                continue
+            peer_mean = sum(peers) / len(peers)
+            ranked = sorted(means.values(), reverse=True)
+            found.append(
+                {
+                    "run": where[(blueprint, prompt)],
+                    "blueprint": blueprint,
+                    "prompt": prompt,
+                    "model": base,
+                    "score": mean,
+                    "peerMean": peer_mean,
+                    "peers": len(peers),
+                    "delta": round(mean - peer_mean, 9),
+                    "rank": ranked.index(mean) + 1,
+                }
+            )
+    found.sort(key=lambda d: (float(d["delta"]), d["model"], d["blueprint"], d["prompt"]))
+    return found
+
+
+def delta_lines(found: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The terminal's list of :func:`deltas`."""
+    if not found:
+        return ["no deltas: no prompt of the latest runs was scored for a model and a peer"]
+    lines = [f"{len(found)} prompt x model score{'' if len(found) == 1 else 's'} against the peers' mean, worst first:"]
+    for d in found:
+        lines.append(
+            f"  {d['delta']:+.2f}  {d['model']} {d['score']:.2f} vs {d['peerMean']:.2f} ({d['peers']} peers, "
+            f"rank {d['rank']})  {d['blueprint']} prompt {d['prompt']}"
+        )
+    return lines
