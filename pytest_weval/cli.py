@@ -110,7 +110,9 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="print the batches as JSON")
     cancel = batch_actions.add_parser("cancel", help="cancel one open batch, or all, at its provider")
     cancel.add_argument("which", metavar="ID|all", help="a batch id as `batch list` shows it, or all")
-    history = commands.add_parser("history", help="the runs recorded in a store, oldest first")
+    history = commands.add_parser(
+        "history", help="the runs recorded in a store, oldest first; regressions, pain-points, deltas"
+    )
     history.add_argument("--model", metavar="MODEL", help="only this model's means")
     history.add_argument("--blueprint", metavar="ID_OR_PATH", help="means over this blueprint's items only")
     history.add_argument("--last", type=_count, metavar="N", help="only the N newest runs")

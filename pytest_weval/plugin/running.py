@@ -46,9 +46,10 @@ class Runner:
             # Enough evaluations in flight to keep every provider's cap busy, few enough that
             # a 100k-item run does not hold 100k coroutines.
             window = max(256, 8 * cap)
-        if maxfail and not exchange:
-            # -x / --maxfail: no further ahead than the requests in flight need, so that the
-            # items started when the last failure comes are few (docs/options.md, -x).
+        # -x / --maxfail: no further ahead than the requests in flight need, so that the items
+        # started when the last failure comes are few (docs/options.md, -x).
+        stop_after_failures = maxfail if maxfail and not exchange else None
+        if stop_after_failures:
             window = cap
         if self.engine.settings.batch != "off":
             # Every item at once: each waits on a batch, and a round holds what has been asked
@@ -60,7 +61,7 @@ class Runner:
             [item.work(0, self.blocked.get(item.nodeid), blocked_outcome) for item in items],
             window=window,
             exchange=exchange,
-            stop_after_failures=maxfail if maxfail and not exchange else None,
+            stop_after_failures=stop_after_failures,
         )
 
     def hurry(self, item: WevalItem) -> None:

@@ -29,6 +29,15 @@ def _project(folder: Path) -> None:
     (folder / "pytest.ini").write_text("[pytest]\n")
 
 
+def _env(server: FakeServer) -> dict[str, str]:
+    """A pytest subprocess's environment: the fake's keys and addresses, this interpreter's path."""
+    env = dict(os.environ)
+    env.update(server.env())
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env.pop("PYTEST_ADDOPTS", None)
+    return env
+
+
 def _pytest(folder: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     command = [
         sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p", "no:randomly",
@@ -47,10 +56,7 @@ def test_a_batch_submitted_by_one_process_is_collected_by_another(
     # Batches take ten minutes (a provider's hours), so the submitting run sees them open
     # however slow the machine; they are ended by hand before the second run.
     with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=600.0) as server:
-        env = dict(os.environ)
-        env.update(server.env())
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        env.pop("PYTEST_ADDOPTS", None)
+        env = _env(server)
         args = (f"--weval-cache-store={cache_store}",)
         submitted = _pytest(tmp_path, env, "--weval-batch=submit", *args)
         said = submitted.stdout[-3000:] + submitted.stderr[-2000:]
@@ -83,10 +89,7 @@ def test_a_batch_a_run_cannot_see_keeps_its_lines_until_one_that_can_collects_it
     cache_store = request.getfixturevalue("pg_url") if store == "postgresql" else store
     _project(tmp_path)
     with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=600.0) as server:
-        env = dict(os.environ)
-        env.update(server.env())
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        env.pop("PYTEST_ADDOPTS", None)
+        env = _env(server)
         args = (f"--weval-cache-store={cache_store}",)
         server.set_batch(batch_create_hold_s=120.0)  # the batch exists; its submitter is not told yet
         command = [
@@ -134,10 +137,7 @@ def test_a_wait_that_cannot_collect_an_open_batch_ends_and_says_why(
     cache_store = request.getfixturevalue("pg_url") if store == "postgresql" else store
     _project(tmp_path)
     with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=600.0) as server:
-        env = dict(os.environ)
-        env.update(server.env())
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        env.pop("PYTEST_ADDOPTS", None)
+        env = _env(server)
         args = (f"--weval-cache-store={cache_store}",)
         submitted = _pytest(tmp_path, env, "--weval-batch=submit", *args)
         assert submitted.returncode == 0, submitted.stdout[-3000:]
@@ -165,10 +165,7 @@ def test_batch_list_shows_a_row_whose_created_is_damaged(tmp_path: Path):
     store keeps its batches in a SQLite file like this one.)"""
     _project(tmp_path)
     with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=600.0) as server:
-        env = dict(os.environ)
-        env.update(server.env())
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        env.pop("PYTEST_ADDOPTS", None)
+        env = _env(server)
         submitted = _pytest(tmp_path, env, "--weval-batch=submit", "--weval-cache-dir=cache")
         assert submitted.returncode == 0, submitted.stdout[-3000:]
         (openai_batch,) = server.batches
@@ -196,10 +193,7 @@ def test_a_wait_on_a_damaged_batch_row_ends_and_says_why(tmp_path: Path, damage:
     ``wait`` run waiting for ever: its items error with one line naming the batch."""
     _project(tmp_path)
     with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=600.0) as server:
-        env = dict(os.environ)
-        env.update(server.env())
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        env.pop("PYTEST_ADDOPTS", None)
+        env = _env(server)
         submitted = _pytest(tmp_path, env, "--weval-batch=submit", "--weval-cache-dir=cache")
         assert submitted.returncode == 0, submitted.stdout[-3000:]
         with sqlite3.connect(tmp_path / "cache" / "weval-cache.sqlite") as db:
