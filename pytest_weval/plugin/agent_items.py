@@ -22,9 +22,10 @@ from pytest_weval.run.agent import AgentWork, ResolvedTarget, resolve_targets
 from pytest_weval.scoring import check_pattern_syntax
 
 
-class AgentSource(ResultSource, Protocol):
+class AgentSource(Protocol):
     settings: WevalSettings
     custom_models: dict[str, dict[str, Any]]
+    results: ResultSource
 
     def register_marker(self, tag: str) -> str: ...
 
@@ -54,7 +55,12 @@ class AgentEvalFile(pytest.File):
         for case in suite.cases:
             for target in resolve_targets(suite, case, models=models, custom_models=self.source.custom_models):
                 item = AgentEvalItem.from_parent(
-                    self, name=f"{case.id}[{target.label}]", suite=suite, case=case, target=target, source=self.source
+                    self,
+                    name=f"{case.id}[{target.label}]",
+                    suite=suite,
+                    case=case,
+                    target=target,
+                    source=self.source.results,
                 )
                 for tag in (*case.tags, *((case.conversation_id,) if case.conversation_id else ())):
                     name = marker_name(tag)

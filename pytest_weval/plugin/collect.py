@@ -20,12 +20,13 @@ from pytest_weval.report._fmt import visible
 BLUEPRINT_SUFFIXES = (".yml", ".yaml", ".json")
 
 
-class BlueprintSource(ResultSource, Protocol):
+class BlueprintSource(Protocol):
     """What collection needs of the plugin: its settings, parsed blueprints (each file parsed
-    once per process) and markers for blueprint tags."""
+    once per process), markers for blueprint tags, and where its items get their results."""
 
     settings: WevalSettings
     named_files: frozenset[Path]
+    results: ResultSource
 
     def load(self, path: Path) -> Blueprint: ...
 
@@ -156,7 +157,7 @@ def make_items(parent: BlueprintFile, blueprint: Blueprint) -> Iterator[pytest.I
                 model=model,
                 temperature=temperature,
                 system_index=system_index,
-                source=parent.source,
+                source=parent.source.results,
             )
             item.extra_keyword_matches.update((blueprint.id, model.id, prompt.id))
             yield item

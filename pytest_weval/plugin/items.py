@@ -34,7 +34,10 @@ _NodeId = getattr(_nodes, "NodeId", None)  # pytest 9; pytest 8's node ids are s
 
 
 class ResultSource(Protocol):
-    dry_run: bool  # pytest runs no test (--setup-only, --setup-plan, ...): nothing may be sent
+    @property
+    def dry_run(self) -> bool:
+        """pytest runs no test (--setup-only, --setup-plan, ...): nothing may be sent."""
+        ...
 
     def result_for(self, item: WevalItem, sample: int = 0) -> ItemResult: ...
 
