@@ -93,7 +93,7 @@ class BlueprintFile(pytest.File):
         # an item with an authoring mistake still errors with its message.
         linting = settings.lint or settings.lint_strict
         if linting:
-            findings = lint.lint_findings(self.path, blueprint, settings.max_file_mb)
+            findings = lint.lint_findings(self.path, blueprint, settings)
             findings = lint.select(self.config, self.path, blueprint.path, findings, linting=True)
             if settings.lint_strict:  # findings fail this file's lint item instead
                 yield lint.LintItem.from_parent(self, name=lint.LINT_ITEM_NAME, findings=findings)

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from pytest_weval.blueprint.model import Blueprint
-from pytest_weval.formats.discover import is_agent_eval_file
 from pytest_weval.plugin.agent_items import AgentEvalFile
 from pytest_weval.plugin.collect import BlueprintFile, is_blueprint_path
 from pytest_weval.plugin.items import ResultSource
@@ -69,12 +68,7 @@ class Collection:
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> BlueprintFile | AgentEvalFile | None:
         settings = self.settings
         # Agent eval files first: a `*.eval.yaml` below `blueprints/` is still an agent suite.
-        if is_agent_eval_file(
-            file_path,
-            rootdir=settings.rootdir,
-            named=file_path in self.named_files,
-            max_file_mb=settings.max_file_mb,
-        ):
+        if settings.is_agent_eval_file(file_path, named=file_path in self.named_files):
             return AgentEvalFile.from_parent(parent, path=file_path, source=self)
         if is_blueprint_path(file_path, settings, self.named_files):
             return BlueprintFile.from_parent(parent, path=file_path, source=self)

@@ -24,8 +24,14 @@ from pytest_weval.engine import EngineSettings
 from pytest_weval.engine.prices import Price, PriceBook, parse_price_lines
 from pytest_weval.engine.request import BATCH_MODES, CACHE_MODES, CACHE_STORES
 from pytest_weval.engine.store.backends import is_postgres, redact_url, state_file
+from pytest_weval.engine.store.history import History, history_for
+from pytest_weval.engine.store.sqlite_health import fix_command
 from pytest_weval.engine.transport.model_lists import FILE_NAME as MODEL_LISTS_FILE
 from pytest_weval.engine.transport.model_lists import ModelLists
+from pytest_weval.formats.discover import is_agent_eval_file
+from pytest_weval.formats.load import load_agent_suite
+from pytest_weval.formats.model import AgentSuite
+from pytest_weval.lint import RawSource, read_source
 from pytest_weval.plugin.role import Role
 from pytest_weval.report.finish import FinishedRun, RunGates, write_run_files
 from pytest_weval.report.html import RunFacts
@@ -34,6 +40,7 @@ from pytest_weval.run import sampling
 from pytest_weval.run.pipeline import ItemWork, PipelineSettings, Work
 from pytest_weval.run.plan import Plan, make_plan
 from pytest_weval.run.preflight import Preflight, preflight
+from pytest_weval.scoring import check_pattern_syntax
 
 MISSING_KEYS = ("stop", "error", "skip")
 ON_OFF = ("on", "off")
@@ -427,6 +434,18 @@ class WevalSettings:
             max_file_mb=self.max_file_mb,
         )
 
+    def read_source(self, path: Path, *, display_path: str | None = None) -> RawSource:
+        """A blueprint file's raw documents (for the linter and ``pytest --markers``)."""
+        return read_source(path, display_path=display_path, max_file_mb=self.max_file_mb)
+
+    def is_agent_eval_file(self, path: Path, *, named: bool) -> bool:
+        return is_agent_eval_file(path, rootdir=self.rootdir, named=named, max_file_mb=self.max_file_mb)
+
+    def load_agent_suite(self, path: Path) -> AgentSuite | None:
+        return load_agent_suite(
+            path, rootdir=self.rootdir, max_file_mb=self.max_file_mb, check_regex=check_pattern_syntax
+        )
+
     def preflight(
         self,
         works: Sequence[Work],
@@ -487,6 +506,14 @@ class WevalSettings:
             max_drop=self.max_drop,
             fail_flaky=self.fail_flaky,
         )
+
+    def history(self) -> History:
+        """The store's history of runs (docs/history.md)."""
+        return history_for(self.cache_store, self.cache_dir)
+
+    def store_fix_command(self) -> str:
+        """The command that repairs this run's store, for the line that says it was damaged."""
+        return fix_command(self.cache_dir)
 
     def write_run_files(self, run: FinishedRun, facts: RunFacts | None) -> None:
         write_run_files(run, out_dir=self.out_dir, html_path=self.html_path, facts=facts)

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from pytest_weval.engine.store.sqlite_health import fix_command
 from pytest_weval.files import each_file_tried
 from pytest_weval.plugin.collect import BLUEPRINT_SUFFIXES
 from pytest_weval.plugin.history import RunHistory
@@ -134,7 +133,7 @@ class RunSummary:
         if parts.outputs.plan is not None and config.option.collectonly:
             self._say_plan(terminalreporter)
         # Replies paid for and not kept, entries bought again: said at the end of every run
-        for line in parts.tally.store_faults.lines(fix_command(parts.inputs.settings.cache_dir)):
+        for line in parts.tally.store_faults.lines(parts.inputs.settings.store_fix_command()):
             terminalreporter.write_line(visible(line), red=True)
         # pytest's junit file is written after this summary's run section, but before this hook
         for file in parts.outputs.unwritten:
