@@ -21,7 +21,7 @@ BLUEPRINT_SUFFIXES = (".yml", ".yaml", ".json")
 
 
 class BlueprintSource(Protocol):
-    """What collection needs of the plugin: its settings, parsed blueprints (each file parsed
+    """What collection needs of the run (``collection.Collection``): its settings, parsed blueprints (each file parsed
     once per process), markers for blueprint tags, and where its items get their results."""
 
     settings: WevalSettings

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,6 +28,7 @@ from pytest_weval.engine.store.history import History, history_for
 from pytest_weval.engine.store.sqlite_health import fix_command
 from pytest_weval.engine.transport.model_lists import FILE_NAME as MODEL_LISTS_FILE
 from pytest_weval.engine.transport.model_lists import ModelLists
+from pytest_weval.files import unwritable
 from pytest_weval.formats.discover import is_agent_eval_file
 from pytest_weval.formats.load import load_agent_suite
 from pytest_weval.formats.model import AgentSuite
@@ -35,6 +36,7 @@ from pytest_weval.lint import RawSource, read_source
 from pytest_weval.plugin.role import Role
 from pytest_weval.report.finish import FinishedRun, RunGates, write_run_files
 from pytest_weval.report.html import RunFacts
+from pytest_weval.report.weval_json import write_json_atomic
 from pytest_weval.results import Outcome
 from pytest_weval.run import sampling
 from pytest_weval.run.pipeline import ItemWork, PipelineSettings, Work
@@ -514,6 +516,18 @@ class WevalSettings:
     def store_fix_command(self) -> str:
         """The command that repairs this run's store, for the line that says it was damaged."""
         return fix_command(self.cache_dir)
+
+    def unwritable_outputs(self) -> Iterator[tuple[str, str]]:
+        """Each output file or folder asked for that cannot be written, as (option, why)."""
+        for ini, path, folder in (("weval_out", self.out_dir, True), ("weval_html", self.html_path, False)):
+            problem = unwritable(Path(path), folder=folder) if path is not None else None
+            if problem is not None:
+                yield option_name(ini), problem
+
+    def write_plan(self, plan: Plan) -> None:
+        """``plan.json`` in --weval-out, if given."""
+        if self.out_dir is not None:
+            write_json_atomic(Path(self.out_dir) / "plan.json", plan.to_dict())
 
     def write_run_files(self, run: FinishedRun, facts: RunFacts | None) -> None:
         write_run_files(run, out_dir=self.out_dir, html_path=self.html_path, facts=facts)

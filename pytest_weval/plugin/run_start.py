@@ -24,7 +24,6 @@ from pytest_weval.plugin.run_state import Blueprints, RunInputs, RunOutputs
 from pytest_weval.plugin.running import settle_collected_objects
 from pytest_weval.plugin.warning_types import WevalWarning
 from pytest_weval.report._fmt import visible
-from pytest_weval.report.weval_json import write_json_atomic
 from pytest_weval.run.pipeline import ItemWork, Work
 from pytest_weval.run.plan import Plan
 from pytest_weval.run.preflight import Preflight
@@ -100,10 +99,9 @@ class RunStart:
         finally:
             if dry:
                 weval.close()
-        if settings.out_dir is not None:
-            with each_file_tried() as unwritten:
-                write_json_atomic(Path(settings.out_dir) / "plan.json", plan.to_dict())
-            self.outputs.unwritten += unwritten
+        with each_file_tried() as unwritten:
+            settings.write_plan(plan)
+        self.outputs.unwritten += unwritten
         if not dry:  # a worker's is said by the controller, with gw0's first report
             self.notices.announce(plan_header(plan))
 

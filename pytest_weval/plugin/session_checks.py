@@ -16,7 +16,7 @@ from _pytest.junitxml import LogXML  # pytest's --junitxml writer (not exported 
 
 from pytest_weval.engine.store.backends import StoreError, check_store, is_postgres, mark_store_checked, redact_url
 from pytest_weval.files import Unwritten, unwritable
-from pytest_weval.plugin.options import WevalSettings, option_name
+from pytest_weval.plugin.options import WevalSettings
 from pytest_weval.plugin.role import Role
 from pytest_weval.plugin.run_engine import store_error
 from pytest_weval.plugin.run_state import EngineTally, RunInputs, RunOutputs
@@ -70,13 +70,7 @@ def cache_header(settings: WevalSettings, *, new: bool) -> str:
 def output_problems(config: pytest.Config, settings: WevalSettings) -> Iterator[tuple[str, str]]:
     """Each output the run was asked for that cannot be written, as (option, why): said before
     anything is sent, not found at the end of a run already paid for."""
-    for ini, path, folder in (
-        ("weval_out", settings.out_dir, True),
-        ("weval_html", settings.html_path, False),
-    ):
-        problem = unwritable(Path(path), folder=folder) if path is not None else None
-        if problem is not None:
-            yield option_name(ini), problem
+    yield from settings.unwritable_outputs()
     xmlpath = getattr(config.option, "xmlpath", None)
     if xmlpath:  # pytest's own --junitxml, resolved as pytest resolves it
         junit = Path(os.path.abspath(os.path.expanduser(os.path.expandvars(xmlpath))))

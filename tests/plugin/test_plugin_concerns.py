@@ -5,16 +5,20 @@ and the objects that can be exercised alone (the xdist transfer, the results kep
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from plugin_helpers import Project
 
+from pytest_weval.plugin.interruption import Interruption
 from pytest_weval.plugin.item_results import ItemResults
 from pytest_weval.plugin.options import settings_from_config
 from pytest_weval.plugin.role import Role, role_of
+from pytest_weval.plugin.run_engine import RunEngine
 from pytest_weval.plugin.run_state import Blueprints, EngineTally, RunOutputs, read_inputs
+from pytest_weval.plugin.session_checks import output_problems
 from pytest_weval.plugin.xdist_transfer import ControllerInput, WorkerOutput
 from pytest_weval.results import ItemResult, Usage
 
@@ -181,3 +185,28 @@ def test_a_workers_output_is_what_its_controller_takes_in(pytester: pytest.Pytes
     assert controller_tally.usage["openai:gpt-4o-mini"] == Usage(requests=2, input_tokens=6, output_tokens=8)
     assert controller_tally.store_faults.unstored == 4
     assert controller_outputs.stop_message == "stopped"
+
+
+def test_session_checks_name_each_output_that_cannot_be_written(pytester: pytest.Pytester):
+    (pytester.path / "taken").write_text("a file where --weval-out wants a folder")
+    config = pytester.parseconfig("--weval-out", "taken", "--weval-html", "report.html")
+    problems = dict(output_problems(config, settings_from_config(config)))
+    assert list(problems) == ["--weval-out (ini weval_out)"]
+
+
+def test_interruption_holds_the_stop_signals_until_unconfigure(pytester: pytest.Pytester):
+    config = pytester.parseconfig()
+    inputs = read_inputs(settings_from_config(config), [])
+    outer = signal.signal(signal.SIGTERM, signal.SIG_DFL)  # this test session's own weval handler, set aside
+    try:
+        interruption = Interruption(inputs.settings, Role("serial"), RunEngine(inputs, Role("serial"), EngineTally()))
+        try:
+            installed = signal.getsignal(signal.SIGTERM)
+            # Ctrl-C before any engine started: nothing to stop, nothing to tell
+            interruption.pytest_keyboard_interrupt(excinfo=None)  # type: ignore[arg-type]  # not read
+        finally:
+            interruption.pytest_unconfigure(config)
+        assert installed not in (signal.SIG_DFL, outer)
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGTERM, outer)
