@@ -1,8 +1,8 @@
 """The pytest glue, registered as the ``weval`` plugin (``-p no:weval`` turns it off).
 
-This module only adds the options and hooks and registers the plugin object
-(``weval_plugin.WevalPlugin``), which holds the run's state and implements the hooks. Hooks stay
-thin: each calls a plain, typed function of another layer.
+This module only adds the options and hooks and registers the plugin's concerns
+(``registration.py``: one object per concern, as this process's role in the run needs them).
+Hooks stay thin: each calls a plain, typed function of another layer.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from pytest_weval.plugin import hookspec, html_columns, lint, tag_markers
 from pytest_weval.plugin.fixtures import weval_client, weval_judge
 from pytest_weval.plugin.options import add_options
+from pytest_weval.plugin.registration import register, unregister
 from pytest_weval.plugin.summary_reasons import SummaryReasons
-from pytest_weval.plugin.weval_plugin import register
 
 __all__ = ["weval_client", "weval_judge"]  # fixtures: pytest finds them in this module
 
@@ -38,9 +38,15 @@ def pytest_configure(config: pytest.Config) -> None:
     # session after any collection error. The errors still fail the run's exit status.
     config.option.continue_on_collection_errors = True
     _default_asyncio_loop_scope(config)
-    register(config)
+    role = register(config)
     config.pluginmanager.register(SummaryReasons(), "weval-summary-reasons")
-    html_columns.register(config)  # pytest-html's columns, when it writes a report
+    if role.reports:
+        html_columns.register(config)  # pytest-html's columns, when it writes a report
+
+
+@pytest.hookimpl(trylast=True)  # after each concern's own pytest_unconfigure
+def pytest_unconfigure(config: pytest.Config) -> None:
+    unregister(config)
 
 
 def _default_asyncio_loop_scope(config: pytest.Config) -> None:

@@ -12,19 +12,18 @@ from typing import Any, Protocol
 import pytest
 
 from pytest_weval.blueprint.model import BlueprintError
-from pytest_weval.formats.load import load_agent_suite
 from pytest_weval.formats.model import AgentCase, AgentSuite
 from pytest_weval.plugin.collect import marker_name
 from pytest_weval.plugin.items import ResultSource, WevalItem
 from pytest_weval.plugin.options import WevalSettings
 from pytest_weval.results import Outcome
 from pytest_weval.run.agent import AgentWork, ResolvedTarget, resolve_targets
-from pytest_weval.scoring import check_pattern_syntax
 
 
-class AgentSource(ResultSource, Protocol):
+class AgentSource(Protocol):
     settings: WevalSettings
     custom_models: dict[str, dict[str, Any]]
+    results: ResultSource
 
     def register_marker(self, tag: str) -> str: ...
 
@@ -37,12 +36,7 @@ class AgentEvalFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         settings = self.source.settings
         try:
-            suite = load_agent_suite(
-                self.path,
-                rootdir=settings.rootdir,
-                max_file_mb=settings.max_file_mb,
-                check_regex=check_pattern_syntax,
-            )
+            suite = settings.load_agent_suite(self.path)
         except BlueprintError as exc:
             raise self.CollectError(str(exc)) from None
         if suite is None:  # a format out of scope (AgentV v5 / promptfoo): nothing, silently
@@ -54,7 +48,12 @@ class AgentEvalFile(pytest.File):
         for case in suite.cases:
             for target in resolve_targets(suite, case, models=models, custom_models=self.source.custom_models):
                 item = AgentEvalItem.from_parent(
-                    self, name=f"{case.id}[{target.label}]", suite=suite, case=case, target=target, source=self.source
+                    self,
+                    name=f"{case.id}[{target.label}]",
+                    suite=suite,
+                    case=case,
+                    target=target,
+                    source=self.source.results,
                 )
                 for tag in (*case.tags, *((case.conversation_id,) if case.conversation_id else ())):
                     name = marker_name(tag)

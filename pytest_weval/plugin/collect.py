@@ -20,12 +20,13 @@ from pytest_weval.report._fmt import visible
 BLUEPRINT_SUFFIXES = (".yml", ".yaml", ".json")
 
 
-class BlueprintSource(ResultSource, Protocol):
-    """What collection needs of the plugin: its settings, parsed blueprints (each file parsed
-    once per process) and markers for blueprint tags."""
+class BlueprintSource(Protocol):
+    """What collection needs of the run (``collection.Collection``): its settings, parsed blueprints (each file parsed
+    once per process), markers for blueprint tags, and where its items get their results."""
 
     settings: WevalSettings
     named_files: frozenset[Path]
+    results: ResultSource
 
     def load(self, path: Path) -> Blueprint: ...
 
@@ -92,7 +93,7 @@ class BlueprintFile(pytest.File):
         # an item with an authoring mistake still errors with its message.
         linting = settings.lint or settings.lint_strict
         if linting:
-            findings = lint.lint_findings(self.path, blueprint, settings.max_file_mb)
+            findings = lint.lint_findings(self.path, blueprint, settings)
             findings = lint.select(self.config, self.path, blueprint.path, findings, linting=True)
             if settings.lint_strict:  # findings fail this file's lint item instead
                 yield lint.LintItem.from_parent(self, name=lint.LINT_ITEM_NAME, findings=findings)
@@ -156,7 +157,7 @@ def make_items(parent: BlueprintFile, blueprint: Blueprint) -> Iterator[pytest.I
                 model=model,
                 temperature=temperature,
                 system_index=system_index,
-                source=parent.source,
+                source=parent.source.results,
             )
             item.extra_keyword_matches.update((blueprint.id, model.id, prompt.id))
             yield item

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_weval.engine.store.common import StoreError
-from pytest_weval.engine.store.history import History, history_for
+from pytest_weval.engine.store.history import History
 from pytest_weval.plugin.options import WevalSettings
 from pytest_weval.report.baseline import Baseline
 from pytest_weval.report.finish import FinishedRun
@@ -100,7 +100,7 @@ class RunHistory:
 
     def _history(self) -> History:
         if self._store is None:
-            self._store = history_for(self.settings.cache_store, self.settings.cache_dir)
+            self._store = self.settings.history()
         return self._store
 
     def _say(self, what: str, exc: Exception) -> None:
@@ -210,7 +210,7 @@ def past_samples(settings: WevalSettings) -> dict[str, tuple[Past, ...]]:
         return {}
     found: dict[str, list[Past]] = {}
     try:
-        history = history_for(settings.cache_store, settings.cache_dir)
+        history = settings.history()
         if not history.exists():
             return {}
         newest = [str(run["id"]) for run in reversed(history.runs()[-PAST_WINDOW:])]

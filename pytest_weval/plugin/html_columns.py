@@ -113,8 +113,9 @@ class WevalHtml:
 
 
 def register(config: pytest.Config) -> None:
-    """Add the columns when pytest-html writes a report in this process (as it decides)."""
-    if not config.pluginmanager.hasplugin("html") or hasattr(config, "workerinput"):
+    """Add the columns when pytest-html writes a report in this process (as it decides; the
+    process that reports, never an xdist worker)."""
+    if not config.pluginmanager.hasplugin("html"):
         return
     if config.getoption("htmlpath", None):
         config.pluginmanager.register(WevalHtml(), "weval-html")

@@ -2,8 +2,8 @@
 
 ``WevalItem`` is any item evaluated by the run: a blueprint's prompt x model variant
 (``BlueprintItem``), or an agent eval file's case x target (``AgentEvalItem``, in
-``agent_items.py``). An item does not evaluate itself: it asks its ``ResultSource`` (the plugin
-object, which started every selected item's evaluation when collection was final) for its
+``agent_items.py``). An item does not evaluate itself: it asks its ``ResultSource`` (the run's
+``RunEngine``, which started every selected item's evaluation when collection was final) for its
 ``ItemResult`` and turns that record into pytest's terms: an error, a skip, a failure or a pass.
 Each kind says what it asks for as a ``work`` record the run's pipeline knows how to evaluate.
 """
@@ -34,7 +34,10 @@ _NodeId = getattr(_nodes, "NodeId", None)  # pytest 9; pytest 8's node ids are s
 
 
 class ResultSource(Protocol):
-    dry_run: bool  # pytest runs no test (--setup-only, --setup-plan, ...): nothing may be sent
+    @property
+    def dry_run(self) -> bool:
+        """pytest runs no test (--setup-only, --setup-plan, ...): nothing may be sent."""
+        ...
 
     def result_for(self, item: WevalItem, sample: int = 0) -> ItemResult: ...
 

@@ -22,9 +22,10 @@ import pytest
 
 from pytest_weval.blueprint.model import Blueprint, Finding
 from pytest_weval.errors import WevalError
-from pytest_weval.lint import format_finding, lint_blueprint, read_source
+from pytest_weval.lint import format_finding, lint_blueprint
 from pytest_weval.lint.rules import regexes
 from pytest_weval.lint.select import LintSelection, file_directives
+from pytest_weval.plugin.options import WevalSettings
 from pytest_weval.report._fmt import visible
 
 LINT_ITEM_NAME = "lint"
@@ -53,9 +54,9 @@ def invalid_regexes(blueprint: Blueprint) -> list[Finding]:
     return [f for f in regexes(blueprint) if f.code == "invalid-regex"]
 
 
-def lint_findings(path: Path, blueprint: Blueprint, max_file_mb: float) -> list[Finding]:
+def lint_findings(path: Path, blueprint: Blueprint, settings: WevalSettings) -> list[Finding]:
     """The linter's findings (the parser's included) for a blueprint already parsed from `path`."""
-    source = read_source(path, display_path=blueprint.path, max_file_mb=max_file_mb)
+    source = settings.read_source(path, display_path=blueprint.path)
     return lint_blueprint(blueprint, source)
 
 

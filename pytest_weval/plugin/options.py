@@ -10,19 +10,39 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
+from pytest_weval.api import Weval
+from pytest_weval.blueprint import load_blueprint
 from pytest_weval.blueprint.fixtures import ResponseFixtures
+from pytest_weval.blueprint.model import Blueprint
 from pytest_weval.engine import EngineSettings
-from pytest_weval.engine.prices import Price, parse_price_lines
+from pytest_weval.engine.prices import Price, PriceBook, parse_price_lines
 from pytest_weval.engine.request import BATCH_MODES, CACHE_MODES, CACHE_STORES
-from pytest_weval.engine.store.backends import is_postgres, redact_url
+from pytest_weval.engine.store.backends import is_postgres, redact_url, state_file
+from pytest_weval.engine.store.history import History, history_for
+from pytest_weval.engine.store.sqlite_health import fix_command
+from pytest_weval.engine.transport.model_lists import FILE_NAME as MODEL_LISTS_FILE
+from pytest_weval.engine.transport.model_lists import ModelLists
+from pytest_weval.files import unwritable
+from pytest_weval.formats.discover import is_agent_eval_file
+from pytest_weval.formats.load import load_agent_suite
+from pytest_weval.formats.model import AgentSuite
+from pytest_weval.lint import RawSource, read_source
+from pytest_weval.plugin.role import Role
+from pytest_weval.report.finish import FinishedRun, RunGates, write_run_files
+from pytest_weval.report.html import RunFacts
+from pytest_weval.report.weval_json import write_json_atomic
+from pytest_weval.results import Outcome
 from pytest_weval.run import sampling
-from pytest_weval.run.pipeline import PipelineSettings
+from pytest_weval.run.pipeline import ItemWork, PipelineSettings, Work
+from pytest_weval.run.plan import Plan, make_plan
+from pytest_weval.run.preflight import Preflight, preflight
+from pytest_weval.scoring import check_pattern_syntax
 
 MISSING_KEYS = ("stop", "error", "skip")
 ON_OFF = ("on", "off")
@@ -348,9 +368,9 @@ class WevalSettings:
     batch: str = "off"  # --weval-batch (docs/batch.md)
     batch_poll_s: float = 30.0  # --weval-batch-poll
 
-    def engine_settings(self, workerinput: Mapping[str, Any] | None) -> EngineSettings:
-        """How this process's engine sends, limits and caches; ``workerinput`` is xdist's
-        (None outside a worker)."""
+    def engine_settings(self, role: Role) -> EngineSettings:
+        """How this process's engine sends, limits and caches, given what the process is in the
+        run (a worker of several, the controller, or a run of its own)."""
         return EngineSettings(
             cache_mode=self.cache_mode,
             cache_dir=self.cache_dir,
@@ -368,17 +388,27 @@ class WevalSettings:
             prices=self.prices,
             timeout_s=self.timeout_s,
             allowed_env=self.allow_env,
-            worker_count=int(workerinput["workercount"]) if workerinput else 1,
-            worker_id=str(workerinput["workerid"]) if workerinput else "main",
+            worker_count=role.worker_count,
+            worker_id=role.worker_id,
             # A run id given joins the machines that give it; else xdist's, one session's workers.
-            run_id=self.run_id or (str(workerinput["testrunuid"]) if workerinput else None),
-            session_id=str(workerinput["testrunuid"]) if workerinput else None,
+            run_id=self.run_id or role.session_id,
+            session_id=role.session_id,
             coordinate=True if self.run_id else None,
-            run_started=workerinput.get("weval_run_started") if workerinput else None,
+            run_started=role.run_started,
+        )
+
+    def plan_engine_settings(self, *, has_cache: bool) -> EngineSettings:
+        """The engine of a dry run's plan (--collect-only): it reads the cache, if there is
+        one, and writes nothing (no cache folder is made), and no batch is opened."""
+        return dataclasses.replace(
+            self.engine_settings(Role("serial")), cache_mode="ro" if has_cache else "off", batch="off"
         )
 
     def pipeline_settings(
-        self, custom_models: Mapping[str, dict[str, Any]], fixtures: ResponseFixtures | None = None
+        self,
+        custom_models: Mapping[str, dict[str, Any]],
+        fixtures: ResponseFixtures | None = None,
+        past: Mapping[str, tuple[sampling.Past, ...]] | None = None,
     ) -> PipelineSettings:
         return PipelineSettings(
             judges=self.judges,
@@ -390,7 +420,117 @@ class WevalSettings:
             repeat=self.repeat,
             repeat_auto=self.repeat_auto,
             fixtures=fixtures,
+            past=dict(past or {}),
         )
+
+    def load_blueprint(
+        self, path: Path, *, rel_path: str, display_path: str, custom_models: dict[str, dict[str, Any]]
+    ) -> Blueprint:
+        return load_blueprint(
+            path,
+            rel_path=rel_path,
+            display_path=display_path,
+            collections_dir=self.collections_dir,
+            model_override=list(self.models) if self.models else None,
+            custom_models=custom_models,
+            max_file_mb=self.max_file_mb,
+        )
+
+    def read_source(self, path: Path, *, display_path: str | None = None) -> RawSource:
+        """A blueprint file's raw documents (for the linter and ``pytest --markers``)."""
+        return read_source(path, display_path=display_path, max_file_mb=self.max_file_mb)
+
+    def is_agent_eval_file(self, path: Path, *, named: bool) -> bool:
+        return is_agent_eval_file(path, rootdir=self.rootdir, named=named, max_file_mb=self.max_file_mb)
+
+    def load_agent_suite(self, path: Path) -> AgentSuite | None:
+        return load_agent_suite(
+            path, rootdir=self.rootdir, max_file_mb=self.max_file_mb, check_regex=check_pattern_syntax
+        )
+
+    def preflight(
+        self,
+        works: Sequence[Work],
+        *,
+        custom_models: Mapping[str, dict[str, Any]],
+        fixtures: ResponseFixtures | None,
+        model_lists: ModelLists | None,
+    ) -> Preflight:
+        """The selection checked before anything is sent (``run/preflight.py``)."""
+        return preflight(
+            works,
+            judges=self.judges,
+            env=os.environ,
+            allowed_env=self.allow_env,
+            custom_models=custom_models,
+            keys_needed=self.cache_mode != "ro",
+            prices=PriceBook(self.prices) if self.budget_usd is not None else None,
+            model_lists=model_lists,
+            fixtures=fixtures,
+        )
+
+    def model_lists(self, run_started: float) -> ModelLists | None:
+        """The providers' model lists for the pre-flight's check of model ids: not on replay or
+        with --weval-check-models=off. Kept beside a SQLite cache (not with --weval-cache=off),
+        where every xdist worker of the run finds the list the first one fetched."""
+        if not self.check_models or self.cache_mode == "ro":
+            return None
+        cache_file = None
+        if self.cache_mode != "off":
+            try:
+                cache_file = state_file(self.cache_store, self.cache_dir, MODEL_LISTS_FILE)
+            except OSError:  # a folder that cannot be made: the engine says so when it stores
+                cache_file = None
+        return ModelLists(
+            os.environ, cache_file=cache_file, run_started=run_started, reuse=self.cache_mode != "refresh"
+        )
+
+    def make_plan(self, weval: Weval, works: Iterable[ItemWork], checked: Preflight) -> Plan:
+        return make_plan(
+            weval.engine,
+            weval.pipeline.settings,
+            works,
+            prices=PriceBook(self.prices),
+            checked=checked,
+            batch=self.batch != "off",
+        )
+
+    @property
+    def blocked_outcome(self) -> Outcome:
+        """What an item that needs a missing key becomes (--weval-missing-keys)."""
+        return "skipped" if self.missing_keys == "skip" else "error"
+
+    def run_gates(self) -> RunGates:
+        return RunGates(
+            min_score=self.min_score,
+            baseline=str(self.baseline) if self.baseline is not None else None,
+            alpha=self.alpha,
+            max_drop=self.max_drop,
+            fail_flaky=self.fail_flaky,
+        )
+
+    def history(self) -> History:
+        """The store's history of runs (docs/history.md)."""
+        return history_for(self.cache_store, self.cache_dir)
+
+    def store_fix_command(self) -> str:
+        """The command that repairs this run's store, for the line that says it was damaged."""
+        return fix_command(self.cache_dir)
+
+    def unwritable_outputs(self) -> Iterator[tuple[str, str]]:
+        """Each output file or folder asked for that cannot be written, as (option, why)."""
+        for ini, path, folder in (("weval_out", self.out_dir, True), ("weval_html", self.html_path, False)):
+            problem = unwritable(Path(path), folder=folder) if path is not None else None
+            if problem is not None:
+                yield option_name(ini), problem
+
+    def write_plan(self, plan: Plan) -> None:
+        """``plan.json`` in --weval-out, if given."""
+        if self.out_dir is not None:
+            write_json_atomic(Path(self.out_dir) / "plan.json", plan.to_dict())
+
+    def write_run_files(self, run: FinishedRun, facts: RunFacts | None) -> None:
+        write_run_files(run, out_dir=self.out_dir, html_path=self.html_path, facts=facts)
 
 
 def _raw(config: pytest.Config, ini: str) -> object:

@@ -9,12 +9,21 @@ store, so each item is evaluated once and no request is sent twice (docs/engine.
 from __future__ import annotations
 
 import gc
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import pytest
 
 from pytest_weval.api import Weval
 from pytest_weval.plugin.items import WevalItem
+from pytest_weval.plugin.terminal_lines import write_lines
+from pytest_weval.report._fmt import plural
 from pytest_weval.results import ItemResult, Outcome
 from pytest_weval.run.schedule import ItemScheduler
+
+if TYPE_CHECKING:  # they use the Runner
+    from pytest_weval.plugin.item_results import ItemResults
+    from pytest_weval.plugin.run_engine import RunEngine
 
 
 class Runner:
@@ -89,3 +98,58 @@ def settle_collected_objects() -> None:
     (~0.05-0.08 s, a tenth of a one-item run), and the older garbage is small."""
     gc.collect(1)
     gc.freeze()
+
+
+class ItemRunning:
+    """The hooks that drive the process's engine: items are hurried as pytest reaches them, and
+    the engine is closed once the session ends."""
+
+    def __init__(self, config: pytest.Config, engine: RunEngine, results: ItemResults, *, stop_grace_s: float):
+        self._config = config
+        self._engine = engine
+        self._results = results
+        self._stop_grace_s = stop_grace_s
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        """pytest is about to run ``item``: start it and the item after it if not yet under way
+        (under xdist they may belong to another worker's share)."""
+        if not isinstance(item, WevalItem) or self._engine.dry_run:
+            return
+        self._engine.hurry(item)
+        if isinstance(nextitem, WevalItem):
+            self._engine.hurry(nextitem)
+
+    # A wrapper: the engine is closed (its usage and store faults counted) before any plain
+    # hook of the session's end reads them (the summary, the transfer to the xdist controller).
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Generator[None, None, None]:
+        ran_items = self._engine.running or bool(self._results.results)
+        self._say_waiting()
+        self._engine.close(drain=not was_interrupted(session))
+        if ran_items:
+            # The results held here stay until exit, where each full collection of the heap
+            # costs ~0.1 s, several times (settle_collected_objects froze what collection
+            # built; the xdist controller collects nothing).
+            gc.freeze()
+        return (yield)
+
+    def _say_waiting(self) -> None:
+        weval = self._engine.started
+        if weval is not None and weval.engine.interrupted and weval.engine.in_flight:
+            write_lines(
+                self._config,
+                f"weval: interrupted: waiting up to {self._stop_grace_s:g} s for "
+                f"{plural(weval.engine.in_flight, 'reply', 'replies')} on the way "
+                "(--weval-stop-grace; Ctrl-C again stops at once)",
+                yellow=True,
+            )
+
+    @pytest.hookimpl(tryfirst=True)  # before the store is marked checked: every writer done
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self._engine.close()
+
+
+def was_interrupted(session: pytest.Session) -> bool:
+    """Ctrl-C, SIGTERM, -x: the session stopped before every selected item ran."""
+    return bool(session.shouldstop or session.shouldfail) or session.exitstatus == pytest.ExitCode.INTERRUPTED

@@ -21,17 +21,16 @@ from pytest_weval.blueprint.ids import normalize_tags
 from pytest_weval.blueprint.loader import room_for_depth
 from pytest_weval.blueprint.model import BlueprintError
 from pytest_weval.blueprint.parser import parse_config
-from pytest_weval.lint import read_source
 from pytest_weval.plugin.collect import is_blueprint_path, marker_name
 from pytest_weval.plugin.options import WevalSettings
-from pytest_weval.plugin.weval_plugin import plugin_of
+from pytest_weval.plugin.registration import inputs_of
 
 
 @pytest.hookimpl(trylast=True)  # after every plugin has registered its markers: a tag never shadows one
 def pytest_configure(config: pytest.Config) -> None:
     if getattr(config.option, "markers", False):
-        plugin = plugin_of(config)
-        register_tag_markers(config, plugin.settings, plugin.named_files)
+        inputs = inputs_of(config)
+        register_tag_markers(config, inputs.settings, inputs.named_files)
 
 
 def tag_marker_counts(config: pytest.Config, settings: WevalSettings, named_files: frozenset[Path]) -> Counter[str]:
@@ -42,7 +41,7 @@ def tag_marker_counts(config: pytest.Config, settings: WevalSettings, named_file
     counts: Counter[str] = Counter()
     for path in _would_collect(config, settings, named_files):
         try:
-            source = read_source(path, max_file_mb=settings.max_file_mb)
+            source = settings.read_source(path)
             with room_for_depth():
                 tags = parse_config(source).config.get("tags")
         except (BlueprintError, OSError, RecursionError):

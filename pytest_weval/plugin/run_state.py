@@ -1,0 +1,130 @@
+"""The small records the plugin's concerns share, each passed to the concerns that need it
+(``registration.register``): what the run reads before anything is collected, the parsed
+blueprints, what the engines spent, and what the run's start leaves for its end."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_weval.blueprint import load_model_defs
+from pytest_weval.blueprint.fixtures import ResponseFixtures, load_fixtures
+from pytest_weval.blueprint.model import Blueprint, BlueprintError, Location
+from pytest_weval.engine.store.cache import StoreFaults
+from pytest_weval.files import Unwritten
+from pytest_weval.plugin.collect import blueprint_rel_path
+from pytest_weval.plugin.options import WevalSettings, option_name
+from pytest_weval.results import Usage
+from pytest_weval.run.plan import Plan
+
+
+@dataclasses.dataclass(frozen=True)
+class RunInputs:
+    """The settings and the files they name, read once, before anything is collected or sent:
+    a file that cannot be read stops the run first."""
+
+    settings: WevalSettings
+    custom_models: dict[str, dict[str, Any]]
+    fixtures: ResponseFixtures | None
+    named_files: frozenset[Path]  # blueprint-like files named on the command line
+    started: float  # for the model lists' freshness and the HTML report's date and duration
+    # Seen before anything makes the cache (the store's check at session start does, before
+    # pytest writes the header that says whether the cache is new).
+    cache_was_new: bool
+
+
+def read_inputs(settings: WevalSettings, args: Iterable[str]) -> RunInputs:
+    return RunInputs(
+        settings=settings,
+        custom_models=_custom_models(settings),
+        fixtures=_fixtures(settings),
+        named_files=frozenset(
+            Path(arg.split("::")[0]).resolve()
+            for arg in args
+            if Path(arg.split("::")[0]).suffix.lower() in (".yml", ".yaml", ".json")
+        ),
+        started=time.time(),
+        cache_was_new=not Path(settings.cache_dir).exists(),
+    )
+
+
+def _fixtures(settings: WevalSettings) -> ResponseFixtures | None:
+    """--weval-fixtures, read before anything is collected or sent: a bad file stops the run."""
+    if settings.fixtures is None:
+        return None
+    try:
+        return load_fixtures(settings.fixtures)
+    except BlueprintError as exc:
+        raise pytest.UsageError(f"{option_name('weval_fixtures')}: {exc}") from None
+
+
+def _custom_models(settings: WevalSettings) -> dict[str, dict[str, Any]]:
+    if settings.model_defs is None:
+        return {}
+    try:
+        return load_model_defs(settings.model_defs)
+    except BlueprintError as exc:
+        raise pytest.UsageError(f"weval_model_defs: {exc}") from None
+    except OSError as exc:
+        location = Location(path=str(settings.model_defs))
+        raise pytest.UsageError(f"weval_model_defs: {location}: cannot read: {exc.strerror}") from None
+
+
+class Blueprints:
+    """The run's blueprints: parsed here (each file once per process), and, on the xdist
+    controller, received from the workers that ran their items."""
+
+    def __init__(self, inputs: RunInputs):
+        self._inputs = inputs
+        self.parsed: dict[Path, Blueprint] = {}
+        self.received: dict[str, Blueprint] = {}  # by Blueprint.path
+
+    def load(self, path: Path) -> Blueprint:
+        if path not in self.parsed:
+            root = self._inputs.settings.rootdir
+            try:
+                shown = path.relative_to(root).as_posix()
+            except ValueError:
+                shown = path.as_posix()
+            self.parsed[path] = self._inputs.settings.load_blueprint(
+                path,
+                rel_path=blueprint_rel_path(path, root),
+                display_path=shown,
+                custom_models=self._inputs.custom_models,
+            )
+        return self.parsed[path]
+
+    def by_path(self) -> dict[str, Blueprint]:
+        """Every blueprint with results, by ``ItemResult.blueprint_path``."""
+        blueprints = dict(self.received)
+        blueprints.update((blueprint.path, blueprint) for blueprint in self.parsed.values())
+        return blueprints
+
+
+@dataclasses.dataclass
+class EngineTally:
+    """What this run's engines sent and failed to store: this process's, and on the xdist
+    controller every worker's."""
+
+    usage: dict[str, Usage] = dataclasses.field(default_factory=dict)  # per model, each distinct request once
+    store_faults: StoreFaults = dataclasses.field(default_factory=StoreFaults)
+
+    def add(self, usage: dict[str, Usage], faults: StoreFaults) -> None:
+        for model, used in usage.items():
+            self.usage.setdefault(model, Usage()).add(used)
+        self.store_faults.add(faults)
+
+
+@dataclasses.dataclass
+class RunOutputs:
+    """What the run's start leaves for its end to say."""
+
+    plan: Plan | None = None
+    unwritten: list[Unwritten] = dataclasses.field(default_factory=list)  # kept from being written (a full disk)
+    # The pre-flight stopped the run: under xdist a worker's reason, said by the controller.
+    stop_message: str | None = None
