@@ -57,6 +57,7 @@ from pytest_weval.plugin.items import WevalItem
 from pytest_weval.plugin.options import WevalSettings, option_name, options_in_effect, settings_from_config
 from pytest_weval.plugin.running import Runner, settle_collected_objects
 from pytest_weval.plugin.signals import StopSignals
+from pytest_weval.plugin.similarity import embed_answers
 from pytest_weval.plugin.warning_types import WevalWarning
 from pytest_weval.report._fmt import plural, visible
 from pytest_weval.report.baseline import Baseline, BaselineError, read_baseline
@@ -564,6 +565,8 @@ class WevalPlugin:
         if self.stop_message is not None:  # xdist: a worker's pre-flight stopped the run
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
             return
+        if self.settings.embeds and not interrupted:
+            embed_answers(self)  # plugin/similarity.py: the answers' similarities, before the reports
         # Ctrl-C, SIGTERM, -x: the reports say how many selected items never ran
         not_run = max(0, session.testscollected - len(self._reported | set(self._results))) if interrupted else None
         if not self.results and not (not_run and session.testscollected):
