@@ -214,3 +214,18 @@ def test_the_html_report_shows_the_similarity_to_the_ideal(project: Project, bro
     assert [c.get_attribute("class").split()[0] for c in cells] == ["cell", "sim", "cell", "sim"]
     logs = browser.get_log("browser")
     assert [e for e in logs if e["level"] in ("SEVERE", "WARNING")] == [], logs
+
+
+def test_under_xdist_the_controller_embeds_every_answer(project: Project):
+    """Two workers answer; the controller, which holds every answer, embeds them (each text once)
+    on the run's store and writes the same matrices."""
+    _project(project)
+    result = project.run("-n", "2", "--weval-eval-methods=all", "--weval-out=out", sub=True)
+    assert result.ret == 1, result.stdout.str()[-3000:]
+    per_prompt, matrix = expected()
+    results = project.json("out/similar.json")["evaluationResults"]
+    assert _numbers(results["perPromptSimilarities"]) == per_prompt
+    assert _numbers(results["similarityMatrix"]) == matrix
+    assert len(_embeddings(project)) == 5
+    usage = project.json("out/summary.json")["usage"]
+    assert usage[f"openai:{EMBEDDER}"]["requests"] == 5
