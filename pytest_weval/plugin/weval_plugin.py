@@ -68,6 +68,7 @@ from pytest_weval.report.terminal import render_summary
 from pytest_weval.report.weval_json import write_json_atomic
 from pytest_weval.results import ItemResult, Usage
 from pytest_weval.run.pipeline import ItemWork, Work
+from pytest_weval.run.embedding import embedding_problems
 from pytest_weval.run.plan import Plan, make_plan
 from pytest_weval.run.preflight import Preflight, preflight
 from pytest_weval.run.programs.runner import provider_key_reason
@@ -298,6 +299,8 @@ class WevalPlugin:
                 f"weval: --weval-batch: no batch API for {', '.join(live)}: "
                 f"{'its' if len(live) == 1 else 'their'} requests are sent live, at the live price"
             )
+        if settings.embeds:  # what keeps the answers from being embedded at the end (run/embedding.py)
+            self._pending_notices += embedding_problems(self.blueprints.values(), settings.engine_settings(None))
         if checked.missing:
             self._pending_notices.append(
                 checked.report() + f"\nweval: --weval-missing-keys={settings.missing_keys}: "
@@ -364,6 +367,7 @@ class WevalPlugin:
                 prices=PriceBook(self.settings.prices),
                 checked=checked,
                 batch=self.settings.batch != "off",
+                embeddings=self.settings.embeds,
             )
         finally:
             if weval is not self._weval:

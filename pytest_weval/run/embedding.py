@@ -10,12 +10,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_weval.blueprint.model import Blueprint, ModelSpec, Prompt
 from pytest_weval.engine.errors import ModelCallError
-from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
-from pytest_weval.engine.transport.providers.embeddings import vector_of
+from pytest_weval.engine.request import ChatMessage, EngineSettings, ModelClient, ModelRequest
+from pytest_weval.engine.secrets import Redactor
+from pytest_weval.engine.transport.providers.embeddings import embeddings_adapter, vector_of
 from pytest_weval.results import ItemResult, weval_kept
 from pytest_weval.scoring.similarity import IDEAL_MODEL_ID, prompt_matrix, unknown_count
 
@@ -50,6 +51,26 @@ def embedding_model(blueprint: Blueprint) -> str:
     config = blueprint.effective_config or blueprint.config
     model = config.get("embeddingModel") if isinstance(config, Mapping) else None
     return model.strip() if isinstance(model, str) and model.strip() else DEFAULT_EMBEDDING_MODEL
+
+
+def embedding_problems(blueprints: Iterable[Blueprint], settings: EngineSettings) -> list[str]:
+    """Before any request: the embedding models that cannot be asked (a provider with no
+    embeddings endpoint here, a key not set), each once, with the blueprints that name it. The
+    items run as usual; their similarities will be missing unless the cache holds them."""
+    by_model: dict[str, list[str]] = {}
+    for blueprint in blueprints:
+        by_model.setdefault(embedding_model(blueprint), []).append(blueprint.path)
+    lines = []
+    for model_id, paths in sorted(by_model.items()):
+        try:
+            embeddings_adapter(model_id).connect(settings.environ, Redactor())
+        except ModelCallError as exc:
+            shown = ", ".join(sorted(paths)[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+            lines.append(
+                f"weval: --weval-eval-methods=embedding: {exc}; the similarities of {shown} will be missing "
+                "unless the cache holds their embeddings (the items run as usual)"
+            )
+    return lines
 
 
 @dataclasses.dataclass
@@ -142,12 +163,16 @@ async def _blueprint_rows(
     return rows, lines
 
 
-async def _embed(client: ModelClient, model: ModelSpec, text: str) -> list[float]:
-    request = ModelRequest(
+def embedding_request(model: ModelSpec, text: str) -> ModelRequest:
+    """The request for ``text``'s embedding (the plan builds the same)."""
+    return ModelRequest(
         model=model,
         messages=(ChatMessage("user", text),),
         endpoint="embeddings",
         purpose="embed",
         priority=1 << 30,  # after every item's requests
     )
-    return vector_of(await client.complete(request))
+
+
+async def _embed(client: ModelClient, model: ModelSpec, text: str) -> list[float]:
+    return vector_of(await client.complete(embedding_request(model, text)))

@@ -229,3 +229,39 @@ def test_under_xdist_the_controller_embeds_every_answer(project: Project):
     assert len(_embeddings(project)) == 5
     usage = project.json("out/summary.json")["usage"]
     assert usage[f"openai:{EMBEDDER}"]["requests"] == 5
+
+
+def test_the_plan_counts_the_embeddings(project: Project):
+    """--collect-only's plan: the ideal's embedding and one per answer, under the blueprint's
+    embedding model; after a run, those the cache holds are counted as cached."""
+    _project(project)
+    project.run("--collect-only", "--weval-eval-methods=all", "--weval-out=out")
+    row = project.json("out/plan.json")["requests"]["by_model"][f"openai:{EMBEDDER}"]
+    assert (row["total"], row["cached"], row["by_purpose"]) == (7, 0, {"embed": 7})  # 1 ideal + 6 answers
+    project.run("--weval-eval-methods=all")
+    project.run("--collect-only", "--weval-eval-methods=all", "--weval-out=again")
+    row = project.json("again/plan.json")["requests"]["by_model"][f"openai:{EMBEDDER}"]
+    # the two answers that failed are foreseen again; the five texts embedded are in the cache
+    assert (row["total"], row["cached"]) == (7, 5)
+    project.run("--collect-only", "--weval-out=none")
+    assert f"openai:{EMBEDDER}" not in project.json("none/plan.json")["requests"]["by_model"]
+
+
+def test_a_missing_embedding_key_is_said_before_anything_is_sent(project: Project):
+    """The pre-flight names what keeps the answers from being embedded; the items still run and
+    score, and the end says that no similarity could be computed."""
+    _project(project)
+    project.write(
+        "blueprints/similar.yml", BLUEPRINT.replace("title: Similar\n", "title: Similar\nembeddingModel: together:m2\n")
+    )
+    result = project.run("--weval-eval-methods=all", "--weval-out=out")
+    result.stdout.fnmatch_lines(
+        [
+            "*--weval-eval-methods=embedding: TOGETHER_API_KEY is not set*blueprints/similar.yml will be missing*",
+            "*similarity (together:m2): 5 of 5 texts were not embedded*",
+            "*no similarity could be computed*",
+        ]
+    )
+    assert _embeddings(project) == []
+    assert project.json("out/similar.json")["evalMethodsUsed"] == ["llm-coverage"]
+    assert result.ret == 1  # the two errored answers, as without the option
