@@ -67,8 +67,8 @@ from pytest_weval.report.html import RunFacts
 from pytest_weval.report.terminal import render_summary
 from pytest_weval.report.weval_json import write_json_atomic
 from pytest_weval.results import ItemResult, Usage
-from pytest_weval.run.pipeline import ItemWork, Work
 from pytest_weval.run.embedding import embedding_problems
+from pytest_weval.run.pipeline import ItemWork, Work
 from pytest_weval.run.plan import Plan, make_plan
 from pytest_weval.run.preflight import Preflight, preflight
 from pytest_weval.run.programs.runner import provider_key_reason

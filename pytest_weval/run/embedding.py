@@ -140,9 +140,7 @@ async def _blueprint_rows(
             vectors[key] = reply
 
     ids = sorted(model_ids)
-    matrices = {
-        pid: prompt_matrix(ids, {m: v for (p, m), v in vectors.items() if p == pid}) for pid in prompt_ids
-    }
+    matrices = {pid: prompt_matrix(ids, {m: v for (p, m), v in vectors.items() if p == pid}) for pid in prompt_ids}
     lines = []
     where = f"weval: {blueprint.path}: similarity ({model.id})"
     if failures:

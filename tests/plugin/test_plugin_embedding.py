@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from plugin_helpers import MODEL, MODEL_ID, Project, answer_rule
+from plugin_helpers import MODEL_ID, Project, answer_rule
 from test_plugin_html_report import _wait, browser  # noqa: F401 - the browser fixture
 
 from tests.fakeserver import Rule
@@ -164,9 +164,10 @@ def test_ini_and_the_cache(project: Project):
     project.server.requests.clear()
     project.run("--weval-out=again")
     assert _embeddings(project) == []  # replayed from the cache: never bought twice
-    assert project.json("again/similar.json")["evaluationResults"]["similarityMatrix"] == project.json(
-        "out/similar.json"
-    )["evaluationResults"]["similarityMatrix"]
+    assert (
+        project.json("again/similar.json")["evaluationResults"]["similarityMatrix"]
+        == project.json("out/similar.json")["evaluationResults"]["similarityMatrix"]
+    )
 
 
 def test_no_embedding_at_all_is_a_warning_not_an_abort(project: Project):
@@ -190,7 +191,7 @@ def test_a_bad_method_is_a_usage_error(project: Project):
     assert project.requests() == []
 
 
-def test_the_html_report_shows_the_similarity_to_the_ideal(project: Project, browser: Any):
+def test_the_html_report_shows_the_similarity_to_the_ideal(project: Project, browser: Any):  # noqa: F811
     """Beside each model's scores, a column of its answers' similarity to the ideal; its header
     holds the mean over prompts (the comparison file's similarityMatrix value)."""
     from selenium.webdriver.common.by import By
