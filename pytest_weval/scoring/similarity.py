@@ -11,12 +11,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+from pytest_weval.errors import WevalError
+
 IDEAL_MODEL_ID = "IDEAL_BENCHMARK"  # the ideal answer's row and column in every matrix
 
 Matrix = dict[str, dict[str, float]]
 
 
-class VectorLengthError(ValueError):
+class VectorLengthError(WevalError, ValueError):
     """Two embeddings of different lengths (a changed embedding model between cached replies)."""
 
 
