@@ -13,6 +13,7 @@ from plugin_helpers import MODEL_ID, Project, answer_rule
 from test_plugin_html_report import _wait, browser  # noqa: F401 - the browser fixture
 
 from tests.fakeserver import Rule
+from tests.report.comparison_schema import validate_comparison
 
 OTHER = "other-model"
 OTHER_ID = f"openai:{OTHER}"
@@ -126,6 +127,7 @@ def test_every_similarity_is_the_references_rule(project: Project):
     result = project.run("--weval-eval-methods=embedding,llm-coverage", "--weval-out=out")
     assert result.ret == 1  # the errored and blank answers; the embedding step stops nothing
     data = project.json("out/similar.json")
+    validate_comparison(data)  # the reference's OUTPUT_FORMAT, similarity matrices included
     assert data["evalMethodsUsed"] == ["embedding", "llm-coverage"]
     results = data["evaluationResults"]
     assert list(results) == ["similarityMatrix", "perPromptSimilarities", "llmCoverageScores"]
