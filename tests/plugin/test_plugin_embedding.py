@@ -268,3 +268,16 @@ def test_a_missing_embedding_key_is_said_before_anything_is_sent(project: Projec
     assert _embeddings(project) == []
     assert project.json("out/similar.json")["evalMethodsUsed"] == ["llm-coverage"]
     assert result.ret == 1  # the two errored answers, as without the option
+
+
+def test_under_a_budget_the_embeddings_are_priced_and_admitted(project: Project):
+    """--weval-budget admits an embedding as any request, at its price (genai-prices'), and the
+    run's spend counts it."""
+    _project(project)
+    project.ini("weval_prices =", f"    {OTHER_ID} 1 1")
+    project.run("--weval-budget=5", "--weval-eval-methods=all", "--weval-out=out")
+    _per_prompt, matrix = expected()
+    assert _numbers(project.json("out/similar.json")["evaluationResults"]["similarityMatrix"]) == matrix
+    used = project.json("out/summary.json")["usage"][f"openai:{EMBEDDER}"]
+    # priced (an unknown price would be null), at $0.02 per 1M input tokens, written to 6 decimals
+    assert used["requests"] == 5 and used["costUsd"] == round(used["inputTokens"] * 0.02 / 1e6, 6)
