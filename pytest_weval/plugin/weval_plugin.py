@@ -569,8 +569,19 @@ class WevalPlugin:
         if self.stop_message is not None:  # xdist: a worker's pre-flight stopped the run
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
             return
-        if self.settings.embeds and not interrupted:
-            embed_answers(self)  # plugin/similarity.py: the answers' similarities, before the reports
+        if self.settings.embeds and not interrupted:  # the answers' similarities, before the reports
+            self._results.update(
+                embed_answers(
+                    self.settings,
+                    self.config,
+                    self.results,
+                    self._blueprints_by_path(),
+                    xdist_run_id=self._xdist_run_id,
+                    started=self._started,
+                    usage=self.run_usage,
+                    faults=self.store_faults,
+                )
+            )
         # Ctrl-C, SIGTERM, -x: the reports say how many selected items never ran
         not_run = max(0, session.testscollected - len(self._reported | set(self._results))) if interrupted else None
         if not self.results and not (not_run and session.testscollected):

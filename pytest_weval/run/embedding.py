@@ -12,6 +12,7 @@ import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+from pytest_weval.blueprint.checks import DEFAULT_EMBEDDING_MODEL
 from pytest_weval.blueprint.model import Blueprint, ModelSpec, Prompt
 from pytest_weval.engine.errors import ModelCallError
 from pytest_weval.engine.request import ChatMessage, EngineSettings, ModelClient, ModelRequest
@@ -21,15 +22,12 @@ from pytest_weval.results import ItemResult, weval_kept
 from pytest_weval.scoring.similarity import IDEAL_MODEL_ID, prompt_matrix, unknown_count
 
 EVAL_METHODS = ("embedding", "llm-coverage")
-DEFAULT_EMBEDDING_MODEL = "openai:text-embedding-3-small"
 
 
-def parse_eval_methods(value: str | Sequence[str] | None) -> tuple[str, ...]:
+def parse_eval_methods(value: str | None) -> tuple[str, ...]:
     """``--weval-eval-methods``: a comma list of ``embedding`` and ``llm-coverage``, or ``all``
     (both), or ``none``; unset: ``llm-coverage``. Raises ``ValueError`` naming what is wrong."""
-    if value is None:
-        return ("llm-coverage",)
-    parts = value.split(",") if isinstance(value, str) else [p for v in value for p in str(v).split(",")]
+    parts = (value or "").split(",")
     names = [p.strip().lower() for p in parts if p.strip()]
     if not names:
         return ("llm-coverage",)
