@@ -54,6 +54,13 @@ def embed_answers(
         return {}
     try:
         done = engine.run_coroutine(add_similarities(engine, blueprints, results)).result()
+    except KeyboardInterrupt:  # Ctrl-C: the reports are still written, without similarities
+        engine.interrupt()
+        say(
+            "weval: interrupted while embedding the answers: no similarities this time "
+            "(embeddings already received are kept in the cache for the next run)"
+        )
+        return {}
     finally:
         for model, used in engine.run_usage().items():
             usage.setdefault(model, Usage()).add(used)

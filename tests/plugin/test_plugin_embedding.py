@@ -5,6 +5,11 @@ comparison file is the reference's rule over them (embedding-evaluator.ts, spec 
 from __future__ import annotations
 
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
 from typing import Any
 from urllib.parse import quote
 
@@ -281,3 +286,41 @@ def test_under_a_budget_the_embeddings_are_priced_and_admitted(project: Project)
     used = project.json("out/summary.json")["usage"][f"openai:{EMBEDDER}"]
     # priced (an unknown price would be null), at $0.02 per 1M input tokens, written to 6 decimals
     assert used["requests"] == 5 and used["costUsd"] == round(used["inputTokens"] * 0.02 / 1e6, 6)
+
+
+def test_ctrl_c_while_embedding_writes_the_reports_without_similarities(project: Project):
+    """Ctrl-C during the embedding step: the run ends soon, its comparison file is written (its
+    items' scores, no matrices), and what was already received stays in the cache."""
+    _project(project)
+    project.server.rules.insert(0, Rule(path="/embeddings", latency_ms=600_000, contains="Paris is the capital"))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    process = subprocess.Popen(
+        [*cmd, "--weval-eval-methods=all", "--weval-out=out", "--weval-stop-grace=1"],
+        cwd=project.path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(_embeddings(project)) < 5:  # the ideal's is held; the answers' came back
+            assert time.monotonic() < deadline and process.poll() is None, "the embeddings never started"
+            time.sleep(0.05)
+        time.sleep(0.5)
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert "interrupted while embedding the answers" in output, output[-3000:]
+    data = project.json("out/similar.json")
+    assert data["evalMethodsUsed"] == ["llm-coverage"] and "similarityMatrix" not in data["evaluationResults"]
+    # the next run buys only the embedding that never came back
+    project.server.rules.pop(0)
+    project.server.requests.clear()
+    project.run("--weval-eval-methods=all", "--weval-out=again")
+    assert [r.body["input"] for r in _embeddings(project)] == ["Paris is the capital."]
+    assert "similarityMatrix" in project.json("again/similar.json")["evaluationResults"]
