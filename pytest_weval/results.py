@@ -6,6 +6,7 @@ boundaries under pytest-xdist as JSON (``ItemResult.model_dump(mode="json")``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -102,6 +103,10 @@ class ItemResult(BaseModel):
     error_line: int | None = None
     not_run: bool = False  # the pre-flight kept it from running (a key it needs is missing): ``error`` says why
     response: str | None = None  # final assistant text
+    # --weval-eval-methods with embedding: this answer's row of its prompt's similarity matrix,
+    # every model id of the blueprint's run -> the cosine (None: a side has no embedding);
+    # the comparison file's perPromptSimilarities are these rows (docs/options.md).
+    similarities: dict[str, float | None] | None = None
     # The answer (final) or some turns (turns) came from --weval-fixtures, not the model (docs/fixtures.md).
     fixture: Literal["final", "turns"] | None = None
     generated_texts: list[str] = Field(default_factory=list)
@@ -128,3 +133,20 @@ class ItemResult(BaseModel):
         return any(s >= self.threshold for s in self.sample_scores) and any(
             s < self.threshold for s in self.sample_scores
         )
+
+
+def weval_kept(results: Iterable[ItemResult]) -> list[ItemResult]:
+    """The results Weval would keep: it keys a blueprint's results by prompt id, so of two
+    prompts sharing an id only the later one's answer counts (docs/compatibility.md, 'Duplicate
+    prompt ids'). pytest still runs and reports both; the means, the similarities and the
+    comparison file hold one."""
+    kept: dict[tuple[str, str, str, str], ItemResult] = {}
+    for r in results:
+        if r.source != "blueprint":
+            kept[(r.blueprint_path, r.prompt_id, r.effective_model_id, r.nodeid)] = r
+            continue
+        key = (r.blueprint_path, r.prompt_id, r.effective_model_id, "")
+        held = kept.get(key)
+        if held is None or (r.prompt_line or 0, r.nodeid) > (held.prompt_line or 0, held.nodeid):
+            kept[key] = r
+    return list(kept.values())

@@ -249,7 +249,7 @@ class Engine:
         if asyncio.get_running_loop() is not self.loop:  # called from another loop: hop over
             return await asyncio.wrap_future(self.run_coroutine(self.complete(request)))
         try:
-            adapter = self.adapter(request.model)
+            adapter = self.adapter(request.model, request.endpoint)
             key, summary = cache_key(adapter.identity(), request)
             return await self.flights.join(
                 request, key, lambda priority: self._obtain(adapter, request, key, summary, priority)
@@ -331,15 +331,16 @@ class Engine:
         return self.health.faults()
 
     # -- requests ----------------------------------------------------------------------------
-    def adapter(self, model: ModelSpec) -> Adapter:
+    def adapter(self, model: ModelSpec, endpoint: str = "chat") -> Adapter:
         ident = (
             model.id
             if model.custom is None
             else model.id + "\x00" + json.dumps(model.custom, sort_keys=True, default=str)
         )
+        ident = ident if endpoint == "chat" else endpoint + "\x00" + ident
         adapter = self._adapters.get(ident)
         if adapter is None:
-            adapter = adapter_for(model, self.settings.allowed_env)
+            adapter = adapter_for(model, self.settings.allowed_env, endpoint)
             self._adapters[ident] = adapter
         return adapter
 
@@ -365,7 +366,7 @@ class Engine:
 
     def key_for(self, request: ModelRequest) -> str:
         """The cache key of ``request`` (for tests and tools)."""
-        return cache_key(self.adapter(request.model).identity(), request)[0]
+        return cache_key(self.adapter(request.model, request.endpoint).identity(), request)[0]
 
 
 async def _nothing_to_close() -> None:

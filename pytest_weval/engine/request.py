@@ -29,7 +29,7 @@ class ChatMessage:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ModelRequest:
-    """One completion request. ``purpose``, ``priority``, ``no_cache``, ``timeout_s`` and
+    """One completion (or embeddings) request. ``purpose``, ``priority``, ``no_cache``, ``timeout_s`` and
     ``max_attempts`` steer how it is sent; they are not part of the cache key. ``sample`` is:
     sample 1, 2, ... of the same request is a fresh answer, recorded under its own key."""
 
@@ -43,6 +43,9 @@ class ModelRequest:
     timeout_s: float | None = None  # per attempt; None: the engine's setting
     max_attempts: int | None = None  # None: the engine's setting
     sample: int = 0
+    # "chat" (a completion) or "embeddings" (the vector of the one message's text, as the
+    # reply's text in JSON: docs/engine.md, 'Embeddings').
+    endpoint: str = "chat"
 
     def __post_init__(self) -> None:
         # Accept lists and dicts for convenience; store an immutable tuple of ChatMessage.

@@ -6,7 +6,7 @@ cost ten times more.)"""
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 
 import pytest
 
@@ -31,6 +31,11 @@ class ItemResults:
     def results(self) -> list[ItemResult]:
         """Every item's result, the last attempt's when an item was rerun."""
         return list(self._results.values())
+
+    def replace(self, results: Iterable[ItemResult]) -> None:
+        """Results that gained something after their item ran (the similarity rows)."""
+        for result in results:
+            self._results[result.nodeid] = result
 
     def not_run(self, collected: int) -> int:
         """How many of the ``collected`` items reported no outcome (the run was stopped)."""

@@ -39,6 +39,7 @@ from pytest_weval.report.html import RunFacts
 from pytest_weval.report.weval_json import write_json_atomic
 from pytest_weval.results import Outcome
 from pytest_weval.run import sampling
+from pytest_weval.run.embedding import parse_eval_methods
 from pytest_weval.run.pipeline import ItemWork, PipelineSettings, Work
 from pytest_weval.run.plan import Plan, make_plan
 from pytest_weval.run.preflight import Preflight, preflight
@@ -232,6 +233,15 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
         "str",
         None,
     ),
+    (
+        "--weval-eval-methods",
+        "weval_eval_methods",
+        "evaluation methods, the reference's --eval-method: llm-coverage (default), embedding,llm-coverage "
+        "or all (also each answer's similarity to the ideal, from the blueprint's embeddingModel), or none "
+        "(docs/options.md, 'Similarity to the ideal')",
+        "str",
+        "llm-coverage",
+    ),
     # the baseline gate and repeats (docs/statistics.md)
     (
         "--weval-baseline",
@@ -367,6 +377,12 @@ class WevalSettings:
     store_retry_s: float = 30.0  # --weval-store-retry
     batch: str = "off"  # --weval-batch (docs/batch.md)
     batch_poll_s: float = 30.0  # --weval-batch-poll
+    eval_methods: tuple[str, ...] = ("llm-coverage",)  # --weval-eval-methods
+
+    @property
+    def embeds(self) -> bool:
+        """The run embeds its answers and writes their similarities (``--weval-eval-methods``)."""
+        return "embedding" in self.eval_methods
 
     def engine_settings(self, role: Role) -> EngineSettings:
         """How this process's engine sends, limits and caches, given what the process is in the
@@ -493,6 +509,7 @@ class WevalSettings:
             prices=PriceBook(self.prices),
             checked=checked,
             batch=self.batch != "off",
+            embeddings=self.embeds,
         )
 
     @property
@@ -688,7 +705,16 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
         max_reply_mb=_number(config, "weval_max_reply_mb", float, positive=True),
         store_retry_s=_number(config, "weval_store_retry", float, minimum=0),
         **_batch(config, cache_mode),
+        eval_methods=_eval_methods(config),
     )
+
+
+def _eval_methods(config: pytest.Config) -> tuple[str, ...]:
+    value = _raw(config, "weval_eval_methods")
+    try:
+        return parse_eval_methods(None if value is None else str(value))
+    except ValueError as exc:
+        raise pytest.UsageError(f"{option_name('weval_eval_methods')} = {value!r}: {exc}") from None
 
 
 def _batch(config: pytest.Config, cache_mode: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from pytest_weval.plugin.run_state import Blueprints, RunInputs, RunOutputs
 from pytest_weval.plugin.running import settle_collected_objects
 from pytest_weval.plugin.warning_types import WevalWarning
 from pytest_weval.report._fmt import visible
+from pytest_weval.run.embedding import embedding_problems
 from pytest_weval.run.pipeline import ItemWork, Work
 from pytest_weval.run.plan import Plan
 from pytest_weval.run.preflight import Preflight
@@ -83,6 +84,9 @@ class RunStart:
             return
         for notice in start_notices(self.inputs, checked, batch_checked=self.role.makes_plan):
             self.notices.hold(notice)
+        if settings.embeds and self.role.makes_plan:  # what keeps the answers from being embedded at the end
+            for notice in embedding_problems(self.blueprints.parsed.values(), settings.engine_settings(self.role)):
+                self.notices.hold(notice)
         settle_collected_objects()
         self.engine.run(selected, blocked=checked.blocked, maxfail=option.maxfail)
 

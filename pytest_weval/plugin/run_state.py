@@ -128,3 +128,7 @@ class RunOutputs:
     unwritten: list[Unwritten] = dataclasses.field(default_factory=list)  # kept from being written (a full disk)
     # The pre-flight stopped the run: under xdist a worker's reason, said by the controller.
     stop_message: str | None = None
+    # xdist controller: the session its workers share and when it began (the embedding step at
+    # the end sends from the controller, on that session's claims and budget)
+    session_id: str | None = None
+    session_started: float | None = None

@@ -19,8 +19,10 @@ from pytest_weval.plugin.collect import BLUEPRINT_SUFFIXES
 from pytest_weval.plugin.history import RunHistory
 from pytest_weval.plugin.item_results import ItemResults
 from pytest_weval.plugin.options import WevalSettings, options_in_effect
+from pytest_weval.plugin.role import Role
 from pytest_weval.plugin.run_state import Blueprints, EngineTally, RunInputs, RunOutputs
 from pytest_weval.plugin.running import was_interrupted
+from pytest_weval.plugin.similarity import embed_answers
 from pytest_weval.report._fmt import plural, visible
 from pytest_weval.report.baseline import Baseline, BaselineError, read_baseline
 from pytest_weval.report.finish import FinishedRun, RunGates, finish_run
@@ -58,6 +60,8 @@ class RunSummary:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
             return
         interrupted = was_interrupted(session)
+        if parts.inputs.settings.embeds and not interrupted:  # the answers' similarities, before the reports
+            self._embed_answers()
         # Ctrl-C, SIGTERM, -x: the reports say how many selected items never ran
         not_run = parts.results.not_run(session.testscollected) if interrupted else None
         if not parts.results.results and not (not_run and session.testscollected):
@@ -76,6 +80,27 @@ class RunSummary:
         parts.outputs.unwritten += unwritten
         if unwritten and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # what was asked for is missing
+
+    def _embed_answers(self) -> None:
+        parts = self._parts
+        # Under xdist the controller sends as one more process of the workers' session.
+        role = Role(
+            "controller" if parts.outputs.session_id else "serial",
+            worker_id="controller" if parts.outputs.session_id else "main",
+            worker_count=2 if parts.outputs.session_id else 1,
+            session_id=parts.outputs.session_id,
+            run_started=parts.outputs.session_started,
+        )
+        embedded = embed_answers(
+            parts.inputs.settings,
+            self._config,
+            parts.results.results,
+            parts.blueprints.by_path(),
+            role=role,
+            usage=parts.tally.usage,
+            faults=parts.tally.store_faults,
+        )
+        parts.results.replace(embedded.values())
 
     def _finish(self, not_run: int | None, *, record: bool) -> FinishedRun:
         parts = self._parts

@@ -66,7 +66,9 @@ class ControllerInput:
     def pytest_configure_node(self, node: Any) -> None:
         """Every worker learns when the run began, so a reply another worker fetched during this
         run is not mistaken for a replay from an earlier one."""
-        node.workerinput.setdefault("weval_run_started", time.time())
+        started = node.workerinput.setdefault("weval_run_started", time.time())
+        self._outputs.session_id = node.workerinput.get("testrunuid")
+        self._outputs.session_started = started
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:

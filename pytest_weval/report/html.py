@@ -58,9 +58,11 @@ from pytest_weval.report.rollup import (
     item_key,
     usage_dict,
 )
+from pytest_weval.report.similarity import similarity_tables
 from pytest_weval.report.terminal import short_model_name
 from pytest_weval.report.weval_json import conversation_history, generation_failed
 from pytest_weval.results import ItemResult, PointAssessment
+from pytest_weval.scoring.similarity import IDEAL_MODEL_ID
 
 # Viridis (matplotlib's), readable by people with the common colour-vision deficiencies and in
 # greyscale: dark purple for 0, yellow for 1. Eleven stops, interpolated.
@@ -331,6 +333,8 @@ def _item_json(
         "duration": round(result.duration_s, 3) if result.duration_s else None,
         "agreement": result.judge_agreement or None,
         "usage": {model: usage_dict(u) for model, u in sorted(result.usage.items())} or None,
+        # --weval-eval-methods with embedding: the answer's similarity to the ideal answer
+        "idealSimilarity": (result.similarities or {}).get(IDEAL_MODEL_ID),
     }
     data.update((k, v) for k, v in optional.items() if v is not None)
     return data
@@ -425,6 +429,7 @@ def blueprint_json(
         for r in ordered
     ]
     first = ordered[0]
+    similarities = similarity_tables(prompt_ids, ordered)
     return {
         "path": path,
         "id": rollup.id,
@@ -441,8 +446,11 @@ def blueprint_json(
                 "label": variant_label(variants[vid]),
                 "tally": rollup.by_effective_model.get(vid, rollup.overall).to_dict(),
             }
+            # the mean over prompts of its similarity to the ideal (docs/options.md, 'Similarity to the ideal')
+            | ({"idealSimilarity": similarities.to_ideal(vid)} if similarities is not None else {})
             for vid in variant_ids
         ],
+        "similarity": similarities is not None and IDEAL_MODEL_ID in similarities.model_ids,
         "prompts": prompt_data,
         "judges": [judge_label(j) for j in judges],
         "items": items,

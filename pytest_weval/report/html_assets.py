@@ -88,6 +88,7 @@ ol.turns li.generated .role { color: var(--accent); font-weight: 600; }
 pre.text { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; font-family: inherit; font-size: 13.5px; }
 table.points { border-collapse: collapse; width: 100%; }
 table.points th, table.points td { border-bottom: 1px solid var(--line); padding: 4px 6px; vertical-align: top; text-align: left; }
+table.heat td.sim, table.heat th.sim { font-size: 12px; color: #555; text-align: center; min-width: 44px; }
 table.points td.score { width: 44px; text-align: center; font-weight: 600; border-radius: 3px; }
 table.points .judges { margin: 4px 0 0; padding-left: 16px; }
 table.points .why { white-space: pre-wrap; overflow-wrap: anywhere; }
@@ -280,6 +281,15 @@ JS = r"""
       h("span", { class: "sub" }, `${t.passed}/${t.items - t.skipped} passed`),
     );
   }
+  // --weval-eval-methods with embedding: a variant's similarity to the ideal answer, in a column
+  // beside its scores (the header: its mean over prompts, similarityMatrix's).
+  function similarityHeader(bp, v) {
+    return h("th", { scope: "col", class: "sim", "data-sim": v, title: "similarity to the ideal answer: the cosine of their embeddings" },
+      "\u2248 ideal", h("span", { class: "sub" }, `mean ${fmt(bp.variants[v].idealSimilarity)}`));
+  }
+  function similarityCell(item, v) {
+    return h("td", { class: "sim", "data-sim": v, title: "similarity to the ideal answer" }, fmt(item ? item.idealSimilarity : null));
+  }
   function itemCell(bp, item, index) {
     const attrs = { "data-weval-item": item.nodeid, "data-col": `v${index}`, tabindex: 0, role: "button", class: "cell" };
     let label = fmt(item.score);
@@ -301,7 +311,7 @@ JS = r"""
     bp.items.forEach((item, i) => byCell.set(`${item.prompt}|${item.variant}`, i));
     const head = h("tr", null,
       h("th", { "data-sort": "name", scope: "col" }, h("button", { type: "button" }, bp.source === "agent eval file" ? "Case" : "Prompt")),
-      bp.variants.map((_, v) => variantHeader(bp, v, v)));
+      bp.variants.map((_, v) => (bp.similarity ? [variantHeader(bp, v, v), similarityHeader(bp, v)] : variantHeader(bp, v, v))));
     const rows = bp.prompts.map((prompt, p) => {
       const first = (prompt.messages.find((m) => m[0] === "user") || [null, ""])[1];
       const row = h("tr", { "data-name": prompt.id, "data-i": p },
@@ -310,6 +320,7 @@ JS = r"""
       bp.variants.forEach((_, v) => {
         const i = byCell.get(`${p}|${v}`);
         row.append(i === undefined ? h("td", { class: "cell none", "data-col": `v${v}` }, "") : itemCell(bp, bp.items[i], v));
+        if (bp.similarity) row.append(similarityCell(i === undefined ? null : bp.items[i], v));
       });
       return row;
     });
@@ -404,6 +415,7 @@ JS = r"""
     const badges = [
       h("span", { class: `badge ${item.outcome}` }, item.outcome),
       h("span", { class: "badge" }, `score ${fmt(item.score)} \u00b7 pass mark ${fmt(item.threshold)}`),
+      typeof item.idealSimilarity === "number" ? h("span", { class: "badge" }, `similarity to the ideal ${fmt(item.idealSimilarity)}`) : null,
       item.verdict ? h("span", { class: "badge" }, `verdict ${item.verdict}`) : null,
       item.weight !== null && item.weight !== undefined ? h("span", { class: "badge" }, `prompt weight ${item.weight}`) : null,
       item.sample ? h("span", { class: "badge" }, `attempt ${item.sample + 1}`) : null,

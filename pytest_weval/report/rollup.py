@@ -25,7 +25,7 @@ from pytest_weval.errors import STORE_KINDS, ErrorKind
 from pytest_weval.judges.agreement import judge_agreement
 from pytest_weval.judges.consensus import failed_judges
 from pytest_weval.report.stats import MeanInterval, clustered_mean
-from pytest_weval.results import ItemResult, PointAssessment, Usage
+from pytest_weval.results import ItemResult, PointAssessment, Usage, weval_kept
 from pytest_weval.scoring.aggregate import prompt_weight
 
 ROOT = ""  # the folder that holds the whole run
@@ -98,22 +98,6 @@ def sample_variance(scores: Sequence[float]) -> float | None:
         return None
     mean = math.fsum(scores) / len(scores)
     return math.fsum((s - mean) ** 2 for s in scores) / (len(scores) - 1)
-
-
-def weval_kept(results: Iterable[ItemResult]) -> list[ItemResult]:
-    """The results Weval would keep: it keys a blueprint's results by prompt id, so of two
-    prompts sharing an id only the later one's answer counts (docs/compatibility.md, 'Duplicate
-    prompt ids'). pytest still runs and reports both; the means and the comparison file hold one."""
-    kept: dict[tuple[str, str, str, str], ItemResult] = {}
-    for r in results:
-        if r.source != "blueprint":
-            kept[(r.blueprint_path, r.prompt_id, r.effective_model_id, r.nodeid)] = r
-            continue
-        key = (r.blueprint_path, r.prompt_id, r.effective_model_id, "")
-        held = kept.get(key)
-        if held is None or (r.prompt_line or 0, r.nodeid) > (held.prompt_line or 0, held.nodeid):
-            kept[key] = r
-    return list(kept.values())
 
 
 def tally(results: Iterable[ItemResult]) -> Tally:

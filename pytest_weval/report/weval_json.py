@@ -3,8 +3,9 @@
 The comparison file follows what the reference's pipeline writes (docs/options.md, 'Comparison file';
 ``aggregateAndSaveResults`` and ``LLMCoverageEvaluator.evaluate``): the same keys, in the same
 order, absent values dropped as ``JSON.stringify`` drops ``undefined``, numbers the way
-JavaScript writes them (``1``, not ``1.0``). Only the ``llm-coverage`` method runs here, so
-there are no similarity matrices. Map keys that the reference fills in completion order are
+JavaScript writes them (``1``, not ``1.0``). ``llm-coverage`` always runs; ``embedding`` adds
+``perPromptSimilarities`` and ``similarityMatrix`` when ``--weval-eval-methods`` asks for it
+(its rows are on the items: ``report/similarity.py``). Map keys that the reference fills in completion order are
 sorted, so a file is the same whatever order the items ran in.
 """
 
@@ -24,13 +25,14 @@ from pytest_weval.blueprint.model import Blueprint, Prompt
 from pytest_weval.files import write_atomic
 from pytest_weval.report._fmt import utf16_key
 from pytest_weval.report.baseline import Comparison
-from pytest_weval.report.rollup import Rollup, build_rollup, item_key, weval_kept
-from pytest_weval.results import ItemResult, PointAssessment
+from pytest_weval.report.rollup import Rollup, build_rollup, item_key
+from pytest_weval.report.similarity import similarity_tables
+from pytest_weval.results import ItemResult, PointAssessment, weval_kept
 from pytest_weval.scoring.aggregate import aggregate, prompt_weight, round2
 
 IDEAL_MODEL_ID = "IDEAL_BENCHMARK"
 DEFAULT_EMBEDDING_MODEL = "openai:text-embedding-3-small"
-EVAL_METHODS = ["llm-coverage"]
+EVAL_METHODS = ["llm-coverage"]  # and "embedding" first, when the items carry similarities
 _SAFE_TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$")
 
 
@@ -291,6 +293,14 @@ def build_comparison(
         weights = {p.id: p.weight for p in blueprint.prompts if prompt_weight(p.weight) is not None}
         if weights:
             coverage["__promptWeights"] = weights
+    similarities = similarity_tables(prompt_ids, ordered)
+    evaluation: dict[str, Any] = {"llmCoverageScores": coverage}
+    if similarities is not None:  # the embedding evaluator's keys come first, as it runs first
+        evaluation = {
+            "similarityMatrix": similarities.matrix,
+            "perPromptSimilarities": similarities.per_prompt,
+            **evaluation,
+        }
 
     out = _drop_absent(
         {
@@ -302,7 +312,7 @@ def build_comparison(
             "sourceCommitSha": source_commit_sha,
             "sourceBlueprintFileName": source_blueprint_file_name,
             "config": effective_config(blueprint, ordered),
-            "evalMethodsUsed": list(EVAL_METHODS),
+            "evalMethodsUsed": (["embedding"] if similarities is not None else []) + EVAL_METHODS,
             "effectiveModels": _sorted_keys(effective),
             "modelSystemPrompts": {k: system_prompts[k] for k in _sorted_keys(system_prompts)},
             "promptIds": _sorted_keys(prompt_ids),
@@ -310,7 +320,7 @@ def build_comparison(
             "extractedKeyPoints": extracted,  # the evaluator always returns this map, even empty
             "allFinalAssistantResponses": finals,
             "fullConversationHistories": histories if store_full_history else None,
-            "evaluationResults": {"llmCoverageScores": coverage},
+            "evaluationResults": evaluation,
             "errors": errors or None,
             # Ours, only when --weval-fixtures answered (docs/fixtures.md): which answers are canned.
             "fixtureSources": fixture_sources or None,

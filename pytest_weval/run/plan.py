@@ -20,6 +20,7 @@ pipeline.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import itertools
 from collections.abc import Iterable, Iterator
@@ -30,6 +31,7 @@ from pytest_weval.blueprint.model import EvalPoint, ModelSpec, Prompt
 from pytest_weval.engine import Engine, ModelCallError, ModelReply, ModelRequest
 from pytest_weval.engine.prices import Price, PriceBook, batch_share, estimate_input_tokens
 from pytest_weval.run import sampling
+from pytest_weval.run.embedding import embedding_model, embedding_request
 from pytest_weval.run.pipeline import (
     BUILTIN_MODELS,
     ItemWork,
@@ -83,7 +85,7 @@ class PlanClient:
             reply = await self.engine.cached_reply(request)
             self._replies[key] = reply
             reading.set_result(reply)
-            max_output = self.engine.adapter(request.model).max_tokens(request) or OUTPUT_HIGH_DEFAULT
+            max_output = self.engine.adapter(request.model, request.endpoint).max_tokens(request) or OUTPUT_HIGH_DEFAULT
             self._count(
                 request.model.id, request.purpose, estimate_input_tokens(request), max_output, reply is not None
             )
@@ -636,10 +638,13 @@ def make_plan(
     prices: PriceBook,
     checked: Preflight | None = None,
     batch: bool = False,
+    embeddings: bool = False,
 ) -> Plan:
     """The plan of ``works``: runs on ``engine``'s loop, reading its cache, sending nothing;
-    ``batch``: the run goes through the batch APIs (their cost beside the live one)."""
+    ``batch``: the run goes through the batch APIs (their cost beside the live one);
+    ``embeddings``: the run embeds its answers and ideals (``--weval-eval-methods``)."""
     client = PlanClient(engine, prices)
+    works = list(works) if embeddings else works
     pipeline = Pipeline(client, settings)
     if settings.repeat_auto:
         client.first_samples, client.max_samples = sampling.first_samples(settings.repeat), settings.repeat
@@ -657,6 +662,8 @@ def make_plan(
                 await asyncio.gather(*(_plan_item(pipeline, client, direct, work) for work in batch))
 
     engine.run_coroutine(plan_all()).result()
+    if embeddings:
+        engine.run_coroutine(_plan_embeddings(pipeline, client, direct, works)).result()
     missing = [
         {"variable": m.variable, "models": sorted(m.models), "judges": sorted(m.judges), "items": m.items}
         for m in sorted((checked.missing if checked else {}).values(), key=lambda m: m.variable)
@@ -671,6 +678,30 @@ def make_plan(
         auto,
         batch=batch,
     )
+
+
+async def _plan_embeddings(
+    pipeline: Pipeline, client: PlanClient, direct: DirectCount | None, works: Iterable[ItemWork]
+) -> None:
+    """The embedding step's requests (run/embedding.py): each prompt's ideal, and each item's
+    answer, its request built from the answer when the cache holds it, else counted under a
+    stand-in made of the answer's own requests (its length unknown: taken as the default
+    output allowance)."""
+    for work in works:
+        if work.sample or work.blocked is not None:
+            continue
+        model = ModelSpec(id=embedding_model(work.blueprint))
+        texts = [work.prompt.ideal] if work.prompt.ideal else []
+        conversation = await pipeline.generate(work, {}) if direct is None else None
+        if conversation is not None and conversation.error is None:
+            texts.append(conversation.final_text or "")
+        else:
+            stand_in = ("embed", model.id, _answer_identity(pipeline, work))
+            client.foresee(stand_in, model.id, "embed", OUTPUT_HIGH_DEFAULT, 0)
+        for text in texts:
+            if text.strip():
+                with contextlib.suppress(ModelCallError):  # counted; not in the cache
+                    await client.complete(embedding_request(model, text))
 
 
 def _batches(works: Iterable[ItemWork], size: int) -> Iterator[list[ItemWork]]:

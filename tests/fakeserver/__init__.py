@@ -11,7 +11,10 @@ rules or from a seeded rate. A flaky model: a rule's ``flaky_term`` is left out 
 with probability ``flaky_rate`` (seeded by ``flaky_seed``, the same whatever the order of
 the requests). Every model request is logged. ``GET <base>/models`` answers with
 the ids in ``server.model_lists`` for that provider (404 when it has none), logged apart in
-``server.listings``.
+``server.listings``. ``POST <base>/embeddings`` (OpenAI's and Together's shape) answers the
+vector ``server.embeddings`` holds for the input text (``set_embeddings`` / ``POST
+/__embeddings`` in a subprocess), else one drawn from the text's hash; logged as a model request,
+and rules (faults, statuses) match it by model and input text.
 
 Batch APIs (``batch.py``), authenticated as the live ones: OpenAI's (``<base>/files``
 multipart upload with ``purpose=batch``, ``/files/{id}[/content]``, ``/batches[/{id}[/cancel]]``)

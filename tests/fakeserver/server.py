@@ -108,6 +108,8 @@ def _last_user(path: str, body: Any) -> str:
         return ""
     if isinstance(body.get("prompt"), str):
         return body["prompt"]
+    if path.endswith("/embeddings") and isinstance(body.get("input"), str):
+        return body["input"]
     if isinstance(body.get("messages"), list):
         for message in reversed(body["messages"]):
             if isinstance(message, dict) and message.get("role") == "user":
@@ -129,6 +131,22 @@ def _model(path: str, body: Any) -> str | None:
 
 def _words(text: str) -> int:
     return len(text.split())
+
+
+def default_vector(text: str, size: int = 8) -> list[float]:
+    """The embedding of a text no test configured: ``size`` numbers drawn from its hash."""
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return [(digest[i % len(digest)] - 127.5) / 127.5 for i in range(size)]
+
+
+def render_embedding(model: str | None, vector: list[float], text: str) -> dict[str, Any]:
+    tokens = max(1, _words(text))
+    return {
+        "object": "list",
+        "data": [{"object": "embedding", "index": 0, "embedding": vector}],
+        "model": model,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
 
 
 def render_reply(path: str, model: str | None, text: str, prompt_text: str) -> dict[str, Any]:
@@ -293,6 +311,9 @@ class FakeServer:
         self.list_page_size = 2  # Anthropic's and Gemini's lists come in pages this long
         self.unlisted_models: list[str] = []  # known when asked about alone, left out of the list (aliases)
         self.listings: list[dict[str, Any]] = []
+        # POST <base>/embeddings: the input text -> its vector; any other text gets
+        # ``default_vector(text)``. Requests are logged as any model request (path .../embeddings).
+        self.embeddings: dict[str, list[float]] = {}
         self._asked: dict[tuple[Any, ...], int] = {}  # (flaky seed, model, last user) -> times asked
         # The batch APIs (batch.py): a batch ends batch_delay_s after it is created; a line
         # expires with probability batch_expire_rate (seeded by batch_seed). Logged apart from
@@ -499,6 +520,11 @@ class FakeServer:
             self.reset()
             await self._send(writer, 200, "{}")
             return True
+        if path == "/__embeddings" and method == "POST":
+            with self._lock:
+                self.embeddings = json.loads(raw or b"{}")
+            await self._send(writer, 200, "{}")
+            return True
         if path == "/__lists" and method == "POST":
             with self._lock:
                 self.model_lists = json.loads(raw or b"{}")
@@ -691,6 +717,12 @@ class FakeServer:
                 extra["Retry-After"] = "0"
             await self._send(writer, status, error_body, extra)
             return True
+        if path.endswith("/embeddings"):
+            with self._lock:
+                vector = self.embeddings.get(last_user)
+            vector = vector if vector is not None else default_vector(last_user)
+            await self._send(writer, 200, json.dumps(render_embedding(model, vector, last_user)), rate_headers)
+            return True
         text = self.reply_text(rule, fault, model, last_user)
         await self._send(writer, 200, json.dumps(render_reply(path, model, text, last_user)), rate_headers)
         return True
@@ -760,6 +792,12 @@ class FakeServerProcess:
         import httpx
 
         httpx.post(self.url + "/__rules", json=[dataclasses.asdict(r) for r in rules], timeout=10)
+
+    def set_embeddings(self, vectors: dict[str, list[float]]) -> None:
+        """The vector each input text's embedding is (POST /__embeddings)."""
+        import httpx
+
+        httpx.post(self.url + "/__embeddings", json=vectors, timeout=10)
 
     def set_model_lists(self, lists: dict[str, list[str]]) -> None:
         import httpx

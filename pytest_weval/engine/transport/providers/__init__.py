@@ -10,15 +10,19 @@ from pytest_weval.engine.transport.keys import STANDARD_PROVIDERS
 from pytest_weval.engine.transport.providers.anthropic import Anthropic
 from pytest_weval.engine.transport.providers.base import Adapter, BodyError, HttpCall, MalformedReply, error_message
 from pytest_weval.engine.transport.providers.custom import Custom
+from pytest_weval.engine.transport.providers.embeddings import embeddings_adapter
 from pytest_weval.engine.transport.providers.google import Google
 from pytest_weval.engine.transport.providers.openai_compat import OpenAICompat
 
 __all__ = ["Adapter", "BodyError", "HttpCall", "MalformedReply", "adapter_for", "error_message"]
 
 
-def adapter_for(model: ModelSpec, allowed_env: frozenset[str]) -> Adapter:
-    """A custom model is found by its id first; otherwise ``provider:name``."""
+def adapter_for(model: ModelSpec, allowed_env: frozenset[str], endpoint: str = "chat") -> Adapter:
+    """A custom model is found by its id first; otherwise ``provider:name``. ``endpoint``
+    "embeddings": the provider's embeddings endpoint (openai and together only)."""
     model_id = model.id
+    if endpoint == "embeddings":
+        return embeddings_adapter(model_id)
     if model.custom is not None:
         return Custom(model_id, dict(model.custom), allowed_env)
     if ":" not in model_id:
