@@ -33,6 +33,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import socket
 import sqlite3
 import tempfile
@@ -123,6 +124,16 @@ def handover_folder(coordination_dir: Path | str | None, run_id: str) -> Path:
     return where / f"handover-{hashlib.sha256(run_id.encode()).hexdigest()[:16]}"
 
 
+def _prune_handovers(folder: Path, before: float) -> None:
+    """Handover folders are kept past their run (a process cannot tell when the last one read
+    them), and removed, like run results, when older than ``RESULT_RETENTION_S``."""
+    with contextlib.suppress(OSError):
+        for old in folder.glob("handover-*"):
+            with contextlib.suppress(OSError):
+                if old.stat().st_mtime < before:
+                    shutil.rmtree(old)
+
+
 _GIVEN_UP = {"given_up": True}  # a handed-over claim its holder gave up without an outcome
 
 
@@ -178,6 +189,8 @@ class Coordinator:
 
     async def start(self) -> None:
         await self.store.prepare(RESULT_RETENTION_S)
+        if self.handover is not None:
+            _prune_handovers(self.handover.parent, time.time() - RESULT_RETENTION_S)
         loop = asyncio.get_running_loop()
         self._heartbeat = loop.create_task(self._renew_forever())
         if self.on_signal is not None:
