@@ -358,3 +358,22 @@ def test_under_xdist_every_reply_bought_on_a_full_disk_scores_its_item(project: 
     for n in range(120):
         outcome = outcomes[f"blueprints/many.yml::p{n}[{MODEL_ID}]"]
         assert outcome == ("PASSED" if f"Question {n}?" in bought else "ERROR"), (n, outcome)
+
+
+def test_a_cache_with_nothing_readable_is_set_aside_by_the_repair_its_check_advises(project: Project):
+    """Issue 41: ``cache check`` (and the run's line) advised ``cache repair`` for a file with not
+    one readable entry, and ``cache repair`` then refused ("no entry can be read")."""
+    path = record(project, count=10)
+    path.write_bytes(os.urandom(path.stat().st_size))
+    line = one_line_usage_error(project.run(sub=True), str(path), "0 entries can still be read", "cache repair")
+    assert "keeps them" not in line and "sets the damaged file aside" in line, line
+    checked = cli(project, "check")
+    assert checked.returncode == 1, checked
+    assert "cache repair" in checked.stdout and "sets what cannot be read aside" in checked.stdout, checked
+    assert "keeps" not in checked.stdout, checked
+    repaired = cli(project, "repair")
+    assert repaired.returncode == 0, repaired
+    assert "kept 0 entries" in repaired.stdout
+    assert path.with_name(path.name + ".damaged").exists()
+    project.run(sub=True).assert_outcomes(passed=10)
+    assert len(project.requests(MODEL)) == 10  # bought again, once
