@@ -560,6 +560,7 @@ class WevalPlugin:
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is not None:
             self._send_to_controller(workeroutput)
+            self.signals.end_if_orphaned()
             return
         if self.stop_message is not None:  # xdist: a worker's pre-flight stopped the run
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
