@@ -28,11 +28,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
+import json
 import logging
 import math
 import os
+import shutil
 import socket
 import sqlite3
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -51,6 +55,7 @@ from pytest_weval.engine.store.claims_store import (
 )
 from pytest_weval.engine.store.common import StoreDown
 from pytest_weval.engine.store.db import SqliteDB
+from pytest_weval.files import write_atomic
 
 __all__ = [
     "RESULT_RETENTION_S",
@@ -63,6 +68,7 @@ __all__ = [
     "Owner",
     "Spend",
     "SpendLedger",
+    "handover_folder",
     "landed_from_row",
     "request_stop",
 ]
@@ -110,6 +116,27 @@ def request_stop(path: Path, run_id: str, name: str = "stop") -> None:
         log.warning("weval claims: could not ask the workers to stop: %s", exc)
 
 
+def handover_folder(coordination_dir: Path | str | None, run_id: str) -> Path:
+    """Where the processes of a run on this host hand each other the outcomes their store could
+    not take (a full disk): outside the store, in the coordination folder (the system's temporary
+    folder by default)."""
+    where = Path(coordination_dir) if coordination_dir else Path(tempfile.gettempdir()) / "pytest-weval"
+    return where / f"handover-{hashlib.sha256(run_id.encode()).hexdigest()[:16]}"
+
+
+def _prune_handovers(folder: Path, before: float) -> None:
+    """Handover folders are kept past their run (a process cannot tell when the last one read
+    them), and removed, like run results, when older than ``RESULT_RETENTION_S``."""
+    with contextlib.suppress(OSError):
+        for old in folder.glob("handover-*"):
+            with contextlib.suppress(OSError):
+                if old.stat().st_mtime < before:
+                    shutil.rmtree(old)
+
+
+_GIVEN_UP = {"given_up": True}  # a handed-over claim its holder gave up without an outcome
+
+
 class Coordinator:
     def __init__(
         self,
@@ -122,6 +149,7 @@ class Coordinator:
         on_signal: Callable[[str, float], None] | None = None,
         shares_outcomes: bool = True,
         outcomes_lost: Callable[[], bool] | None = None,
+        handover: Path | None = None,
     ):
         if isinstance(store, SqliteDB):
             store = SqliteClaims(store)
@@ -147,6 +175,10 @@ class Coordinator:
         # True once the store takes no more writes (a full disk): a holder can then neither
         # record its outcome nor give its claim up, so waiting for it lasts the whole lease.
         self.outcomes_lost = outcomes_lost or (lambda: False)
+        # Then the holder hands its outcome (or its giving up) to the other processes of the
+        # run on this host through a file here, and they look here before the store.
+        self.handover = handover
+        self._handover_failed = False
         self._claim_queue: dict[str, list[asyncio.Future[Landed | bool]]] = {}
         self._claimer: asyncio.Task[None] | None = None
 
@@ -157,6 +189,8 @@ class Coordinator:
 
     async def start(self) -> None:
         await self.store.prepare(RESULT_RETENTION_S)
+        if self.handover is not None:
+            _prune_handovers(self.handover.parent, time.time() - RESULT_RETENTION_S)
         loop = asyncio.get_running_loop()
         self._heartbeat = loop.create_task(self._renew_forever())
         if self.on_signal is not None:
@@ -273,6 +307,10 @@ class Coordinator:
         )
         try:
             await self.store.finish(self.run_id, key, self.owner, landed)
+        except Exception:
+            # The outcome is paid for: the process asked for it gets it from the handover.
+            if not self._hand_over(key, dataclasses.asdict(landed)):
+                raise
         finally:
             self.held.discard(key)
 
@@ -284,7 +322,12 @@ class Coordinator:
     async def abandon(self, key: str) -> None:
         """Drop a claim without an outcome (cancelled): another process may take it at once."""
         self.held.discard(key)
-        await self.store.abandon(key, self.owner)
+        try:
+            await self.store.abandon(key, self.owner)
+        except Exception:
+            # Its waiters would wait for the lease to run out (it cannot be renewed either).
+            self._hand_over(key, _GIVEN_UP)
+            raise
 
     # -- waiting -------------------------------------------------------------------------
     async def wait(self, key: str) -> Landed | None:
@@ -308,13 +351,17 @@ class Coordinator:
             await asyncio.sleep(self.poll_s)
             keys = list(self._waiting)
             try:
-                if self.outcomes_lost():  # each waiter asks again: the claim fails, it is evaluated here
+                found = self._handed_over(keys)
+                keys = [key for key in keys if key not in found]
+                if keys and self.outcomes_lost() and (self.handover is None or self._handover_failed):
+                    # Nothing can be handed over either: each waiter asks again, the claim
+                    # fails, and it is evaluated here rather than waiting out the lease.
                     raise StoreDown("the store takes no more writes")
-                found = await self.store.look(self.run_id, keys, self.dead)
+                found.update(await self.store.look(self.run_id, keys, self.dead) if keys else {})
             except StoreDown:
                 # Given up for the run: no outcome will be read, so every waiter is told the
                 # claim lapsed, and asks again (where the engine sends nothing more).
-                found = dict.fromkeys(keys)
+                found.update(dict.fromkeys(keys))
             except Exception as exc:  # noqa: BLE001 - busy beyond the timeout, or worse: try again next round
                 log.warning("weval claims: poll failed: %s", exc)
                 continue
@@ -322,6 +369,41 @@ class Coordinator:
                 for future in self._waiting.pop(key, []):
                     if not future.done():
                         future.set_result(outcome)
+
+    # -- the handover, when the store takes no writes ----------------------------------------
+    def _handover_path(self, key: str) -> Path:
+        assert self.handover is not None
+        return self.handover / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
+
+    def _hand_over(self, key: str, outcome: dict[str, Any]) -> bool:
+        """True when the run's other processes on this host can now read ``outcome``."""
+        if self.handover is None or not self.shares_outcomes:
+            return False
+        try:
+            write_atomic(self._handover_path(key), json.dumps({"key": key, **outcome}).encode())
+        except OSError as exc:
+            self._handover_failed = True
+            log.debug("weval claims: could not hand %s over: %s", key, exc)
+            return False
+        return True
+
+    def _handed_over(self, keys: list[str]) -> dict[str, Landed | None]:
+        """The outcomes (a Landed) and the given-up claims (None) handed over for ``keys``."""
+        if self.handover is None or not self.handover.is_dir():
+            return {}
+        found: dict[str, Landed | None] = {}
+        for key in keys:
+            try:
+                data = json.loads(self._handover_path(key).read_bytes())
+            except (OSError, ValueError):
+                continue
+            if not isinstance(data, dict) or data.pop("key", None) != key:
+                continue
+            try:
+                found[key] = None if data.get("given_up") else Landed(**data)
+            except TypeError:  # not a handover of this version
+                continue
+        return found
 
     # -- lease renewal --------------------------------------------------------------------
     async def _renew_forever(self) -> None:
@@ -357,8 +439,9 @@ class Coordinator:
         try:
             # What this process spent stays counted; what it still held reserved does not.
             await self.store.release(self.owner)
-        except Exception:  # noqa: BLE001 - the leases run out instead
-            pass
+        except Exception:  # noqa: BLE001 - the leases run out instead, unless handed over
+            for key in self.held:
+                self._hand_over(key, _GIVEN_UP)
         self.held.clear()
 
 

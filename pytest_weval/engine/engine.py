@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine.batching import Batcher
-from pytest_weval.engine.claims import Coordinator, SpendLedger
+from pytest_weval.engine.claims import Coordinator, SpendLedger, handover_folder
 from pytest_weval.engine.errors import ModelCallError, StoreDownError
 from pytest_weval.engine.prices import Budget, PriceBook
 from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
@@ -156,6 +156,7 @@ class Engine:
             on_signal=self._on_signal,
             shares_outcomes=settings.shares_items,
             outcomes_lost=lambda: self.cache.stopped is not None,
+            handover=handover_folder(settings.coordination_dir, self.run_id),
         )
         self.claiming = ClaimStage(
             coordinator,

@@ -42,5 +42,10 @@ class Interruption:
             # This session's workers only: the other machines of a shared run (--weval-run-id) go on.
             request_stop(settings, settings.run_id or self._session_id, f"stop:{self._session_id}")
 
+    @pytest.hookimpl(trylast=True)  # after the worker's output is written
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self._role.is_worker:
+            self.signals.end_if_orphaned()
+
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.signals.restore()

@@ -446,6 +446,23 @@ def test_lists_page_newest_first_and_reset_clears_the_batch_logs(fake):
     assert (log["batch_calls"], log["batches"], log["batch_lines"]) == ([], {}, {"total": 0, "by_custom_id": {}})
 
 
+@pytest.mark.parametrize("status", [404, 405])
+def test_a_provider_without_a_batch_list(fake, status):
+    """``batch_list_status``: both list endpoints answer it; a batch is still made and read."""
+    server, openai, anthropic = fake
+    made = openai.submit([("p", chat("m", "x"))])["id"], anthropic.submit([("p", message("m", "x"))])["id"]
+    server.set_batch(batch_list_status=status)
+    for api, headers, url in (
+        (openai, OPENAI_HEADERS, openai.base + "/batches"),
+        (anthropic, ANTHROPIC_HEADERS, anthropic.base),
+    ):
+        listing = api.client.get(url, headers=headers)
+        assert listing.status_code == status and listing.json()["error"]["message"], listing.text
+    assert openai.wait(made[0])["status"] == "completed" and anthropic.wait(made[1])["processing_status"] == "ended"
+    server.set_batch(batch_list_status=0)
+    assert openai.client.get(openai.base + "/batches", headers=OPENAI_HEADERS).status_code == 200
+
+
 def test_batch_settings_in_a_subprocess(tmp_path):
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps([{"contains": "capital", "reply": "Paris"}]))
@@ -456,6 +473,7 @@ def test_batch_settings_in_a_subprocess(tmp_path):
                 "batch_expire_rate": 1.0,
                 "batch_seed": 0,
                 "batch_create_hold_s": 0.0,
+                "batch_list_status": 0,
             }
             anthropic, openai = Anthropic(client, fake.url), OpenAI(client, fake.url)
             lines = [("k1", message("c", "the capital?")), ("k2", message("c", "other"))]
@@ -467,6 +485,7 @@ def test_batch_settings_in_a_subprocess(tmp_path):
                 "batch_expire_rate": 0.0,
                 "batch_seed": 3,
                 "batch_create_hold_s": 0.0,
+                "batch_list_status": 0,
             }
             assert client.post(fake.url + "/__batch", json={"batch_nonsense": 1}).status_code == 400
             batch = anthropic.wait(anthropic.submit(lines)["id"])

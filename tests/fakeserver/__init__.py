@@ -27,7 +27,8 @@ line expires with probability ``batch_expire_rate`` (as set at creation; seeded 
 custom_id and how often it was submitted before, so a resubmission can succeed); cancel cancels the lines
 not answered. An OpenAI input file that fails validation (bad JSON, duplicate custom_id,
 wrong url) fails the batch with ``errors``; an Anthropic batch with a bad or duplicate
-custom_id is a 400. Set with the constructor, ``--batch-*`` flags, ``server.set_batch()`` or
+custom_id is a 400. ``batch_list_status`` 404 or 405 makes both list endpoints answer that
+(a provider without a batch listing). Set with the constructor, ``--batch-*`` flags, ``server.set_batch()`` or
 ``POST /__batch``; logged apart from the model requests in ``server.batch_calls`` and
 ``server.batches`` (and ``/__log``'s ``batch_lines``: submissions per custom_id).
 

@@ -35,7 +35,9 @@ OPENAI_ENDPOINTS = ("/v1/chat/completions", "/v1/completions")
 ANTHROPIC_LIVE_PATH = "/anthropic/v1/messages"
 CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 WINDOW_S = 24 * 3600
-SETTINGS = ("batch_delay_s", "batch_expire_rate", "batch_seed", "batch_create_hold_s")
+SETTINGS = ("batch_delay_s", "batch_expire_rate", "batch_seed", "batch_create_hold_s", "batch_list_status")
+# A provider without a batch list endpoint: what its listing answers (0: it has one).
+NO_LIST = {404: "Not Found", 405: "Method Not Allowed"}
 # Faults a batch cannot show as such (no connection to hang or drop): a server error line.
 SERVER_FAULTS = ("500", "hang", "drop", "malformed")
 ANTHROPIC_ERROR_TYPES = {
@@ -399,6 +401,8 @@ class BatchAPI:
         if parts == ["batches"] and method == "POST":
             return (*self._openai_create(headers, raw), json_type)
         if parts == ["batches"] and method == "GET":
+            if self.server.batch_list_status:
+                return (*self._no_list("openai", method, path), json_type)
             return 200, self._openai_list(query), json_type
         if parts[0] == "batches" and len(parts) in (2, 3):
             job = self.server.batches.get(parts[1])
@@ -413,6 +417,14 @@ class BatchAPI:
                 self._cancel(job)
                 return 200, openai_batch(job), json_type
         return 404, openai_error(f"Invalid URL ({method} {path[len(OPENAI) - 3 :]})"), json_type
+
+    def _no_list(self, provider: str, method: str, path: str) -> tuple[int, Any]:
+        """``batch_list_status``: the listing is not there (404) or not allowed (405)."""
+        status = int(self.server.batch_list_status)
+        message = f"{NO_LIST.get(status, 'Error')}: {method} {path}"
+        if provider == "openai":
+            return status, openai_error(message)
+        return status, anthropic_error(ANTHROPIC_ERROR_TYPES.get(status, "invalid_request_error"), message)
 
     def _openai_upload(self, headers: dict[str, str], raw: bytes) -> tuple[int, Any]:
         fields = parse_multipart(headers.get("content-type", ""), raw)
@@ -503,6 +515,8 @@ class BatchAPI:
         if not parts and method == "POST":
             return (*self._anthropic_create(headers, raw), json_type)
         if not parts and method == "GET":
+            if self.server.batch_list_status:
+                return (*self._no_list("anthropic", method, path), json_type)
             return 200, self._anthropic_list(query), json_type
         if parts and len(parts) <= 2:
             job = self.server.batches.get(parts[0])

@@ -322,6 +322,7 @@ class FakeServer:
         self.batch_expire_rate = batch_expire_rate
         self.batch_seed = batch_seed
         self.batch_create_hold_s = 0.0  # how long the reply to a batch create is held back
+        self.batch_list_status = 0  # 404 or 405: the provider has no batch list endpoint
         self.batch_calls: list[dict[str, Any]] = []
         self.batches: dict[str, BatchJob] = {}
         self._batch = BatchAPI(self)
@@ -438,14 +439,15 @@ class FakeServer:
         return {name: getattr(self, name) for name in BATCH_SETTINGS}
 
     def set_batch(self, **settings: Any) -> dict[str, Any]:
-        """Change batch_delay_s, batch_expire_rate, batch_seed (for batches created after) and/or
-        batch_create_hold_s (how long the reply to a batch create is held after the batch exists)."""
+        """Change batch_delay_s, batch_expire_rate, batch_seed (for batches created after),
+        batch_create_hold_s (how long the reply to a batch create is held after the batch exists)
+        and/or batch_list_status (404 or 405: the batch list endpoints answer that; 0: they list)."""
         unknown = set(settings) - set(BATCH_SETTINGS)
         if unknown:
             raise ValueError(f"unknown batch settings: {sorted(unknown)} (known: {', '.join(BATCH_SETTINGS)})")
         with self._batch.lock:
             for name, value in settings.items():
-                setattr(self, name, int(value) if name == "batch_seed" else float(value))
+                setattr(self, name, int(value) if name in ("batch_seed", "batch_list_status") else float(value))
         return self.batch_settings()
 
     # -- HTTP -------------------------------------------------------------------------------
@@ -805,7 +807,8 @@ class FakeServerProcess:
         httpx.post(self.url + "/__lists", json=lists, timeout=10)
 
     def set_batch(self, **settings: Any) -> dict[str, Any]:
-        """batch_delay_s, batch_expire_rate, batch_seed (POST /__batch); the settings now."""
+        """batch_delay_s, batch_expire_rate, batch_seed, batch_create_hold_s, batch_list_status
+        (POST /__batch); the settings now."""
         import httpx
 
         response = httpx.post(self.url + "/__batch", json=settings, timeout=10)

@@ -145,3 +145,27 @@ def test_a_second_group_signal_under_xdist_is_said_once(project: Project):
             os.killpg(process.pid, signal.SIGKILL)
     assert output.count("SIGTERM again: stopped at once") == 1, output[-3000:]
     assert "Traceback" not in output and "PluggyTeardownRaisedWarning" not in output, output[-3000:]
+
+
+def test_workers_whose_controller_a_second_signal_ended_end_quietly(project: Project):
+    # Issue 41, item 9: `kill -TERM` twice at the controller alone (a CI runner's cancel, then
+    # its impatience). The second ends the controller at once, while its workers still wait for
+    # the replies on the wire (3 s each, the second signal after 1.5 s: by construction); each
+    # then sent its end to a controller that was gone, and printed xdist's 'cannot send' through a
+    # PluggyTeardownRaisedWarning.
+    _suite(project, PROMPTS)
+    project.server.latency_ms = 3000
+    process = _start(project, "-n", "2", "--weval-stop-grace=50")
+    try:
+        _wait_until(lambda: project.server.count >= 8 or process.poll() is not None)
+        assert process.poll() is None, process.communicate()[0][-3000:]
+        os.kill(process.pid, signal.SIGTERM)
+        time.sleep(1.5)
+        os.kill(process.pid, signal.SIGTERM)
+        output, _ = process.communicate(timeout=120)  # to the end of the workers' output too
+    finally:
+        if _alive(process.pid):
+            os.killpg(process.pid, signal.SIGKILL)
+    assert output.count("SIGTERM again: stopped at once") == 1, output[-3000:]
+    assert "PluggyTeardownRaisedWarning" not in output and "cannot send" not in output, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]

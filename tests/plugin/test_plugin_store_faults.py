@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from plugin_helpers import MODEL, MODEL_ID, Project, answer_rule
+from plugin_helpers import MODEL, MODEL_ID, Project, answer_rule, outcomes_by_id
 
 DB = "weval-cache.sqlite"
 
@@ -339,3 +339,41 @@ def test_without_a_cache_a_full_disk_stops_nothing(project: Project):
         result = project.run(f"--weval-cache-dir={disk / 'cache'}", "--weval-cache=off", sub=True)
     result.assert_outcomes(passed=30)
     assert "could not be stored" not in result.stdout.str()
+
+
+def test_under_xdist_every_reply_bought_on_a_full_disk_scores_its_item(project: Project):
+    """Issue 41, item 6: a worker evaluates items ahead that xdist may give the other worker to
+    report; once the disk is full it can neither publish their results nor release their claims,
+    and the other worker reported them as 'not sent' errors although their replies had been
+    bought (5-24 items in every run of this size before the handover). Eight requests in flight
+    per worker when the disk fills make that certain."""
+    setup(project, count=120, reply_kb=2)
+    with small_disk(project.path / "disk", "512k") as disk:
+        args = [f"--weval-cache-dir={disk / 'cache'}", "--weval-concurrency=8", "-n", "2", "-rA"]
+        result = project.run(*args, sub=True)
+    bought = {request.last_user for request in project.requests(MODEL)}
+    assert 0 < len(bought) < 120
+    outcomes = outcomes_by_id(result)
+    assert len(outcomes) == 120, result.stdout.str()[-3000:]
+    for n in range(120):
+        outcome = outcomes[f"blueprints/many.yml::p{n}[{MODEL_ID}]"]
+        assert outcome == ("PASSED" if f"Question {n}?" in bought else "ERROR"), (n, outcome)
+
+
+def test_a_cache_with_nothing_readable_is_set_aside_by_the_repair_its_check_advises(project: Project):
+    """Issue 41: ``cache check`` (and the run's line) advised ``cache repair`` for a file with not
+    one readable entry, and ``cache repair`` then refused ("no entry can be read")."""
+    path = record(project, count=10)
+    path.write_bytes(os.urandom(path.stat().st_size))
+    line = one_line_usage_error(project.run(sub=True), str(path), "0 entries can still be read", "cache repair")
+    assert "keeps them" not in line and "sets the damaged file aside" in line, line
+    checked = cli(project, "check")
+    assert checked.returncode == 1, checked
+    assert "cache repair" in checked.stdout and "sets what cannot be read aside" in checked.stdout, checked
+    assert "keeps" not in checked.stdout, checked
+    repaired = cli(project, "repair")
+    assert repaired.returncode == 0, repaired
+    assert "kept 0 entries" in repaired.stdout
+    assert path.with_name(path.name + ".damaged").exists()
+    project.run(sub=True).assert_outcomes(passed=10)
+    assert len(project.requests(MODEL)) == 10  # bought again, once

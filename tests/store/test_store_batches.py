@@ -204,3 +204,49 @@ def test_a_wait_on_a_damaged_batch_row_ends_and_says_why(tmp_path: Path, damage:
         everything = waited.stdout + waited.stderr
         assert "cannot collect openai batch" in everything and said in everything, out
         assert len(server.batches) == 1, out  # its lines were not bought again
+
+
+@pytest.mark.parametrize("no_list", [404, 405])
+def test_a_recovery_against_a_provider_without_a_batch_list_ends_and_spaces_its_calls(tmp_path: Path, no_list: int):
+    """Issue 41 item 2: a submit killed after the provider made the batch leaves a record to
+    recover, which is looked for in the provider's batch list; a provider without one (404, 405)
+    was asked 348 times in 90 s by a run that never ended. The run ends, says in one line which
+    batch it cannot collect and why, and asks the list once per poll interval at most."""
+    _project(tmp_path)
+    with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=600.0) as server:
+        env = _env(server)
+        server.set_batch(batch_create_hold_s=120.0)  # the batch exists; its submitter is not told yet
+        command = [
+            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "suite.yml",
+            "--weval-judges=anthropic:claude-judge", "--weval-check-models=off", "--weval-batch=submit",
+        ]  # fmt: skip
+        run = subprocess.Popen(
+            command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while not server.batches and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert server.batches, "no batch was created"
+        finally:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+        server.set_batch(batch_create_hold_s=0.0, batch_list_status=no_list)
+        for batch in server.batches.values():
+            batch.ends_at = time.time()
+        server.batch_calls.clear()
+
+        waited = _pytest(tmp_path, env, "--weval-batch=wait", "--weval-batch-poll=2")
+        said = waited.stdout[-3000:] + waited.stderr[-2000:]
+        assert f"{ITEMS} error" in waited.stdout, said
+        cannot = [
+            line for line in (waited.stdout + waited.stderr).splitlines() if "cannot collect openai batch" in line
+        ]
+        assert len(cannot) == 1, said
+        assert "could not be looked for at the provider" in cannot[0] and str(no_list) in cannot[0], said
+        listings = [
+            call for call in server.batch_calls if call["method"] == "GET" and call["path"].endswith("/batches")
+        ]
+        assert 1 <= len(listings) <= 3, (len(listings), said)
+        assert all(call["status"] == no_list for call in listings)
+        assert len(server.batches) == 1, said  # nothing submitted again meanwhile

@@ -519,16 +519,20 @@ class StoreHealth:
             return self.problems[:1]
         if not self.damaged:
             return [f"{self.store}: sound, {self.readable} entries"]
+        # Not one entry readable: repair keeps nothing, and says what it does instead.
+        nothing = f"{self.fix} sets what cannot be read aside (as <name>.damaged); every reply is bought again"
         if self.unopenable:
             return [
                 f"{self.store}: damaged: it cannot be opened as a database ({self.problems[0]}); "
                 f"{self.readable} entries can still be read from its pages",
-                f"{self.fix} keeps them (the others are bought again when next needed)",
+                f"{self.fix} keeps them (the others are bought again when next needed)" if self.readable else nothing,
             ]
         return [
             f"{self.store}: damaged: {self.lost} of {self.readable + self.lost} entries cannot be read",
             *(f"  {problem}" for problem in self.problems[:10]),
-            f"{self.fix} keeps the {self.readable} others (the lost ones are bought again when next needed)",
+            f"{self.fix} keeps the {self.readable} others (the lost ones are bought again when next needed)"
+            if self.readable
+            else nothing,
         ]
 
 

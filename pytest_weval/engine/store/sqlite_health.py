@@ -87,6 +87,10 @@ def is_unwritable(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.DatabaseError) and _code(exc) == _READONLY
 
 
+# What ``cache repair`` does when not one entry can be read (said instead of "keeps them").
+NOTHING_KEPT = "sets the damaged file aside (as <name>.damaged) and the next run starts an empty cache"
+
+
 def fix_command(cache_dir: Path | str) -> str:
     return f"python -m pytest_weval cache repair --cache-dir {cache_dir}"
 
@@ -118,8 +122,8 @@ def unopenable_line(path: Path, exc: BaseException, salvable: int) -> str:
     """A file SQLite cannot open any more (an overwritten header, a truncated file)."""
     return (
         f"the SQLite cache {path} is damaged ({exc}): it cannot be opened as a database, and "
-        f"{salvable} entries can still be read from its pages; {fix_command(path.parent)} keeps them (or "
-        "delete the file to start an empty cache)"
+        f"{salvable} entries can still be read from its pages; {fix_command(path.parent)} "
+        f"{'keeps them (or delete the file to start an empty cache)' if salvable else NOTHING_KEPT}"
     )
 
 
@@ -218,10 +222,10 @@ class Health:
         if not self.damaged:
             return f"the SQLite cache {self.path} is sound: {self.readable} entries"
         first = self.problems[0] if self.problems else "entries cannot be read"
+        keeps = f"keeps the {self.readable} others" if self.readable else NOTHING_KEPT
         return (
             f"the SQLite cache {self.path} is damaged ({first}): {self.lost} of {self.readable + self.lost} entries "
-            f"cannot be read and would be bought again; {fix_command(self.path.parent)} keeps the "
-            f"{self.readable} others"
+            f"cannot be read and would be bought again; {fix_command(self.path.parent)} {keeps}"
         )
 
 
@@ -370,9 +374,15 @@ def repair(path: Path) -> tuple[int, int | None, Path]:
     for key, row in raw_entries(path).items():
         rows.setdefault(key, row)
     if not rows:
+        # Nothing to keep: the file goes aside, as an emptied one does, and the next run starts
+        # an empty cache (what ``cache check`` and the run's line said this would do).
         if old is not None:
             old.close()
-        raise StoreError(f"no entry can be read from {path}: delete it to start an empty cache")
+        damaged = path.with_name(path.name + ".damaged")
+        os.replace(path, damaged)
+        for suffix in ("-wal", "-shm", STAMP_SUFFIX):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+        return 0, known, damaged
     new = sqlite3.connect(str(fresh), isolation_level=None)
     try:
         new.executescript(SCHEMA)
