@@ -22,11 +22,13 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
+from pytest_weval import defaults
+
 FIRST = 2  # samples an item always takes (fewer only when --weval-max-repeat is lower)
 LEAD = 3  # once the samples disagree, the lead in votes that ends the sampling
 HISTORY_RUNS = 5  # recorded runs that must agree before an item starts from one sample
 MARGIN = 0.1  # a recorded score this close to the threshold could have gone the other way
-DEFAULT_MAX = 11  # --weval-max-repeat: odd, so two-valued samples never tie (docs/sampling.md)
+DEFAULT_MAX = defaults.MAX_REPEAT  # --weval-max-repeat
 
 
 @dataclasses.dataclass(frozen=True)
