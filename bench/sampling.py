@@ -32,9 +32,10 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pytest_weval.run.sampling import DEFAULT_MAX, HISTORY_RUNS, expect, expect_with_history  # noqa: E402
+from pytest_weval.run.sampling import DEFAULT_MAX, HISTORY_RUNS, expect  # noqa: E402
 from tests.fakeserver import FakeServerProcess  # noqa: E402
 from tests.fakeserver.flaky import GROUPS, flaky_rules, workload_blueprint, wrong_outcomes  # noqa: E402
+from tests.run.sampling_history import expect_with_history  # noqa: E402
 
 
 def fixed_pass_probability(q: float, n: int, high: float = 1.0, low: float = 0.5, threshold: float = 0.75) -> float:

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_weval import defaults, scoring
 from pytest_weval import judges as judging
-from pytest_weval import scoring
 from pytest_weval.blueprint import parse_points
 from pytest_weval.engine import Engine, EngineSettings
 from pytest_weval.engine.errors import ModelCallError
@@ -67,9 +67,9 @@ class Weval:
         self,
         *,
         judges: Sequence[str] | None = None,
-        threshold: float = 0.5,
-        cache_mode: str = "rw",
-        cache_dir: str | Path = ".weval_cache",
+        threshold: float = defaults.THRESHOLD,
+        cache_mode: str = defaults.CACHE_MODE,
+        cache_dir: str | Path = defaults.CACHE_FOLDER,
         custom_models: dict[str, dict[str, Any]] | None = None,
         allowed_env: Sequence[str] = (),
         engine_settings: EngineSettings | None = None,

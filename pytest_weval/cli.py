@@ -50,6 +50,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pytest_weval import defaults
 from pytest_weval.engine.batching import cancel_batches, list_batches
 from pytest_weval.engine.errors import ModelCallError
 from pytest_weval.engine.store.backends import (
@@ -145,11 +146,13 @@ def _parser() -> argparse.ArgumentParser:
     ):
         action.add_argument(
             "--cache-store",
-            default="sqlite",
+            default=defaults.CACHE_STORE,
             metavar="STORE",
             help="sqlite (default), files or postgresql://user@host:port/database",
         )
-        action.add_argument("--cache-dir", default=".weval_cache", metavar="DIR", help="default .weval_cache")
+        action.add_argument(
+            "--cache-dir", default=defaults.CACHE_FOLDER, metavar="DIR", help=f"default {defaults.CACHE_FOLDER}"
+        )
         if name in ("stats", "check"):
             action.add_argument("--json", action="store_true", help="print the figures as JSON")
         elif name == "prune":

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from pytest_weval import defaults
 from pytest_weval.errors import ErrorKind
 
 Outcome = Literal["passed", "failed", "error", "skipped"]
@@ -80,7 +81,7 @@ class ItemResult(BaseModel):
     system_prompt: str | None = None
     outcome: Outcome
     score: float | None = None  # round2'd aggregate, None when it could not be computed
-    threshold: float = 0.5
+    threshold: float = defaults.THRESHOLD
     # Which sample of the item this is: 0 first; a rerun (pytest-rerunfailures, or any plugin
     # that runs the item again) asks the model again as sample 1, 2, ... (docs/engine.md, 'Reruns').
     sample: int = 0

@@ -3,8 +3,10 @@ base, and importing the package (which pytest does at start-up) loads no engine.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +17,23 @@ import pytest_weval
 def test_every_public_name_resolves(name: str) -> None:
     assert getattr(pytest_weval, name) is not None
     assert name in dir(pytest_weval)
+
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def test_the_docs_list_the_public_api_once_and_as_all_does() -> None:
+    layout = (DOCS / "layout.md").read_text(encoding="utf-8")
+    section = layout.split("## The public API", 1)[1].split("\n## ", 1)[0]
+    listed = section.strip().split("\n\n")[1]  # the list, between its lead-in and what else users reach
+    assert sorted(re.findall(r"`(\w+)`", listed)) == sorted(pytest_weval.__all__)
+    other_homes = [
+        f"{page.name}: {line}"
+        for page in DOCS.glob("*.md")
+        for line in page.read_text(encoding="utf-8").splitlines()
+        if line.startswith("#") and "public api" in line.lower() and page.name != "layout.md"
+    ]
+    assert other_homes == []
 
 
 def test_every_error_is_a_weval_error(tmp_path) -> None:

@@ -39,7 +39,19 @@ def normalize_header(header: dict[str, Any], loc: Locator, findings: list[Findin
     _assign(config, "id", js_or(config.get("id", ABSENT), header.get("configId", ABSENT)))
     _assign(config, "title", js_or(config.get("title", ABSENT), header.get("configTitle", ABSENT)))
     _assign(config, "system", js_or(config.get("system", ABSENT), header.get("systemPrompt", ABSENT)))
+    _check_author(config, header, loc)
+    _merge_references(config, header, loc)
+    for key in ("configId", "configTitle", "systemPrompt"):
+        config.pop(key, None)
+    _check_render_as(config, header, loc)
+    _check_models(config, header, loc)
+    _check_tools(config, header, loc)
+    _check_tool_use(config, header, loc)
+    findings.extend(_header_findings(config, header, loc))
+    return config
 
+
+def _check_author(config: dict[str, Any], header: dict[str, Any], loc: Locator) -> None:
     if "author" in config:
         author = config["author"]
         if isinstance(author, (dict, list)):  # any JS object, arrays included
@@ -57,6 +69,9 @@ def normalize_header(header: dict[str, Any], loc: Locator, findings: list[Findin
                 hint="write `author: Name` or `author: {name: ...}`",
             )
 
+
+def _merge_references(config: dict[str, Any], header: dict[str, Any], loc: Locator) -> None:
+    """``reference``, ``citation``, ``references`` and ``citations`` become ``references``."""
     reference_key = next(
         (k for k in ("reference", "citation", "references", "citations") if truthy(config.get(k))), "citations"
     )
@@ -69,9 +84,8 @@ def normalize_header(header: dict[str, Any], loc: Locator, findings: list[Findin
         for key in ("citation", "citations", "reference"):
             config.pop(key, None)
 
-    for key in ("configId", "configTitle", "systemPrompt"):
-        config.pop(key, None)
 
+def _check_render_as(config: dict[str, Any], header: dict[str, Any], loc: Locator) -> None:
     render_as = config.get("render_as")
     if truthy(render_as) and render_as not in RENDER_AS_VALUES:
         raise BlueprintError(
@@ -80,6 +94,8 @@ def normalize_header(header: dict[str, Any], loc: Locator, findings: list[Findin
             hint="use markdown, html or plaintext",
         )
 
+
+def _check_models(config: dict[str, Any], header: dict[str, Any], loc: Locator) -> None:
     models = config.get("models")
     if truthy(models):
         if not isinstance(models, list):
@@ -97,6 +113,8 @@ def normalize_header(header: dict[str, Any], loc: Locator, findings: list[Findin
                     hint="a model is a 'provider:model' string or an object with id, url, modelName and inherit",
                 )
 
+
+def _check_tools(config: dict[str, Any], header: dict[str, Any], loc: Locator) -> None:
     tools = config.get("tools")
     if truthy(tools):
         if not isinstance(tools, list):
@@ -112,10 +130,12 @@ def normalize_header(header: dict[str, Any], loc: Locator, findings: list[Findin
                     loc.item(tools, index, f"tools[{index}]"),
                     hint="give every tool a `name:`",
                 )
-    _check_tool_use(config, header, loc)
 
+
+def _header_findings(config: dict[str, Any], header: dict[str, Any], loc: Locator) -> list[Finding]:
+    found: list[Finding] = []
     if truthy(config.get("id")):
-        findings.append(
+        found.append(
             Finding(
                 message=f"the header 'id' ({js_string(config['id'])}) is ignored: a blueprint's id comes from its path",
                 location=loc.key(header, "id" if "id" in header else "configId"),
@@ -125,7 +145,7 @@ def normalize_header(header: dict[str, Any], loc: Locator, findings: list[Findin
     for key in header:
         if key not in HEADER_KEYS:
             suggestion = did_you_mean(key, HEADER_KEYS)
-            findings.append(
+            found.append(
                 Finding(
                     message=f"header key '{key}' is not used by Weval"
                     + (f" (did you mean '{suggestion}'?)" if suggestion else ""),
@@ -133,7 +153,7 @@ def normalize_header(header: dict[str, Any], loc: Locator, findings: list[Findin
                     code="unknown-header-key",
                 )
             )
-    return config
+    return found
 
 
 def _reference(ref: Any, where: Location) -> dict[str, Any]:

@@ -25,11 +25,13 @@ from typing import Any
 
 import yaml
 
+from pytest_weval import defaults
+
 from .model import BlueprintError, Location
 from .yaml_build import MAX_DEPTH, build_yaml_documents, depth_error
 from .yaml_dialect import BlueprintLoader, DuplicateKeyError, Marks, node_marks
 
-DEFAULT_MAX_FILE_MB = 20.0
+DEFAULT_MAX_FILE_MB = defaults.MAX_FILE_MB
 
 EMPTY_YAML = "YAML blueprint is empty or contains only null documents."
 

@@ -3,6 +3,7 @@ reference has no words for (ignored keys, shadowed aliases, repeated ids)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,8 @@ from .model import BlueprintError, EvalPoint, Finding, Location
 from .points import PointContext, PointError, evaluator_points, expand_refs, normalize_points
 
 # Keys the reference reads from a prompt (anything else is dropped), plus our `threshold`.
+AtKey = Callable[[str], Location]  # where a key of the prompt being read is written
+
 PROMPT_KEYS = frozenset((
     "prompt", "promptText", "messages", "id", "description", "ideal", "idealResponse", "system",
     "noCache", "citation", "reference", "weight", "importance", "multiplier", "render_as",
@@ -80,6 +83,38 @@ def normalize_prompt(
 
     body["description"] = p.get("description", ABSENT)
     body["idealResponse"] = js_or(p.get("ideal", ABSENT), p.get("idealResponse", ABSENT))
+    _read_system_and_cache(p, body, config, id_or_unknown, at_key)
+    _read_citation(p, body, shown_id, at_key)
+    _read_weight(p, body, id_or_unknown, at_key)
+    _read_render_as(p, body, config, id_or_unknown, at_key)
+    _read_generation_fields(p, body, id_or_unknown, at_key)
+
+    ctx = PointContext(prompt_id=pid, defs=defs, locate=lambda seq, i, name: loc.item(seq, i, f"{field}.{name}"))
+    should_locations, not_locations = _read_points(p, body, ctx, at_key, findings)
+
+    body = {k: v for k, v in body.items() if v is not ABSENT}
+    prompt_id = pid if truthy(pid) else generated_prompt_id(body)
+    raw = {"messages": body.pop("messages")} if "messages" in body else {}
+    raw["id"] = prompt_id
+    raw.update(body)
+
+    view_id = js_string(prompt_id)
+    view = evaluator_points(raw.get("points", []), should_locations, inverted=False, ctx=ctx, prompt_id=view_id)
+    view += evaluator_points(raw.get("should_not", []), not_locations, inverted=True, ctx=ctx, prompt_id=view_id)
+    findings.extend(ctx.findings)
+    _report_ignored_keys(p, field, at_key, findings)
+    return ParsedPrompt(
+        raw=raw,
+        index=index,
+        location=where,
+        points=view,
+        threshold=_threshold(p, at_key("threshold") if "threshold" in p else where),
+    )
+
+
+def _read_system_and_cache(
+    p: dict[str, Any], body: dict[str, Any], config: dict[str, Any], id_or_unknown: str, at_key: AtKey
+) -> None:
     if "system" in p:
         system = p["system"]
         if isinstance(system, list):
@@ -101,6 +136,8 @@ def normalize_prompt(
     elif "noCache" in config:
         body["noCache"] = truthy(config["noCache"])
 
+
+def _read_citation(p: dict[str, Any], body: dict[str, Any], shown_id: str, at_key: AtKey) -> None:
     citation = js_or(p.get("citation", ABSENT), p.get("reference", ABSENT))
     if citation is not ABSENT:
         citation_key = "citation" if "citation" in p and truthy(p["citation"]) else "reference"
@@ -124,6 +161,8 @@ def normalize_prompt(
             )
         body["citation"] = citation
 
+
+def _read_weight(p: dict[str, Any], body: dict[str, Any], id_or_unknown: str, at_key: AtKey) -> None:
     weight = js_nullish(p.get("weight", ABSENT), p.get("importance", ABSENT), p.get("multiplier", ABSENT))
     if weight is not ABSENT:
         if not is_number(weight) or weight < 0.1 or weight > 10:
@@ -135,6 +174,10 @@ def normalize_prompt(
             )
         body["weight"] = weight
 
+
+def _read_render_as(
+    p: dict[str, Any], body: dict[str, Any], config: dict[str, Any], id_or_unknown: str, at_key: AtKey
+) -> None:
     render_as = p.get("render_as", ABSENT)
     if truthy(render_as):
         if render_as not in RENDER_AS_VALUES:
@@ -147,6 +190,9 @@ def normalize_prompt(
     else:
         body["render_as"] = js_or(config.get("render_as", ABSENT), "markdown")
 
+
+def _read_generation_fields(p: dict[str, Any], body: dict[str, Any], id_or_unknown: str, at_key: AtKey) -> None:
+    """temperature, requiredTools, prohibitedTools and maxCalls, each checked."""
     if "temperature" in p:
         if not is_number(p["temperature"]):
             raise BlueprintError(
@@ -173,7 +219,11 @@ def normalize_prompt(
             )
         body["maxCalls"] = p["maxCalls"]
 
-    ctx = PointContext(prompt_id=pid, defs=defs, locate=lambda seq, i, name: loc.item(seq, i, f"{field}.{name}"))
+
+def _read_points(
+    p: dict[str, Any], body: dict[str, Any], ctx: PointContext, at_key: AtKey, findings: list[Finding]
+) -> tuple[list[Any], list[Any]]:
+    """``points`` and ``should_not``, refs expanded; the points' locations, for the evaluator view."""
     should_key = next((k for k in ("should", "points", "expect", "expects", "expectations") if truthy(p.get(k))), None)
     should_locations: list[Any] = []
     not_locations: list[Any] = []
@@ -188,25 +238,7 @@ def normalize_prompt(
             _warn_not_a_list(p, "should_not", at_key, findings)
     except PointError as exc:
         raise exc.as_blueprint_error() from None
-
-    body = {k: v for k, v in body.items() if v is not ABSENT}
-    prompt_id = pid if truthy(pid) else generated_prompt_id(body)
-    raw = {"messages": body.pop("messages")} if "messages" in body else {}
-    raw["id"] = prompt_id
-    raw.update(body)
-
-    view_id = js_string(prompt_id)
-    view = evaluator_points(raw.get("points", []), should_locations, inverted=False, ctx=ctx, prompt_id=view_id)
-    view += evaluator_points(raw.get("should_not", []), not_locations, inverted=True, ctx=ctx, prompt_id=view_id)
-    findings.extend(ctx.findings)
-    _report_ignored_keys(p, field, at_key, findings)
-    return ParsedPrompt(
-        raw=raw,
-        index=index,
-        location=where,
-        points=view,
-        threshold=_threshold(p, at_key("threshold") if "threshold" in p else where),
-    )
+    return should_locations, not_locations
 
 
 def _normalize_message(msg: Any, index: int, shown_id: str, messages: list[Any], loc: Locator, field: str) -> Any:

@@ -126,116 +126,143 @@ def build_yaml_documents(text: str, path: str) -> tuple[list[Any], Marks] | None
     """
     loader = BlueprintLoader(text, record_marks=False)
     check_event, get_event = loader.check_event, loader.get_event
-    documents: list[Any] = []
-    marks: Marks = {}
-    stack: list[_Frame] = []
-    top: _Frame | None = None  # stack[-1]
-    anchor_objects: dict[str, Any] = {}
-    anchor_sizes: dict[str, int | None] = {}  # expanded node count; None while still open
-    events = 0
-    expanded = 0
-    building = True  # False once the document needs the full loader; the checks go on
-    root: Any = None
+    builder = _Builder(path, loader)
     try:
         while check_event():
             # Dispatched on its exact class (cheaper than isinstance in this loop), which mypy
             # does not narrow on; each branch reads only the attributes its event kinds have.
             event: Any = get_event()
             kind = event.__class__
-            events += 1
-            if kind is ScalarEvent or kind is AliasEvent:
-                anchor = event.anchor
-                mark = event.start_mark
-                if kind is ScalarEvent:
-                    expanded += 1
-                    if anchor is not None:
-                        anchor_sizes[anchor] = 1
-                    if not building:
-                        continue
-                    tag = event.tag
-                    if tag is None:
-                        obj = _plain_value(event.value, mark, loader) if event.implicit[0] else event.value
-                    elif tag == STR_TAG or tag == "!":
-                        obj = event.value
-                    else:
-                        obj = _UNBUILT  # an explicit tag
-                    if obj is _UNBUILT:
-                        building = False
-                        continue
-                    if anchor is not None:
-                        anchor_objects[anchor] = obj
-                else:
-                    size = anchor_sizes.get(anchor, 0)
-                    if size is None:
-                        raise _alias_error(path, mark, anchor, None, events)
-                    expanded += size
-                    if expanded > ALIAS_EXPANSION_FLOOR and expanded > ALIAS_EXPANSION_RATIO * events:
-                        raise _alias_error(path, mark, anchor, expanded, events)
-                    if not building:
-                        continue
-                    if anchor not in anchor_objects:
-                        building = False  # undefined: the full loader words the error
-                        continue
-                    obj = anchor_objects[anchor]
-                # Place the value in the collection being filled.
-                if top is None:
-                    root = obj
-                elif not top.is_map:
-                    top.container.append(obj)
-                    top.children.append((mark.line + 1, mark.column + 1))
-                elif top.key is _NO_KEY:
-                    if isinstance(obj, (dict, list)):
-                        building = False  # a collection as a key
-                        continue
-                    key = obj if type(obj) is str else js_property_key(obj)
-                    if key in top.container:
-                        raise DuplicateKeyError(key, top.children[key][0], mark)
-                    top.children[key] = (mark.line + 1, mark.column + 1)
-                    top.key = key
-                else:
-                    top.container[top.key] = obj
-                    top.key = _NO_KEY
+            builder.events += 1
+            if kind is ScalarEvent:
+                builder.scalar(event)
+            elif kind is AliasEvent:
+                builder.alias(event)
             elif kind is MappingStartEvent or kind is SequenceStartEvent:
-                mark = event.start_mark
-                if len(stack) >= MAX_DEPTH:
-                    raise _depth_error(path, mark)
-                anchor = event.anchor
-                if anchor is not None:
-                    anchor_sizes[anchor] = None
-                is_map = kind is MappingStartEvent
-                container: Any = {} if is_map else []
-                children: Any = {} if is_map else []
-                if building:
-                    if event.tag not in (None, "!", MAP_TAG if is_map else SEQ_TAG):
-                        building = False  # e.g. !!set, !!omap
-                    elif top is None:
-                        root = container
-                    elif not top.is_map:
-                        top.container.append(container)
-                        top.children.append((mark.line + 1, mark.column + 1))
-                    elif top.key is _NO_KEY:
-                        building = False  # a collection as a key
-                    else:
-                        top.container[top.key] = container
-                        top.key = _NO_KEY
-                    if building:
-                        marks[id(container)] = (mark.line + 1, mark.column + 1, children)
-                        if anchor is not None:
-                            anchor_objects[anchor] = container
-                top = _Frame(container, is_map, children, anchor, expanded)
-                stack.append(top)
-                expanded += 1
+                builder.start(event, kind is MappingStartEvent)
             elif kind is MappingEndEvent or kind is SequenceEndEvent:
-                frame = stack.pop()
-                top = stack[-1] if stack else None
-                if frame.anchor is not None:
-                    anchor_sizes[frame.anchor] = expanded - frame.expanded_at_start
+                builder.end()
             elif kind is DocumentStartEvent:
-                anchor_objects.clear()
-                anchor_sizes.clear()
-                root = None
-            elif kind is DocumentEndEvent and root is not None:
-                documents.append(root)
+                builder.anchor_objects.clear()
+                builder.anchor_sizes.clear()
+                builder.root = None
+            elif kind is DocumentEndEvent and builder.root is not None:
+                builder.documents.append(builder.root)
     finally:
         loader.dispose()
-    return (documents, marks) if building else None
+    return (builder.documents, builder.marks) if builder.building else None
+
+
+class _Builder:
+    """The documents built from the event stream so far, and the checks that go on over all of
+    it: depth, and aliases (cycles, and how far they expand the document)."""
+
+    def __init__(self, path: str, loader: BlueprintLoader):
+        self.path = path
+        self.loader = loader
+        self.documents: list[Any] = []
+        self.marks: Marks = {}
+        self.stack: list[_Frame] = []
+        self.top: _Frame | None = None  # stack[-1]
+        self.anchor_objects: dict[str, Any] = {}
+        self.anchor_sizes: dict[str, int | None] = {}  # expanded node count; None while still open
+        self.events = 0
+        self.expanded = 0
+        self.building = True  # False once the document needs the full loader; the checks go on
+        self.root: Any = None
+
+    def scalar(self, event: Any) -> None:
+        anchor = event.anchor
+        mark = event.start_mark
+        self.expanded += 1
+        if anchor is not None:
+            self.anchor_sizes[anchor] = 1
+        if not self.building:
+            return
+        tag = event.tag
+        if tag is None:
+            obj = _plain_value(event.value, mark, self.loader) if event.implicit[0] else event.value
+        elif tag == STR_TAG or tag == "!":
+            obj = event.value
+        else:
+            obj = _UNBUILT  # an explicit tag
+        if obj is _UNBUILT:
+            self.building = False
+            return
+        if anchor is not None:
+            self.anchor_objects[anchor] = obj
+        self.place(obj, mark)
+
+    def alias(self, event: Any) -> None:
+        anchor = event.anchor
+        mark = event.start_mark
+        size = self.anchor_sizes.get(anchor, 0)
+        if size is None:
+            raise _alias_error(self.path, mark, anchor, None, self.events)
+        self.expanded += size
+        if self.expanded > ALIAS_EXPANSION_FLOOR and self.expanded > ALIAS_EXPANSION_RATIO * self.events:
+            raise _alias_error(self.path, mark, anchor, self.expanded, self.events)
+        if not self.building:
+            return
+        if anchor not in self.anchor_objects:
+            self.building = False  # undefined: the full loader words the error
+            return
+        self.place(self.anchor_objects[anchor], mark)
+
+    def place(self, obj: Any, mark: yaml.Mark) -> None:
+        """Place a value in the collection being filled."""
+        top = self.top
+        if top is None:
+            self.root = obj
+        elif not top.is_map:
+            top.container.append(obj)
+            top.children.append((mark.line + 1, mark.column + 1))
+        elif top.key is _NO_KEY:
+            if isinstance(obj, (dict, list)):
+                self.building = False  # a collection as a key
+                return
+            key = obj if type(obj) is str else js_property_key(obj)
+            if key in top.container:
+                raise DuplicateKeyError(key, top.children[key][0], mark)
+            top.children[key] = (mark.line + 1, mark.column + 1)
+            top.key = key
+        else:
+            top.container[top.key] = obj
+            top.key = _NO_KEY
+
+    def start(self, event: Any, is_map: bool) -> None:
+        mark = event.start_mark
+        if len(self.stack) >= MAX_DEPTH:
+            raise _depth_error(self.path, mark)
+        anchor = event.anchor
+        if anchor is not None:
+            self.anchor_sizes[anchor] = None
+        container: Any = {} if is_map else []
+        children: Any = {} if is_map else []
+        top = self.top
+        if self.building:
+            if event.tag not in (None, "!", MAP_TAG if is_map else SEQ_TAG):
+                self.building = False  # e.g. !!set, !!omap
+            elif top is None:
+                self.root = container
+            elif not top.is_map:
+                top.container.append(container)
+                top.children.append((mark.line + 1, mark.column + 1))
+            elif top.key is _NO_KEY:
+                self.building = False  # a collection as a key
+            else:
+                top.container[top.key] = container
+                top.key = _NO_KEY
+            if self.building:
+                self.marks[id(container)] = (mark.line + 1, mark.column + 1, children)
+                if anchor is not None:
+                    self.anchor_objects[anchor] = container
+        self.top = _Frame(container, is_map, children, anchor, self.expanded)
+        self.stack.append(self.top)
+        self.expanded += 1
+
+    def end(self) -> None:
+        frame = self.stack.pop()
+        self.top = self.stack[-1] if self.stack else None
+        if frame.anchor is not None:
+            self.anchor_sizes[frame.anchor] = self.expanded - frame.expanded_at_start

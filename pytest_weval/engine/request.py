@@ -13,6 +13,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from pytest_weval import defaults
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.results import Usage
 
@@ -97,27 +98,27 @@ class HoldsBudget(Protocol):
 class EngineSettings:
     """How the engine sends, retries, limits and caches. Defaults suit a real run."""
 
-    cache_mode: str = "rw"  # rw | ro (replay) | refresh | off
-    cache_dir: Path | str = ".weval_cache"
+    cache_mode: str = defaults.CACHE_MODE  # rw | ro (replay) | refresh | off
+    cache_dir: Path | str = defaults.CACHE_FOLDER
     # sqlite | files | postgresql://user@host:port/database; out of the repr (a URL may hold a password)
-    cache_store: str = dataclasses.field(default="sqlite", repr=False)
+    cache_store: str = dataclasses.field(default=defaults.CACHE_STORE, repr=False)
     concurrency: int | None = None  # global cap on requests in flight (whole run)
     provider_concurrency: Mapping[str, int] = dataclasses.field(default_factory=dict)
     adaptive: bool = True  # AIMD: shrink on 429, grow back on success
-    max_attempts: int = 5  # per request, for faults; rate-limit refusals spend none
-    timeout_s: float = 60.0  # per attempt, whole request (connect + send + read)
+    max_attempts: int = defaults.MAX_ATTEMPTS  # per request, for faults; rate-limit refusals spend none
+    timeout_s: float = defaults.TIMEOUT_S  # per attempt, whole request (connect + send + read)
     backoff_base_s: float = 1.0
     backoff_max_s: float = 30.0
     retry_after_max_s: float = 60.0  # a faulty reply's Retry-After (503, say) is honoured up to this
     # Longest a request waits on rate limits (refusals and pacing) before it is an error.
-    rate_limit_wait_s: float = 600.0
+    rate_limit_wait_s: float = defaults.RATE_LIMIT_WAIT_S
     # After an interrupt: how long replies already on the wire may take to arrive (and be
     # stored, so the next run does not buy them again) before they are cancelled.
-    stop_grace_s: float = 5.0
-    max_reply_mb: float = 8.0  # a reply's body larger than this is an error, never read whole
+    stop_grace_s: float = defaults.STOP_GRACE_S
+    max_reply_mb: float = defaults.MAX_REPLY_MB  # a reply's body larger than this is an error, never read whole
     # How long a store server that does not answer is waited for (sending paused) before the
     # run gives it up and keeps its replies in the spool.
-    store_retry_s: float = 30.0
+    store_retry_s: float = defaults.STORE_RETRY_S
     budget_usd: float | None = None  # stop sending once the run's spend reaches it
     prices: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # model id -> prices.Price (weval_prices)
     breaker_threshold: int = 10  # consecutive non-rate-limit failures that open a model's breaker
@@ -138,8 +139,8 @@ class EngineSettings:
     poll_interval_s: float = 0.05  # how often a waiter looks for a result another process sends
     coordination_dir: Path | str | None = None  # files store: where the claims DB lives
     # Requests to providers with a batch API go through it (docs/batch.md): off | wait | submit.
-    batch: str = "off"
-    batch_poll_s: float = 30.0  # how often an open batch's status is asked
+    batch: str = defaults.BATCH
+    batch_poll_s: float = defaults.BATCH_POLL_S  # how often an open batch's status is asked
     batch_round_s: float = 1.0  # a round is submitted once no request joined it for this long
 
     def __post_init__(self) -> None:

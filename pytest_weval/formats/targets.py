@@ -8,16 +8,13 @@ the targets file's folder), ``timeout_seconds`` and ``files_format`` are read, a
 key is kept in ``config`` as written.
 
 ``${{ VAR }}`` references are NOT resolved here: the values keep their text, so loading a
-file never reads the environment. ``env_references`` lists what a value would read, and
-``interpolate`` resolves them from a mapping the caller chooses to give (a later layer decides
-which variables a file may read).
+file never reads the environment (a later layer decides which variables a file may read).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -163,35 +160,6 @@ def _target(entry: dict[str, Any], name: str, provider: str, folder: Path, loc: 
         config={key: value for key, value in entry.items() if key not in _READ_KEYS},
         location=loc.at(entry, field),
     )
-
-
-def env_references(value: Any) -> tuple[str, ...]:
-    """The variables ``${{ NAME }}`` references in a value (strings inside lists and mappings
-    too), first occurrence first."""
-    names: list[str] = []
-
-    def walk(item: Any) -> None:
-        if isinstance(item, str):
-            names.extend(ENV_REFERENCE.findall(item))
-        elif isinstance(item, dict):
-            for inner in item.values():
-                walk(inner)
-        elif isinstance(item, (list, tuple)):
-            for inner in item:
-                walk(inner)
-
-    walk(value)
-    return tuple(dict.fromkeys(names))
-
-
-def interpolate(value: str, env: Mapping[str, str]) -> str:
-    """``value`` with each ``${{ NAME }}`` replaced from ``env`` (the caller's choice of
-    variables, never read from the process here). A name ``env`` lacks raises ``KeyError``."""
-
-    def replace(match: re.Match[str]) -> str:
-        return env[match.group(1)]
-
-    return ENV_REFERENCE.sub(replace, value)
 
 
 def _display(path: Path, rootdir: Path) -> str:

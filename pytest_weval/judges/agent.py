@@ -30,8 +30,6 @@ __all__ = [
     "AGENT_JUDGE_MAX_TOKENS",
     "AgentJudgeFailed",
     "AgentJudgeReplyError",
-    "ask_rubric_checks",
-    "ask_rubric_reply",
     "extract_json_object",
     "judge_agent_evaluator",
     "parse_checklist_reply",
@@ -270,41 +268,3 @@ async def judge_agent_evaluator(
         details=about,
     )
     return finalize_result(evaluator, result)
-
-
-async def ask_rubric_reply(
-    case: AgentCase,
-    evaluator: Evaluator,
-    output: AgentOutput,
-    ask: Ask,
-    judge_model_id: str,
-    attempts: int = AGENT_JUDGE_ATTEMPTS,
-) -> dict[str, Any]:
-    """One judge call for all of a rubric evaluator's items: ``{mode, checks, overall_reasoning,
-    attempts}`` (``checks`` as :func:`ask_rubric_checks` returns them). Raises
-    :class:`AgentJudgeFailed` when no reply parses or the call fails."""
-    mode = judge_mode(evaluator)
-    if mode == "freeform":
-        raise ValueError(f"evaluator '{evaluator.name}' has no rubrics")
-    parsed, used = await _ask_parsed(judge_messages(case, evaluator, output), evaluator, ask, judge_model_id, attempts)
-    return {
-        "mode": mode,
-        "checks": parsed["checks"],
-        "overall_reasoning": parsed["overall_reasoning"],
-        "attempts": used,
-    }
-
-
-async def ask_rubric_checks(
-    case: AgentCase,
-    evaluator: Evaluator,
-    output: AgentOutput,
-    ask: Ask,
-    judge_model_id: str,
-    attempts: int = AGENT_JUDGE_ATTEMPTS,
-) -> list[dict[str, Any]]:
-    """The judge's checks, one per rubric in the evaluator's order: checklist
-    ``{id, satisfied: bool, reasoning: str}``, score ranges ``{id, score: int 0-10, reasoning: str}``.
-    Raises :class:`AgentJudgeFailed` (the case errors)."""
-    reply = await ask_rubric_reply(case, evaluator, output, ask, judge_model_id, attempts)
-    return list(reply["checks"])

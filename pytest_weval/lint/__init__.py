@@ -2,9 +2,8 @@
 
 Pure (no pytest, no network)::
 
-    from pytest_weval.lint import lint_file, lint_blueprint
+    from pytest_weval.lint import lint_blueprint
 
-    blueprint, findings = lint_file("blueprints/my.yml")
     findings = lint_blueprint(blueprint, source)   # source: the RawSource it was built from
 
 Every finding is a `pytest_weval.blueprint.Finding` (message, location with path/line/column/
@@ -16,14 +15,12 @@ every code. `pytest --weval-lint` shows them as warnings; `--weval-lint-strict` 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from pytest_weval.blueprint import Blueprint, BlueprintError, Finding, Location, find_collections_dir
-from pytest_weval.blueprint.build import build_blueprint
+from pytest_weval.blueprint import Blueprint, Finding
 from pytest_weval.blueprint.loader import DEFAULT_MAX_FILE_MB, RawSource, read_blueprint_file, room_for_depth
 from pytest_weval.lint.rules import BLUEPRINT_RULES, SOURCE_RULES
 
-__all__ = ["PARSER_CODES", "RULES", "format_finding", "lint_blueprint", "lint_file", "read_source"]
+__all__ = ["PARSER_CODES", "RULES", "format_finding", "lint_blueprint", "read_source"]
 
 #: The linter's own codes, with what each means.
 RULES: dict[str, str] = {
@@ -96,41 +93,6 @@ def lint_blueprint(
             seen.add(key)
             unique.append(finding)
     return sorted(unique, key=lambda f: (f.location.line, f.location.column))
-
-
-def lint_file(
-    path: str | Path,
-    *,
-    rel_path: str | None = None,
-    display_path: str | None = None,
-    collections_dir: Path | None = None,
-    custom_models: dict[str, dict[str, Any]] | None = None,
-    max_file_mb: float = DEFAULT_MAX_FILE_MB,
-) -> tuple[Blueprint | None, list[Finding]]:
-    """Read, parse and lint one file. A file that cannot be parsed gives (None, [its error as a
-    finding with code `parse-error`])."""
-    path = Path(path)
-    shown = display_path or str(path)
-    try:
-        source = read_source(path, display_path=shown, max_file_mb=max_file_mb)
-        with room_for_depth():
-            blueprint = build_blueprint(
-                source,
-                rel_path=rel_path if rel_path is not None else str(path),
-                collections_dir=collections_dir
-                if collections_dir is not None
-                else find_collections_dir(path.parent.resolve()),
-                custom_models=custom_models,
-                keep_unresolved_placeholders=True,
-            )
-    except BlueprintError as exc:
-        message = exc.message + (f" (hint: {exc.hint})" if exc.hint else "")
-        return None, [Finding(code="parse-error", message=message, location=exc.location)]
-    except OSError as exc:
-        return None, [
-            Finding(code="parse-error", message=f"cannot read the file: {exc}", location=Location(path=shown))
-        ]
-    return blueprint, lint_blueprint(blueprint, source)
 
 
 def format_finding(finding: Finding) -> str:

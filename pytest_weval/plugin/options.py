@@ -1,6 +1,7 @@
 """Command-line options, their ini twins, and the typed settings built from them.
 
-Every option has an ini twin; the command line wins (docs/options.md). Hooks read
+Every option has an ini twin; the command line wins (docs/options.md); its default lives in
+``pytest_weval.defaults``. Hooks read
 ``WevalSettings`` instead of calling ``config.getoption`` all over the plugin, and the engine's
 and the pipeline's settings are made from it here, in one place (``engine_settings``,
 ``pipeline_settings``).
@@ -16,6 +17,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from pytest_weval import defaults
 from pytest_weval.api import Weval
 from pytest_weval.blueprint import load_blueprint
 from pytest_weval.blueprint.fixtures import ResponseFixtures
@@ -64,9 +66,9 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
     (
         "--weval-threshold",
         "weval_threshold",
-        "pass mark when neither prompt nor blueprint sets `threshold` (default 0.5)",
+        f"pass mark when neither prompt nor blueprint sets `threshold` (default {defaults.THRESHOLD:g})",
         "float",
-        0.5,
+        defaults.THRESHOLD,
     ),
     (
         "--weval-min-score",
@@ -79,19 +81,25 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
     (
         "--weval-cache",
         "weval_cache",
-        "response cache mode: rw (default), ro (offline replay), refresh, off",
+        f"response cache mode: rw, ro (offline replay), refresh, off (default {defaults.CACHE_MODE})",
         "str",
-        "rw",
+        defaults.CACHE_MODE,
     ),
-    ("--weval-cache-dir", "weval_cache_dir", "cache directory (default .weval_cache/ in the rootdir)", "str", None),
+    (
+        "--weval-cache-dir",
+        "weval_cache_dir",
+        f"cache directory (default {defaults.CACHE_FOLDER}/ in the rootdir or a folder above it)",
+        "str",
+        None,
+    ),
     (
         "--weval-cache-store",
         "weval_cache_store",
-        "where the cache (and the claims of xdist workers and machines) live: sqlite (default), files "
+        "where the cache (and the claims of xdist workers and machines) live: sqlite, files "
         "(diff-friendly recordings) or postgresql://user@host:port/database, shared by several machines (the "
-        "password from PGPASSWORD or ~/.pgpass)",
+        f"password from PGPASSWORD or ~/.pgpass); default {defaults.CACHE_STORE}",
         "str",
-        "sqlite",
+        defaults.CACHE_STORE,
     ),
     (
         "--weval-run-id",
@@ -122,76 +130,85 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
         "list",
         None,
     ),
-    ("--weval-timeout", "weval_timeout", "per-request timeout in seconds (default 60)", "float", 60.0),
+    (
+        "--weval-timeout",
+        "weval_timeout",
+        f"per-request timeout in seconds (default {defaults.TIMEOUT_S:g})",
+        "float",
+        defaults.TIMEOUT_S,
+    ),
     (
         "--weval-max-attempts",
         "weval_max_attempts",
         "attempts per model request for faults (5xx, malformed replies, resets, timeouts), retries "
-        "included (default 5); rate-limit refusals spend none",
+        f"included (default {defaults.MAX_ATTEMPTS}); rate-limit refusals spend none",
         "int",
-        5,
+        defaults.MAX_ATTEMPTS,
     ),
     (
         "--weval-rate-limit-wait",
         "weval_rate_limit_wait",
-        "longest a request waits on rate limits (refusals and pacing) before it is an error, in seconds (default 600)",
+        "longest a request waits on rate limits (refusals and pacing) before it is an error, in seconds "
+        f"(default {defaults.RATE_LIMIT_WAIT_S:g})",
         "float",
-        600.0,
+        defaults.RATE_LIMIT_WAIT_S,
     ),
     (
         "--weval-max-reply-mb",
         "weval_max_reply_mb",
-        "a model reply larger than this many MB is an item error, never read whole, stored or judged (default 8)",
+        "a model reply larger than this many MB is an item error, never read whole, stored or judged "
+        f"(default {defaults.MAX_REPLY_MB:g})",
         "float",
-        8.0,
+        defaults.MAX_REPLY_MB,
     ),
     (
         "--weval-store-retry",
         "weval_store_retry",
         "how many seconds a cache store server that does not answer (PostgreSQL restarted or stopped) is "
-        "waited for, sending paused, before the run gives it up and keeps its replies for the next run (default 30)",
+        "waited for, sending paused, before the run gives it up and keeps its replies for the next run "
+        f"(default {defaults.STORE_RETRY_S:g})",
         "float",
-        30.0,
+        defaults.STORE_RETRY_S,
     ),
     (
         "--weval-stop-grace",
         "weval_stop_grace",
         "after Ctrl-C or SIGTERM, how long replies already on the wire may take to arrive and be stored "
-        "before they are given up, in seconds (default 5); a second signal stops at once",
+        f"before they are given up, in seconds (default {defaults.STOP_GRACE_S:g}); a second signal stops at once",
         "float",
-        5.0,
+        defaults.STOP_GRACE_S,
     ),
     (
         "--weval-batch",
         "weval_batch",
         "send requests to providers with a batch API (OpenAI, Anthropic) through it, at half the price: "
-        "off (default), wait (until every batch ends) or submit (submit, then exit; items not answered "
-        "yet are skipped and a later run collects them)",
+        "off, wait (until every batch ends) or submit (submit, then exit; items not answered "
+        f"yet are skipped and a later run collects them); default {defaults.BATCH}",
         "str",
-        "off",
+        defaults.BATCH,
     ),
     (
         "--weval-batch-poll",
         "weval_batch_poll",
-        "seconds between status checks of an open batch (default 30)",
+        f"seconds between status checks of an open batch (default {defaults.BATCH_POLL_S:g})",
         "float",
-        30.0,
+        defaults.BATCH_POLL_S,
     ),
     (
         "--weval-missing-keys",
         "weval_missing_keys",
-        "when a provider key the run needs is not set: stop (default: before any item runs), error or skip "
-        "the items that need it",
+        "when a provider key the run needs is not set: stop (before any item runs), error or skip "
+        f"the items that need it (default {defaults.MISSING_KEYS})",
         "str",
-        "stop",
+        defaults.MISSING_KEYS,
     ),
     (
         "--weval-check-models",
         "weval_check_models",
         "before anything is sent, check each model id against the list its provider publishes (OpenAI, "
-        "Anthropic, Gemini, OpenRouter; kept a day in the cache folder): on (default) or off",
+        f"Anthropic, Gemini, OpenRouter; kept a day in the cache folder): on or off (default {defaults.CHECK_MODELS})",
         "str",
-        "on",
+        defaults.CHECK_MODELS,
     ),
     (
         "--weval-budget",
@@ -220,10 +237,10 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
     (
         "--weval-borderline",
         "weval_borderline",
-        "what an agent eval case scoring 0.6 to 0.8 (AgentV's 'borderline') does: pass (default, with a "
-        "warning) or fail",
+        "what an agent eval case scoring 0.6 to 0.8 (AgentV's 'borderline') does: pass (with a warning) "
+        f"or fail (default {defaults.BORDERLINE})",
         "str",
-        "pass",
+        defaults.BORDERLINE,
     ),
     (
         "--weval-fixtures",
@@ -236,11 +253,11 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
     (
         "--weval-eval-methods",
         "weval_eval_methods",
-        "evaluation methods, the reference's --eval-method: llm-coverage (default), embedding,llm-coverage "
+        "evaluation methods, the reference's --eval-method: llm-coverage, embedding,llm-coverage "
         "or all (also each answer's similarity to the ideal, from the blueprint's embeddingModel), or none "
-        "(docs/options.md, 'Similarity to the ideal')",
+        f"(docs/options.md, 'Similarity to the ideal'; default {','.join(defaults.EVAL_METHODS)})",
         "str",
-        "llm-coverage",
+        ",".join(defaults.EVAL_METHODS),
     ),
     # the baseline gate and repeats (docs/statistics.md)
     (
@@ -255,31 +272,31 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
     (
         "--weval-alpha",
         "weval_alpha",
-        "significance level of the baseline regression test, Holm-corrected across models (default 0.05)",
+        f"significance level of the baseline regression test, Holm-corrected across models (default {defaults.ALPHA:g})",
         "float",
-        0.05,
+        defaults.ALPHA,
     ),
     (
         "--weval-max-drop",
         "weval_max_drop",
-        "a drop in a model's mean score no larger than this is not a regression (default 0)",
+        f"a drop in a model's mean score no larger than this is not a regression (default {defaults.MAX_DROP:g})",
         "float",
-        0.0,
+        defaults.MAX_DROP,
     ),
     (
         "--weval-repeat",
         "weval_repeat",
-        "samples per item, each under its own cache key; the item's score is their mean (default 1); "
+        f"samples per item, each under its own cache key; the item's score is their mean (default {defaults.REPEAT}); "
         "auto: as many as the item's outcome needs, at most --weval-max-repeat (docs/sampling.md)",
         "str",
-        1,
+        defaults.REPEAT,
     ),
     (
         "--weval-max-repeat",
         "weval_max_repeat",
-        f"most samples per item under --weval-repeat=auto (default {sampling.DEFAULT_MAX})",
+        f"most samples per item under --weval-repeat=auto (default {defaults.MAX_REPEAT})",
         "int",
-        sampling.DEFAULT_MAX,
+        defaults.MAX_REPEAT,
     ),
     (
         "--weval-fail-flaky",
@@ -294,7 +311,12 @@ _INI_ONLY: list[tuple[str, str, str, object]] = [
     ("weval_collections_dir", "where models/NAME.json collections live", "str", None),
     ("weval_globs", "extra file globs collected as blueprints", "linelist", None),
     ("weval_model_defs", "a YAML file of custom model objects usable anywhere a model id is", "str", None),
-    ("weval_max_file_mb", "largest blueprint file read, in MB (default 20)", "str", "20"),
+    (
+        "weval_max_file_mb",
+        f"largest blueprint file read, in MB (default {defaults.MAX_FILE_MB:g})",
+        "str",
+        f"{defaults.MAX_FILE_MB:g}",
+    ),
     ("weval_provider_concurrency", "per-provider caps, e.g. openai:20,anthropic:10", "str", None),
     (
         "weval_prices",
@@ -312,7 +334,7 @@ _INI_ONLY: list[tuple[str, str, str, object]] = [
 ]
 
 
-# Every setting's default, declared once: in the tables above.
+# Every setting's default, as the tables above read it from ``pytest_weval.defaults``, its one home.
 _DEFAULTS: dict[str, Any] = {ini: default for _opt, ini, _help, _kind, default in _OPTIONS} | {
     ini: default for ini, _help, _kind, default in _INI_ONLY
 }
@@ -365,19 +387,19 @@ class WevalSettings:
     borderline_fails: bool = False
     html_path: Path | None = None  # --weval-html
     baseline: Path | str | None = None  # --weval-baseline: a folder, or 'last'/'last:<branch>' (the history's)
-    alpha: float = 0.05  # --weval-alpha
-    max_drop: float = 0.0  # --weval-max-drop
-    repeat: int = 1  # --weval-repeat=N (under auto: --weval-max-repeat)
+    alpha: float = defaults.ALPHA  # --weval-alpha
+    max_drop: float = defaults.MAX_DROP  # --weval-max-drop
+    repeat: int = defaults.REPEAT  # --weval-repeat=N (under auto: --weval-max-repeat)
     repeat_auto: bool = False  # --weval-repeat=auto (docs/sampling.md)
     fail_flaky: bool = False  # --weval-fail-flaky
     run_id: str | None = None  # --weval-run-id / WEVAL_RUN_ID: a run shared by several machines
     fixtures: Path | None = None  # --weval-fixtures
     check_models: bool = True  # --weval-check-models
-    max_reply_mb: float = 8.0  # --weval-max-reply-mb
-    store_retry_s: float = 30.0  # --weval-store-retry
-    batch: str = "off"  # --weval-batch (docs/batch.md)
-    batch_poll_s: float = 30.0  # --weval-batch-poll
-    eval_methods: tuple[str, ...] = ("llm-coverage",)  # --weval-eval-methods
+    max_reply_mb: float = defaults.MAX_REPLY_MB  # --weval-max-reply-mb
+    store_retry_s: float = defaults.STORE_RETRY_S  # --weval-store-retry
+    batch: str = defaults.BATCH  # --weval-batch (docs/batch.md)
+    batch_poll_s: float = defaults.BATCH_POLL_S  # --weval-batch-poll
+    eval_methods: tuple[str, ...] = defaults.EVAL_METHODS  # --weval-eval-methods
 
     @property
     def embeds(self) -> bool:
@@ -727,7 +749,7 @@ def _batch(config: pytest.Config, cache_mode: str) -> dict[str, Any]:
     return {"batch": batch, "batch_poll_s": _number(config, "weval_batch_poll", float, positive=True)}
 
 
-CACHE_FOLDER = ".weval_cache"
+CACHE_FOLDER = defaults.CACHE_FOLDER
 
 
 def find_cache_dir(rootdir: Path) -> Path:

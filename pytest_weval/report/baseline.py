@@ -23,6 +23,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_weval import defaults
 from pytest_weval.errors import WevalError
 from pytest_weval.report._fmt import fmt_p, fmt_score, fmt_signed, plural
 from pytest_weval.report.stats import LEVEL, MeanInterval, detectable_drop, holm, paired_test
@@ -479,8 +480,8 @@ def compare(
     results: Sequence[ItemResult],
     baseline: Baseline,
     *,
-    alpha: float = 0.05,
-    max_drop: float = 0.0,
+    alpha: float = defaults.ALPHA,
+    max_drop: float = defaults.MAX_DROP,
     moved_limit: int = MOVED_LIMIT,
 ) -> Comparison:
     """This run's items against the baseline's; the same output for any order of ``results``."""

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_weval import defaults
 from pytest_weval.blueprint.model import Blueprint
 from pytest_weval.report.agent_results import write_agent_results
 from pytest_weval.report.baseline import (
@@ -41,8 +42,8 @@ class RunGates:
 
     min_score: float | None = None  # --weval-min-score
     baseline: str | None = None  # --weval-baseline: the earlier run's folder
-    alpha: float = 0.05  # --weval-alpha
-    max_drop: float = 0.0  # --weval-max-drop
+    alpha: float = defaults.ALPHA  # --weval-alpha
+    max_drop: float = defaults.MAX_DROP  # --weval-max-drop
     fail_flaky: bool = False  # --weval-fail-flaky
 
     def to_dict(self) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from pytest_weval import defaults
 from pytest_weval.report._fmt import fmt_score, fmt_signed, plural
 from pytest_weval.report.baseline import Baseline, BaselineItem
 from pytest_weval.report.rollup import Rollup, tally
@@ -151,7 +152,7 @@ def result_of(item: Mapping[str, Any]) -> ItemResult:
         system_prompt=detail.get("systemPrompt"),
         outcome=item["outcome"],
         score=item.get("score"),
-        threshold=detail.get("threshold", 0.5),
+        threshold=detail.get("threshold", defaults.THRESHOLD),
         source=detail.get("source") or "blueprint",
         response=item.get("answer"),
     )

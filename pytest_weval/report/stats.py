@@ -160,10 +160,6 @@ class MeanInterval:
     def df(self) -> int | None:
         return self.clusters - 1 if self.clusters >= 2 else None
 
-    @property
-    def half_width(self) -> float | None:
-        return None if self.lo is None or self.hi is None else (self.hi - self.lo) / 2.0
-
     def bounded(self, low: float, high: float) -> tuple[float, float] | None:
         """The interval cut to what the quantity can be (a mean score is within [0, 1])."""
         if self.lo is None or self.hi is None:

@@ -12,6 +12,7 @@ import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+from pytest_weval import defaults
 from pytest_weval.blueprint.checks import DEFAULT_EMBEDDING_MODEL
 from pytest_weval.blueprint.model import Blueprint, ModelSpec, Prompt
 from pytest_weval.engine.errors import ModelCallError
@@ -30,7 +31,7 @@ def parse_eval_methods(value: str | None) -> tuple[str, ...]:
     parts = (value or "").split(",")
     names = [p.strip().lower() for p in parts if p.strip()]
     if not names:
-        return ("llm-coverage",)
+        return defaults.EVAL_METHODS
     unknown = [n for n in names if n not in (*EVAL_METHODS, "all", "none")]
     if unknown:
         raise ValueError(

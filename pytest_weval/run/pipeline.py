@@ -17,8 +17,8 @@ import traceback
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
+from pytest_weval import defaults, scoring
 from pytest_weval import judges as judging
-from pytest_weval import scoring
 from pytest_weval.blueprint.fixtures import FixturePick, ResponseFixtures
 from pytest_weval.blueprint.ids import effective_model_id
 from pytest_weval.blueprint.model import Blueprint, EvalPoint, ModelSpec, Prompt
@@ -89,12 +89,12 @@ Work: TypeAlias = "ItemWork | AgentWork"  # what an item asks the pipeline to ev
 @dataclasses.dataclass
 class PipelineSettings:
     judges: tuple[str, ...] | None = None
-    threshold: float = 0.5
+    threshold: float = defaults.THRESHOLD
     allowed_env: frozenset[str] = frozenset()
     custom_models: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     allow_exec: bool = False  # agent eval files: code judges and cli targets may run
     borderline_fails: bool = False  # agent eval files: a borderline verdict fails
-    repeat: int = 1  # --weval-repeat: samples per blueprint item, their mean its score (auto: the most)
+    repeat: int = defaults.REPEAT  # --weval-repeat: samples per blueprint item, their mean its score (auto: the most)
     repeat_auto: bool = False  # --weval-repeat=auto: as many samples as the outcome needs (run/sampling.py)
     fixtures: ResponseFixtures | None = None  # --weval-fixtures: canned answers (docs/fixtures.md)
     # Under auto: each item's recorded runs, newest first, by node id (plugin/history.py)

@@ -10,9 +10,7 @@ from formats_helpers import load, write
 
 from pytest_weval.blueprint.model import BlueprintError
 from pytest_weval.formats.targets import (
-    env_references,
     find_targets_file,
-    interpolate,
     load_targets,
     targets_for,
 )
@@ -120,11 +118,3 @@ def test_a_broken_targets_file_is_the_suites_collection_error(tmp_path: Path) ->
     path = write(tmp_path, "evals/x.eval.yaml", "tests: [{id: a, criteria: c, input: q}]\n")
     with pytest.raises(BlueprintError, match="has no `provider`"):
         load(path, tmp_path)
-
-
-def test_env_references_are_listed_and_resolved_only_from_what_the_caller_gives() -> None:
-    value = {"a": "${{ ONE }}-${{TWO}}", "b": ["${{ ONE }}", 3], "c": "plain"}
-    assert env_references(value) == ("ONE", "TWO")
-    assert interpolate("https://${{ HOST }}/v1", {"HOST": "example.test"}) == "https://example.test/v1"
-    with pytest.raises(KeyError):
-        interpolate("${{ SECRET }}", {})

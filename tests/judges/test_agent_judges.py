@@ -10,10 +10,7 @@ from agent_judge_helpers import CHECKLIST, FREEFORM, RANGES, make_case, make_out
 
 from pytest_weval.formats.model import Evaluator
 from pytest_weval.judges.agent import (
-    AgentJudgeFailed,
     AgentJudgeReplyError,
-    ask_rubric_checks,
-    ask_rubric_reply,
     extract_json_object,
     judge_agent_evaluator,
     parse_checklist_reply,
@@ -21,6 +18,7 @@ from pytest_weval.judges.agent import (
     parse_score_range_reply,
 )
 from pytest_weval.judges.agent_prompts import checklist_messages, freeform_messages, score_range_messages
+from pytest_weval.scoring.agent import score_rubric_checks
 
 # --- replies -------------------------------------------------------------------------------------
 
@@ -243,29 +241,17 @@ async def test_rubric_evaluator_that_never_parses_is_an_error():
     assert result.details == {"judge": "m", "attempts": 3} and result.name == "analytic"
 
 
-async def test_ask_rubric_checks_needs_rubrics():
-    with pytest.raises(ValueError, match="no rubrics"):
-        await ask_rubric_checks(make_case(), FREEFORM, make_output(), FakeAsk(), "m")
-
-
 async def test_rubric_checks_checklist_with_a_retry():
-    good = json.dumps(
-        {
-            "checks": [
-                {"id": "names-fn", "satisfied": True, "reasoning": "a"},
-                {"id": "explains", "satisfied": True, "reasoning": "b"},
-                {"id": "brief", "satisfied": False, "reasoning": "c"},
-            ],
-            "overall_reasoning": "ok",
-        }
-    )
-    ask = FakeAsk('{"checks": [{"id": "names-fn", "satisfied": true}]}', good)
-    checks = await ask_rubric_checks(make_case(), CHECKLIST, make_output(), ask, "m")
-    assert checks == [
+    checks = [
         {"id": "names-fn", "satisfied": True, "reasoning": "a"},
         {"id": "explains", "satisfied": True, "reasoning": "b"},
         {"id": "brief", "satisfied": False, "reasoning": "c"},
     ]
+    good = json.dumps({"checks": checks, "overall_reasoning": "ok"})
+    ask = FakeAsk('{"checks": [{"id": "names-fn", "satisfied": true}]}', good)
+    result = await judge_agent_evaluator(make_case(), CHECKLIST, make_output(), ask, "m")
+    assert result.error is None and result.details["attempts"] == 2
+    assert result.score == score_rubric_checks(CHECKLIST, checks, reasoning="ok").score
     assert ask.requests[0][1] == checklist_messages(make_case(), CHECKLIST, make_output())
     assert "no check for [explains], [brief]" in ask.requests[1][1][1]["content"]
 
@@ -274,21 +260,6 @@ async def test_rubric_reply_score_ranges():
     ask = FakeAsk(
         '{"checks": [{"id": "accuracy", "score": 8}, {"id": "clarity", "score": 3}], "overall_reasoning": "s"}'
     )
-    reply = await ask_rubric_reply(make_case(), RANGES, make_output(), ask, "m")
-    assert reply == {
-        "mode": "score_ranges",
-        "checks": [
-            {"id": "accuracy", "score": 8, "reasoning": ""},
-            {"id": "clarity", "score": 3, "reasoning": ""},
-        ],
-        "overall_reasoning": "s",
-        "attempts": 1,
-    }
+    result = await judge_agent_evaluator(make_case(), RANGES, make_output(), ask, "m")
+    assert result.error is None and result.details["attempts"] == 1 and result.reasoning == "s"
     assert ask.requests[0][1] == score_range_messages(make_case(), RANGES, make_output())
-
-
-async def test_rubric_checks_fail_after_all_attempts():
-    ask = FakeAsk("x", "y", "z")
-    with pytest.raises(AgentJudgeFailed, match="gave no usable reply in 3 attempt") as info:
-        await ask_rubric_checks(make_case(), RANGES, make_output(), ask, "m")
-    assert info.value.attempts == 3

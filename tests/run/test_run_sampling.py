@@ -12,12 +12,12 @@ from pytest_weval.run.sampling import (
     HISTORY_RUNS,
     Past,
     expect,
-    expect_with_history,
     expected_samples,
     first_samples,
     settled,
     should_stop,
 )
+from tests.run.sampling_history import expect_with_history
 
 
 @pytest.mark.parametrize(

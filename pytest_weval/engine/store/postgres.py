@@ -22,6 +22,7 @@ import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pytest_weval import defaults
 from pytest_weval.engine.store.claims_store import Dead, Landed, Owner, Spend, admits, landed_from_row
 from pytest_weval.engine.store.common import StoreError, StoreStats, one_line, redact_url, scrub
 from pytest_weval.engine.store.outage import Outage
@@ -34,7 +35,7 @@ T = TypeVar("T")
 SCHEMA_VERSION = 1
 POOL_SIZE = 4  # connections per process: the poller, renewals, claims and cache reads share them
 CONNECT_TIMEOUT_S = 10  # unless the URL sets connect_timeout
-DEFAULT_RETRY_S = 30.0  # how long an unreachable server is waited for (--weval-store-retry)
+DEFAULT_RETRY_S = defaults.STORE_RETRY_S  # how long an unreachable server is waited for (--weval-store-retry)
 _SCHEMA_LOCK = 0x7765_7661_6C01  # advisory lock held while the tables are created
 NOW = "extract(epoch from clock_timestamp())"
 
