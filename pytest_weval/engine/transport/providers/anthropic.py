@@ -37,7 +37,7 @@ def parse_messages_reply(data: Any) -> ModelReply:
         elif block.get("type") == "tool_use":
             calls.append({"name": block.get("name"), "arguments": block.get("input")})
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    return reply_from_blocks(texts, calls, usage.get("input_tokens"), usage.get("output_tokens"))
+    return reply_from_blocks(texts, calls, usage.get("input_tokens"), usage.get("output_tokens"), data)
 
 
 class Anthropic(Adapter):

@@ -1,0 +1,125 @@
+"""What a reply costs is what the provider bills for its own usage (issue 45 item 1): cached
+reads and cache writes at their rates and long-prompt tiers, priced through genai-prices from
+the usage each provider's reply reports (docs/engine.md, 'Prices, spend and the budget')."""
+
+from __future__ import annotations
+
+import genai_prices
+import pytest
+from engine_helpers import request
+
+from pytest_weval.engine.prices import Price
+
+# provider prefix -> (genai-prices provider id, the fake's reply path)
+PROVIDERS = {"openai": "openai", "anthropic": "anthropic", "google": "google"}
+QUESTIONS = [f"question number {n} about the shared transcript and its answer" for n in range(6)]
+
+
+def _library_price(provider: str, model: str, sent: list[dict]) -> float:
+    """genai-prices' own price of every reply body the fake sent."""
+    total = 0.0
+    for body in sent:
+        body = {"model": model, **body}
+        flavor = "chat" if provider == "openai" else "default"
+        usage = genai_prices.extract_usage(body, provider_id=PROVIDERS[provider], api_flavor=flavor).usage
+        total += float(genai_prices.calc_price(usage, model, provider_id=PROVIDERS[provider]).total_price)
+    return total
+
+
+def _run(make_engine, model_id: str, **settings) -> float | None:
+    engine = make_engine(**settings)
+    for question in QUESTIONS:
+        engine.complete_sync(request(model_id, question))
+    return engine.run_usage()[model_id].cost_usd
+
+
+# Per million tokens, from each provider's pricing page: input, cached read, cache write, output.
+#   OpenAI gpt-4o-mini: $0.15 input, $0.075 cached input, $0.60 output (https://openai.com/api/pricing)
+#   Anthropic Claude Haiku 3.5: $0.80 input, $1 5-minute cache write, $0.08 cache hit, $4 output
+#     (https://docs.anthropic.com/en/docs/about-claude/pricing)
+#   Gemini 2.5 Flash: $0.30 input, $0.03 context caching, $2.50 output (https://ai.google.dev/gemini-api/docs/pricing)
+PAGES = {
+    "openai:gpt-4o-mini": (0.15, 0.075, 0.0, 0.60),
+    "anthropic:claude-3-5-haiku-latest": (0.80, 0.08, 1.00, 4.00),
+    "google:gemini-2.5-flash": (0.30, 0.03, 0.0, 2.50),
+}
+
+
+def _page_price(model_id: str, sent: list[dict]) -> float:
+    per_in, per_read, per_write, per_out = PAGES[model_id]
+    total = 0.0
+    for body in sent:
+        usage = body.get("usage") or {}
+        meta = body.get("usageMetadata") or {}
+        if "prompt_tokens" in usage:  # OpenAI: prompt_tokens includes the cached ones
+            read, write = (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0), 0
+            fresh, out = usage["prompt_tokens"] - read, usage["completion_tokens"]
+        elif usage:  # Anthropic: input_tokens are the uncached ones
+            read, write = usage.get("cache_read_input_tokens", 0), usage.get("cache_creation_input_tokens", 0)
+            fresh, out = usage["input_tokens"], usage["output_tokens"]
+        else:  # Gemini: promptTokenCount includes the cached content
+            read, write = meta.get("cachedContentTokenCount", 0), 0
+            fresh, out = meta["promptTokenCount"] - read, meta["candidatesTokenCount"]
+        total += (fresh * per_in + read * per_read + write * per_write + out * per_out) / 1_000_000
+    return total
+
+
+@pytest.mark.parametrize("model_id", list(PAGES))
+def test_a_reply_with_cached_tokens_costs_what_the_provider_bills(make_engine, server, model_id):
+    server.prompt_cache.read_share = 0.5
+    server.prompt_cache.write_share = 0.25  # Anthropic's cache writes (the others have none)
+    server.prompt_cache.prompt_scale = 1000  # prompts of thousands of tokens: cents, not rounding
+    cost = _run(make_engine, model_id)
+    sent = server.prompt_cache.sent
+    assert len(sent) == len(QUESTIONS)
+    provider, _, model = model_id.partition(":")
+    assert cost == pytest.approx(_library_price(provider, model, sent), rel=0.01)
+    assert cost == pytest.approx(_page_price(model_id, sent), rel=0.01)
+
+
+def test_cached_reads_cost_less_than_the_list_price(make_engine, server):
+    server.prompt_cache.read_share = 0.9
+    server.prompt_cache.prompt_scale = 1000
+    cost = _run(make_engine, "openai:gpt-4o-mini")
+    sent = server.prompt_cache.sent
+    prompt = sum(body["usage"]["prompt_tokens"] for body in sent)
+    output = sum(body["usage"]["completion_tokens"] for body in sent)
+    list_price = (prompt * 0.15 + output * 0.60) / 1_000_000
+    assert cost is not None and cost < 0.6 * list_price
+
+
+@pytest.mark.parametrize("long", [False, True], ids=["under 200k", "over 200k"])
+def test_a_prompt_is_priced_at_its_own_context_tier(make_engine, server, long):
+    # Gemini 2.5 Pro: $1.25 input / $10 output up to 200k prompt tokens, $2.50 / $15 above
+    # (https://ai.google.dev/gemini-api/docs/pricing).
+    server.prompt_cache.prompt_scale = 100_000 if long else 1000
+    cost = _run(make_engine, "google:gemini-2.5-pro")
+    per_in, per_out = (2.50, 15.0) if long else (1.25, 10.0)
+    expected = 0.0
+    for body in server.prompt_cache.sent:
+        meta = body["usageMetadata"]
+        assert (meta["promptTokenCount"] > 200_000) == long
+        expected += (meta["promptTokenCount"] * per_in + meta["candidatesTokenCount"] * per_out) / 1_000_000
+    assert cost == pytest.approx(expected, rel=0.01)
+
+
+def test_a_weval_prices_line_prices_every_input_token_at_its_input_price(make_engine, server):
+    # Our own price lines have no cached rate: cached reads are priced as any input token.
+    server.prompt_cache.read_share = 0.9
+    server.prompt_cache.prompt_scale = 1000
+    model_id = "openai:gpt-4o-mini"
+    cost = _run(make_engine, model_id, prices={model_id: Price(2.0, 8.0)})
+    sent = server.prompt_cache.sent
+    expected = sum(b["usage"]["prompt_tokens"] * 2.0 + b["usage"]["completion_tokens"] * 8.0 for b in sent) / 1e6
+    assert cost == pytest.approx(expected, rel=1e-9)
+
+
+def test_the_budget_settles_each_reply_at_its_billed_price(make_engine, server):
+    server.prompt_cache.read_share = 0.5
+    server.prompt_cache.prompt_scale = 1000
+    model_id = "openai:gpt-4o-mini"
+    engine = make_engine(budget_usd=100.0)
+    for question in QUESTIONS:
+        engine.complete_sync(request(model_id, question))
+    expected = _library_price("openai", "gpt-4o-mini", server.prompt_cache.sent)
+    assert engine.budget.spent == pytest.approx(expected, rel=0.01)
