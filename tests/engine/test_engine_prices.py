@@ -123,3 +123,63 @@ def test_the_budget_settles_each_reply_at_its_billed_price(make_engine, server):
         engine.complete_sync(request(model_id, question))
     expected = _library_price("openai", "gpt-4o-mini", server.prompt_cache.sent)
     assert engine.budget.spent == pytest.approx(expected, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("model_id", "body", "library_has_batch"),
+    [
+        (
+            "openai:gpt-4o-mini",
+            {
+                "usage": {
+                    "prompt_tokens": 10_000,
+                    "completion_tokens": 500,
+                    "prompt_tokens_details": {"cached_tokens": 6000},
+                }
+            },
+            True,
+        ),
+        (
+            "google:gemini-2.5-flash",
+            {
+                "usageMetadata": {
+                    "promptTokenCount": 10_000,
+                    "candidatesTokenCount": 500,
+                    "cachedContentTokenCount": 6000,
+                }
+            },
+            True,
+        ),
+        (
+            "anthropic:claude-3-5-haiku-latest",
+            {
+                "usage": {
+                    "input_tokens": 3000,
+                    "output_tokens": 500,
+                    "cache_read_input_tokens": 6000,
+                    "cache_creation_input_tokens": 1000,
+                }
+            },
+            False,
+        ),
+    ],
+)
+def test_a_batched_reply_costs_the_batch_price_of_its_own_usage(model_id, body, library_has_batch):
+    # The library's batch price where it has one; else half the live price (BATCH_SHARE: OpenAI's
+    # and Anthropic's batch pricing pages), cached reads and writes included.
+    from pytest_weval.engine.prices import PriceBook
+    from pytest_weval.engine.request import ModelReply
+
+    provider, _, model = model_id.partition(":")
+    reply = ModelReply(text="ok", billing=body)
+    flavor = "chat" if provider == "openai" else "default"
+    usage = genai_prices.extract_usage({"model": model, **body}, provider_id=provider, api_flavor=flavor).usage
+    live = float(genai_prices.calc_price(usage, model, provider_id=provider).total_price)
+    batch = float(
+        genai_prices.calc_price(usage, model, provider_id=provider, price_context={"processing": "batch"}).total_price
+    )
+    assert (batch < live) == library_has_batch
+    expected = batch if library_has_batch else live / 2
+    prices = PriceBook()
+    assert prices.reply_cost(model_id, reply) == pytest.approx(live, rel=1e-9)
+    assert prices.reply_cost(model_id, reply, batch=True) == pytest.approx(expected, rel=1e-9)
