@@ -103,15 +103,28 @@ def test_a_prompt_is_priced_at_its_own_context_tier(make_engine, server, long):
     assert cost == pytest.approx(expected, rel=0.01)
 
 
-def test_a_weval_prices_line_prices_every_input_token_at_its_input_price(make_engine, server):
-    # Our own price lines have no cached rate: cached reads are priced as any input token.
-    server.prompt_cache.read_share = 0.9
+def _prompt_tokens(body: dict) -> int:
+    usage = body["usage"]
+    if "prompt_tokens" in usage:
+        return usage["prompt_tokens"]
+    return sum(usage.get(k, 0) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
+
+
+@pytest.mark.parametrize("model_id", ["openai:gpt-4o-mini", "anthropic:claude-3-5-haiku-latest"])
+def test_a_weval_prices_line_prices_every_input_token_at_its_input_price(make_engine, server, model_id):
+    # Our own price lines have no cached rate: cached reads and writes are priced as any input token.
+    server.prompt_cache.read_share = 0.6
+    server.prompt_cache.write_share = 0.3
     server.prompt_cache.prompt_scale = 1000
-    model_id = "openai:gpt-4o-mini"
-    cost = _run(make_engine, model_id, prices={model_id: Price(2.0, 8.0)})
+    engine = make_engine(prices={model_id: Price(2.0, 8.0)})
+    for question in QUESTIONS:
+        engine.complete_sync(request(model_id, question))
+    usage = engine.run_usage()[model_id]
     sent = server.prompt_cache.sent
-    expected = sum(b["usage"]["prompt_tokens"] * 2.0 + b["usage"]["completion_tokens"] * 8.0 for b in sent) / 1e6
-    assert cost == pytest.approx(expected, rel=1e-9)
+    prompt = sum(_prompt_tokens(b) for b in sent)
+    output = sum(b["usage"].get("completion_tokens", b["usage"].get("output_tokens", 0)) for b in sent)
+    assert usage.input_tokens == prompt  # the usage table counts the whole prompt, cached or not
+    assert usage.cost_usd == pytest.approx((prompt * 2.0 + output * 8.0) / 1e6, rel=1e-9)
 
 
 def test_the_budget_settles_each_reply_at_its_billed_price(make_engine, server):
