@@ -402,7 +402,7 @@ class Batcher:
                 await self.cache.put(entry)
                 done.append(result.key)
                 self.on_reply(result.key, model, reply)
-                cost += self.prices.cost(model, reply.input_tokens, reply.output_tokens, batch=True) or 0.0
+                cost += self.prices.reply_cost(model, reply, batch=True) or 0.0
                 wanted = self._wanted.get(result.key)
                 if wanted is not None and not wanted.future.done():
                     wanted.future.set_result(reply)

@@ -9,10 +9,10 @@ import contextlib
 import contextvars
 import dataclasses
 from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from pytest_weval.engine.errors import BudgetReached
-from pytest_weval.engine.request import ModelRequest
+from pytest_weval.engine.request import ModelReply, ModelRequest
 from pytest_weval.engine.store.claims_store import admits
 
 # Our provider prefixes -> genai-prices' provider ids.
@@ -25,9 +25,14 @@ GENAI_PROVIDERS = {
     "xai": "x-ai",
     "openrouter": "openrouter",
 }
+# How genai-prices reads each provider's reply body (``extract_usage``'s api_flavor).
+GENAI_FLAVORS = {"openai": "chat"}
 MILLION = 1_000_000
-# What a provider's batch API charges, as a share of its live price: OpenAI's Batch API and
-# Anthropic's Message Batches both take half (docs/batch.md, 'Money').
+# What a provider's batch API charges, as a share of its live price, for the models genai-prices
+# has no batch price of (it prices batches itself where it has: ``processing: batch``): OpenAI's
+# Batch API and Anthropic's Message Batches both take half, as their pricing pages say
+# (https://platform.openai.com/docs/guides/batch, https://docs.anthropic.com/en/docs/build-with-claude/batch-processing#pricing;
+# docs/batch.md, 'Money').
 BATCH_SHARE = {"openai": 0.5, "anthropic": 0.5}
 
 
@@ -79,11 +84,28 @@ class PriceBook:
         return self._known[model_id]
 
     def cost(self, model_id: str, input_tokens: float, output_tokens: float, *, batch: bool = False) -> float | None:
+        """A list price: every input token at the input rate (no cache), so an upper bound of
+        what the provider bills (the plan's estimate and the budget's reservations)."""
         price = self.price(model_id)
         if price is None:
             return None
         cost = price.cost(input_tokens, output_tokens)
         return cost * batch_share(model_id) if batch else cost
+
+    def reply_cost(self, model_id: str, reply: ModelReply, *, batch: bool = False) -> float | None:
+        """What the provider bills for ``reply``: its own usage (cached reads and cache writes
+        at their rates, long-prompt tiers, the service tier that answered) priced by genai-prices,
+        at the batch price when it was batched. A model priced in ini ``weval_prices`` is priced
+        by that line, which has no cached rate: every input token at its input price."""
+        price = self.price(model_id)
+        if price is None:
+            return None
+        if price.source != "genai-prices":
+            return self.cost(model_id, reply.input_tokens, reply.output_tokens, batch=batch)
+        billed = _genai_reply_cost(model_id, reply, batch=batch)
+        if billed is None:  # the library cannot read this body: its token counts at list price
+            return self.cost(model_id, reply.input_tokens, reply.output_tokens, batch=batch)
+        return billed
 
 
 def batch_share(model_id: str) -> float:
@@ -107,6 +129,48 @@ def _genai_price(model_id: str) -> Price | None:
     except LookupError:
         return None
     return Price(float(per_in.total_price), float(per_out.total_price), source="genai-prices")
+
+
+def billed_usage(model_id: str, reply: ModelReply) -> Any:
+    """``reply``'s usage as genai-prices counts it (``extract_usage`` over the body's usage, by
+    provider), or its input and output counts where the library cannot read the body."""
+    import genai_prices
+
+    provider, _, name = model_id.partition(":")
+    provider_id = GENAI_PROVIDERS.get(provider.lower(), provider.lower())
+    body = dict(reply.billing or {})
+    if body and "model" not in body and "modelVersion" not in body:
+        body["model"] = name
+    if body.get("usage") or body.get("usageMetadata"):
+        with contextlib.suppress(Exception):  # an unreadable body falls back to the counts
+            flavor = GENAI_FLAVORS.get(provider_id, "default")
+            return genai_prices.extract_usage(body, provider_id=provider_id, api_flavor=flavor).usage
+    return genai_prices.Usage(input_tokens=reply.input_tokens, output_tokens=reply.output_tokens)
+
+
+def _genai_reply_cost(model_id: str, reply: ModelReply, *, batch: bool) -> float | None:
+    import genai_prices
+
+    provider, _, name = model_id.partition(":")
+    provider_id = GENAI_PROVIDERS[provider.lower()]
+    usage = billed_usage(model_id, reply)
+    context: dict[str, str] = {}
+    tier = (reply.billing or {}).get("service_tier")
+    if isinstance(tier, str) and tier:
+        context["service_tier"] = tier
+    try:
+        live = genai_prices.calc_price(usage, name, provider_id=provider_id, price_context=context or None)
+        if not batch:
+            return float(live.total_price)
+        batched = genai_prices.calc_price(
+            usage, name, provider_id=provider_id, price_context={**context, "processing": "batch"}
+        )
+    except LookupError:
+        return None
+    if batched.total_price < live.total_price:
+        return float(batched.total_price)
+    # The library has no batch price of this model: the provider's published share (BATCH_SHARE).
+    return float(live.total_price) * batch_share(model_id)
 
 
 class Verdict(Protocol):

@@ -66,6 +66,9 @@ class ModelReply:
     latency_s: float = 0.0
     refused: int = 0  # times the provider refused it (rate limits) before answering
     rate_wait_s: float = 0.0  # seconds it waited on rate limits
+    # The reply body's usage and service tier as the provider sent them (``billing_of``), priced
+    # by ``PriceBook.reply_cost``: cached reads and cache writes bill at their own rates.
+    billing: dict[str, Any] | None = None
 
     def usage(self) -> Usage:
         """What this reply adds to an item's usage record."""

@@ -567,6 +567,12 @@ class Plan:
             "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
             for row in rows
         ]
+        if cost["high"] or cost["unpriced_models"]:
+            # Which calls the provider will find cached is not known before they are sent.
+            out.append(
+                "estimated cost: list prices, no prompt caching assumed (an upper bound; each reply "
+                "is then billed at its own usage, cached tokens at their rates)"
+            )
         for missing in self.missing_keys:
             needed = [
                 f"{role} {', '.join(ids)}"

@@ -21,6 +21,7 @@ from typing import Any
 
 from tests.fakeserver.batch import SETTINGS as BATCH_SETTINGS
 from tests.fakeserver.batch import BatchAPI, BatchJob
+from tests.fakeserver.caching import PromptCache
 
 FAULTS = ("500", "429", "malformed", "hang", "drop", "blank")
 
@@ -326,6 +327,7 @@ class FakeServer:
         self.batch_calls: list[dict[str, Any]] = []
         self.batches: dict[str, BatchJob] = {}
         self._batch = BatchAPI(self)
+        self.prompt_cache = PromptCache()  # caching.py: cached tokens in the replies' usage
 
     # -- lifecycle ------------------------------------------------------------------------
     @property
@@ -726,7 +728,8 @@ class FakeServer:
             await self._send(writer, 200, json.dumps(render_embedding(model, vector, last_user)), rate_headers)
             return True
         text = self.reply_text(rule, fault, model, last_user)
-        await self._send(writer, 200, json.dumps(render_reply(path, model, text, last_user)), rate_headers)
+        reply = self.prompt_cache.apply(render_reply(path, model, text, last_user))
+        await self._send(writer, 200, json.dumps(reply), rate_headers)
         return True
 
     def rule_and_fault(self, model: str | None, last_user: str, path: str) -> tuple[Rule | None, str | None]:

@@ -112,3 +112,10 @@ def test_a_plan_counts_every_sample_of_a_repeated_item(project: Project):
     assert planned == 6  # the 3 distinct answers, each asked as 2 samples
     project.run(f"--weval-judges={JUDGE_ID}", "--weval-repeat=2")
     assert len(project.requests(MODEL)) == planned
+
+
+def test_a_plan_says_its_cost_assumes_no_prompt_caching(project: Project):
+    _suite(project)
+    result = project.run("--collect-only", f"--weval-judges={JUDGE_ID}", "--weval-out=out")
+    assert result.ret == 0
+    assert "no prompt caching assumed (an upper bound" in result.stdout.str()

@@ -1,7 +1,7 @@
 """The budget around each attempt (docs/engine.md, 'Prices, spend and the budget'): what an
 attempt reserves before it goes and what its reply is charged after. Whether a reservation is
 admitted is ``Budget.reserve`` (``engine/prices.py``, by ``admits``); what a reply costs is
-``PriceBook.cost``."""
+``PriceBook.reply_cost`` (its own usage, as billed)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ class Attempt:
         """The attempt got ``reply``: the budget is charged what it cost."""
         if self._budget.limit_usd is not None:
             model_id = self._request.model.id
-            self.cost = self._prices.cost(model_id, reply.input_tokens, reply.output_tokens) or 0.0
+            self.cost = self._prices.reply_cost(model_id, reply) or 0.0
 
     async def __aexit__(self, *exc: Any) -> None:
         await self._budget.settle(self._reserved, self.cost)

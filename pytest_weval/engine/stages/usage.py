@@ -52,7 +52,7 @@ class RunUsage:
         return reply
 
     def answered(self, key: str, model_id: str, reply: ModelReply, *, sent: bool, batch: bool = False) -> None:
-        """One distinct request answered: sent by this process (it costs, at ``PriceBook.cost``),
+        """One distinct request answered: sent by this process (it costs what its own usage is billed, ``PriceBook.reply_cost``),
         or from the cache; counted once a run, however many items ask it."""
         if key in self._counted:
             return
@@ -66,7 +66,7 @@ class RunUsage:
             return
         if batch:
             usage.batched += 1
-        cost = self.prices.cost(model_id, reply.input_tokens, reply.output_tokens, batch=batch)
+        cost = self.prices.reply_cost(model_id, reply, batch=batch)
         if cost is None:
             usage.unpriced += 1
         else:

@@ -8,7 +8,14 @@ from typing import Any
 from pytest_weval.engine.request import ChatMessage, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.transport.keys import api_key, base_url
-from pytest_weval.engine.transport.providers.base import Adapter, BodyError, MalformedReply, dig, reply_from_blocks
+from pytest_weval.engine.transport.providers.base import (
+    Adapter,
+    BodyError,
+    MalformedReply,
+    as_int,
+    dig,
+    reply_from_blocks,
+)
 
 ANTHROPIC_VERSION = "2023-06-01"
 
@@ -37,7 +44,11 @@ def parse_messages_reply(data: Any) -> ModelReply:
         elif block.get("type") == "tool_use":
             calls.append({"name": block.get("name"), "arguments": block.get("input")})
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    return reply_from_blocks(texts, calls, usage.get("input_tokens"), usage.get("output_tokens"))
+    # Anthropic's input_tokens leave out the cached reads and cache writes: the prompt is all three.
+    prompt = sum(
+        as_int(usage.get(k)) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    )
+    return reply_from_blocks(texts, calls, prompt, usage.get("output_tokens"), data)
 
 
 class Anthropic(Adapter):

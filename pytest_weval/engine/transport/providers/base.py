@@ -162,8 +162,19 @@ def body_error(data: Any) -> BodyError | None:
     return BodyError(502, str(error))
 
 
+# The parts of a reply body that say what it is billed: its usage (with cached reads and cache
+# writes) and the service tier that answered it (engine/prices.py prices them).
+BILLING_KEYS = ("model", "modelVersion", "usage", "usageMetadata", "service_tier")
+
+
+def billing_of(data: Any) -> dict[str, Any] | None:
+    if not isinstance(data, dict):
+        return None
+    return {k: data[k] for k in BILLING_KEYS if k in data} or None
+
+
 def reply_from_blocks(
-    texts: list[str], calls: list[dict[str, Any]], input_tokens: Any, output_tokens: Any
+    texts: list[str], calls: list[dict[str, Any]], input_tokens: Any, output_tokens: Any, data: Any = None
 ) -> ModelReply:
     """A reply whose text is one TOOL_CALL line per native tool call, then the joined text
     blocks (how the reference turns Anthropic and Google tool use into scoreable text)."""
@@ -176,4 +187,5 @@ def reply_from_blocks(
         input_tokens=as_int(input_tokens),
         output_tokens=as_int(output_tokens),
         tool_calls=calls,
+        billing=billing_of(data),
     )

@@ -50,7 +50,7 @@ def parse_generate_content(data: Any) -> ModelReply:
             call = part["functionCall"]
             calls.append({"name": call.get("name"), "arguments": call.get("args")})
     usage = data.get("usageMetadata") if isinstance(data.get("usageMetadata"), dict) else {}
-    return reply_from_blocks(texts, calls, usage.get("promptTokenCount"), usage.get("candidatesTokenCount"))
+    return reply_from_blocks(texts, calls, usage.get("promptTokenCount"), usage.get("candidatesTokenCount"), data)
 
 
 class Google(Adapter):

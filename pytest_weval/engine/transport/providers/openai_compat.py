@@ -12,6 +12,7 @@ from pytest_weval.engine.transport.providers.base import (
     Adapter,
     MalformedReply,
     as_int,
+    billing_of,
     body_error,
     dig,
     openai_messages,
@@ -112,4 +113,5 @@ class OpenAICompat(Adapter):
             input_tokens=as_int(usage.get("prompt_tokens")),
             output_tokens=as_int(usage.get("completion_tokens")),
             tool_calls=calls,
+            billing=billing_of(data),
         )

@@ -1,0 +1,44 @@
+"""The fake's prompt-cache switch (issue 45): replies report a share of their prompt tokens as
+cached reads (and, for Anthropic, cache writes) in each provider's own usage fields; every reply body sent is kept in ``sent`` so a test can price it."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Any
+
+
+@dataclasses.dataclass
+class PromptCache:
+    read_share: float = 0.0  # of the prompt tokens, reported as cached reads
+    write_share: float = 0.0  # of the prompt tokens, reported as cache writes (Anthropic only)
+    prompt_scale: int = 1  # prompt tokens per prompt word (a long-context tier without long prompts)
+    sent: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # every reply body sent
+    _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
+
+    def apply(self, reply: dict[str, Any]) -> dict[str, Any]:
+        """``reply`` with its usage as this switch says, then kept in ``sent``."""
+        if "usage" in reply and "prompt_tokens" in reply["usage"]:  # OpenAI chat shape
+            usage = reply["usage"]
+            usage["prompt_tokens"] *= self.prompt_scale
+            usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+            cached = int(usage["prompt_tokens"] * self.read_share)
+            if cached:
+                usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        elif "usage" in reply:  # Anthropic: input_tokens excludes the cached reads and writes
+            usage = reply["usage"]
+            prompt = usage["input_tokens"] * self.prompt_scale
+            read, write = int(prompt * self.read_share), int(prompt * self.write_share)
+            usage["input_tokens"] = prompt - read - write
+            if read or write:
+                usage["cache_read_input_tokens"] = read
+                usage["cache_creation_input_tokens"] = write
+        elif "usageMetadata" in reply:  # Gemini: promptTokenCount includes the cached content
+            usage = reply["usageMetadata"]
+            usage["promptTokenCount"] *= self.prompt_scale
+            cached = int(usage["promptTokenCount"] * self.read_share)
+            if cached:
+                usage["cachedContentTokenCount"] = cached
+        with self._lock:
+            self.sent.append(reply)
+        return reply
