@@ -376,8 +376,12 @@ class Coordinator:
         return self.handover / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
 
     def _hand_over(self, key: str, outcome: dict[str, Any]) -> bool:
-        """True when the run's other processes on this host can now read ``outcome``."""
-        if self.handover is None or not self.shares_outcomes:
+        """True when the run's other processes on this host can now read ``outcome``. Only
+        once the store takes no more writes: a store that is down for a while (a restart)
+        recovers, and its outage policy (wait, spool, replay) keeps the claims meaning what
+        they say; an outcome handed over then would have its waiters re-ask a store that is
+        not there yet."""
+        if self.handover is None or not self.shares_outcomes or not self.outcomes_lost():
             return False
         try:
             write_atomic(self._handover_path(key), json.dumps({"key": key, **outcome}).encode())

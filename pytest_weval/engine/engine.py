@@ -156,7 +156,11 @@ class Engine:
             on_signal=self._on_signal,
             shares_outcomes=settings.shares_items,
             outcomes_lost=lambda: self.cache.stopped is not None,
-            handover=handover_folder(settings.coordination_dir, self.run_id),
+            # One session's processes only: a folder kept past its run must never be read by a
+            # later run of the same --weval-run-id (its outcomes and give-ups are that run's).
+            handover=handover_folder(settings.coordination_dir, f"{self.run_id}:{settings.session_id}")
+            if settings.session_id
+            else None,
         )
         self.claiming = ClaimStage(
             coordinator,
