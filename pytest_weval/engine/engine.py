@@ -61,7 +61,7 @@ class Engine:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self._batch_http = LazyClient(settings.timeout_s)  # the batch APIs' (engine/batching.py)
+        self._batch_http = LazyClient(settings.timeout_s)  # the batch APIs' (engine/batching/)
         self._adapters: dict[str, Adapter] = {}
         self._close_store: Callable[[], Awaitable[None]] = _nothing_to_close
         self.run_id = settings.run_id or f"local-{uuid.uuid4().hex}"
@@ -86,7 +86,7 @@ class Engine:
             usage=self.usage,
         )
         self.claiming: ClaimStage | None = None  # coordinating runs (opened with the store)
-        self.batcher: Batcher | None = None  # --weval-batch (engine/batching.py)
+        self.batcher: Batcher | None = None  # --weval-batch (engine/batching/)
         # What other layers and tools read; the stages own it.
         self.limits: Limits = self.pacing.limits
         self.breaker: Breaker = self.sender.breaker
@@ -243,9 +243,6 @@ class Engine:
             self.start()
         assert self.loop is not None
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
-
-    def complete_sync(self, request: ModelRequest, timeout: float | None = None) -> ModelReply:
-        return self.run_coroutine(self.complete(request)).result(timeout)
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         """One reply for ``request``; raises a ``ModelCallError`` subclass."""

@@ -12,3 +12,8 @@ def request(model, text="hello", *, system=None, custom=None, **kw):
     messages = ([ChatMessage("system", system)] if system is not None else []) + [ChatMessage("user", text)]
     kw.setdefault("temperature", 0)
     return ModelRequest(model=spec, messages=tuple(messages), **kw)
+
+
+def complete_sync(engine, request, timeout=None):
+    """``engine.complete(request)`` from a test's thread (the engine runs its own loop)."""
+    return engine.run_coroutine(engine.complete(request)).result(timeout)

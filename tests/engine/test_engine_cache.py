@@ -7,7 +7,7 @@ import sqlite3
 import threading
 
 import pytest
-from engine_helpers import request
+from engine_helpers import complete_sync, request
 
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine import ChatMessage, ModelRequest, ReplayMissError
@@ -18,21 +18,21 @@ from tests.fakeserver import FakeServer, Rule
 
 def test_rw_records_then_hits(make_engine, server, tmp_path):
     engine = make_engine()
-    first = engine.complete_sync(request("openai:m", "hi"))
-    second = engine.complete_sync(request("openai:m", "hi"))
+    first = complete_sync(engine, request("openai:m", "hi"))
+    second = complete_sync(engine, request("openai:m", "hi"))
     # Sent once; the repeat within the same run is that run's own response, not a replay (a
     # cache hit means "recorded by an earlier run", so -n 2 and serial count alike).
     assert (first.cached, second.cached) == (False, False)
     assert second.text == first.text and second.output_tokens == first.output_tokens
     assert server.count == 1
     engine.close()
-    again = make_engine().complete_sync(request("openai:m", "hi"))  # a later run
+    again = complete_sync(make_engine(), request("openai:m", "hi"))  # a later run
     assert again.cached and server.count == 1
 
 
 def test_sqlite_entry_contents(make_engine, server, tmp_path):
     engine = make_engine()
-    engine.complete_sync(request("anthropic:c", "hi", system="S"))
+    complete_sync(engine, request("anthropic:c", "hi", system="S"))
     engine.close()
     db = sqlite3.connect(tmp_path / "cache" / "weval-cache.sqlite")
     _key, model, summary, text, tokens_in, tokens_out, created = db.execute(
@@ -51,36 +51,36 @@ def test_replay_with_the_server_stopped(tmp_path):
     with FakeServer() as fake:
         env = fake.env()
         with Engine(EngineSettings(cache_dir=tmp_path, env=env)) as engine:
-            engine.complete_sync(request("google:g", "recorded"))
+            complete_sync(engine, request("google:g", "recorded"))
     # The server is gone; replay needs no key either.
     replay_env = {k: v for k, v in env.items() if not k.endswith("_KEY")}
     with Engine(EngineSettings(cache_dir=tmp_path, env=replay_env, cache_mode="ro", timeout_s=1)) as engine:
-        assert engine.complete_sync(request("google:g", "recorded")).text == "echo: recorded"
+        assert complete_sync(engine, request("google:g", "recorded")).text == "echo: recorded"
         with pytest.raises(ReplayMissError) as info:
-            engine.complete_sync(request("google:g", "never seen"))
+            complete_sync(engine, request("google:g", "never seen"))
         message = str(info.value)
         assert "never recorded" in message and "google:g" in message and "--weval-cache=rw" in message
         with pytest.raises(ReplayMissError, match="noCache"):
-            engine.complete_sync(request("google:g", "recorded", no_cache=True))
+            complete_sync(engine, request("google:g", "recorded", no_cache=True))
         assert engine.stats["http_requests"] == 0
 
 
 def test_refresh_resends_and_overwrites(make_engine, server):
-    make_engine().complete_sync(request("openai:m", "hi"))
+    complete_sync(make_engine(), request("openai:m", "hi"))
     server.rules.append(Rule(reply="new answer"))
-    refreshed = make_engine(cache_mode="refresh").complete_sync(request("openai:m", "hi"))
+    refreshed = complete_sync(make_engine(cache_mode="refresh"), request("openai:m", "hi"))
     assert refreshed.text == "new answer" and not refreshed.cached and server.count == 2
-    assert make_engine().complete_sync(request("openai:m", "hi")).text == "new answer"
+    assert complete_sync(make_engine(), request("openai:m", "hi")).text == "new answer"
     assert server.count == 2
 
 
 def test_off_neither_reads_nor_writes(make_engine, server, tmp_path):
-    make_engine().complete_sync(request("openai:m", "hi"))
+    complete_sync(make_engine(), request("openai:m", "hi"))
     engine = make_engine(cache_mode="off")
-    assert not engine.complete_sync(request("openai:m", "hi")).cached
-    assert not engine.complete_sync(request("openai:m", "other")).cached
+    assert not complete_sync(engine, request("openai:m", "hi")).cached
+    assert not complete_sync(engine, request("openai:m", "other")).cached
     assert server.count == 3
-    assert make_engine().complete_sync(request("openai:m", "hi")).cached  # the rw entry is still there
+    assert complete_sync(make_engine(), request("openai:m", "hi")).cached  # the rw entry is still there
     assert server.count == 3
     db = sqlite3.connect(tmp_path / "cache" / "weval-cache.sqlite")
     assert db.execute("SELECT count(*) FROM responses").fetchone()[0] == 1
@@ -88,26 +88,26 @@ def test_off_neither_reads_nor_writes(make_engine, server, tmp_path):
 
 def test_no_cache_bypasses_read_and_write(make_engine, server, tmp_path):
     engine = make_engine()
-    engine.complete_sync(request("openai:m", "hi"))
-    assert not engine.complete_sync(request("openai:m", "hi", no_cache=True)).cached
-    engine.complete_sync(request("openai:m", "fresh", no_cache=True))
+    complete_sync(engine, request("openai:m", "hi"))
+    assert not complete_sync(engine, request("openai:m", "hi", no_cache=True)).cached
+    complete_sync(engine, request("openai:m", "fresh", no_cache=True))
     assert server.count == 3
     # Not written: the next run finds nothing recorded for it.
-    assert not make_engine().complete_sync(request("openai:m", "fresh")).cached
+    assert not complete_sync(make_engine(), request("openai:m", "fresh")).cached
     assert server.count == 4
 
 
 def test_blank_replies_are_not_recorded(make_engine, server):
     server.rules.append(Rule(reply=" ", times=1))
     engine = make_engine()
-    assert engine.complete_sync(request("openai:m")).text == ""
-    assert engine.complete_sync(request("openai:m")).text == "echo: hello"
+    assert complete_sync(engine, request("openai:m")).text == ""
+    assert complete_sync(engine, request("openai:m")).text == "echo: hello"
     assert server.count == 2
 
 
 def test_files_store_round_trip(make_engine, server, tmp_path):
     engine = make_engine(cache_store="files")
-    engine.complete_sync(request("openai:m", "héllo", system="S"))
+    complete_sync(engine, request("openai:m", "héllo", system="S"))
     key = engine.key_for(request("openai:m", "héllo", system="S"))
     engine.close()
     path = tmp_path / "cache" / key[:2] / f"{key}.json"
@@ -121,7 +121,7 @@ def test_files_store_round_trip(make_engine, server, tmp_path):
     assert not list((tmp_path / "cache").glob("*/.tmp-*"))
     assert not (tmp_path / "cache" / "weval-cache.sqlite").exists()
     replay = make_engine(cache_store="files", cache_mode="ro")
-    assert replay.complete_sync(request("openai:m", "héllo", system="S")).cached
+    assert complete_sync(replay, request("openai:m", "héllo", system="S")).cached
     assert server.count == 1
 
 
@@ -171,9 +171,9 @@ def test_complete_from_another_thread_and_loop(make_engine, server):
 @pytest.mark.parametrize("mode", ["off", "refresh"])
 def test_a_run_answers_each_request_once_in_every_mode(make_engine, server, mode):
     engine = make_engine(cache_mode=mode)
-    first = engine.complete_sync(request("openai:m", "hi"))
-    second = engine.complete_sync(request("openai:m", "hi"))
+    first = complete_sync(engine, request("openai:m", "hi"))
+    second = complete_sync(engine, request("openai:m", "hi"))
     assert first.text == second.text and not second.cached
     assert server.count == 1 and engine.stats["memo_hits"] == 1
-    make_engine(cache_mode=mode).complete_sync(request("openai:m", "hi"))  # a new run asks again
+    complete_sync(make_engine(cache_mode=mode), request("openai:m", "hi"))  # a new run asks again
     assert server.count == 2

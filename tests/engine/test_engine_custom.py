@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from engine_helpers import request
+from engine_helpers import complete_sync, request
 
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine import ConfigError, MissingKeyError, ModelRequest
@@ -22,7 +22,7 @@ def custom(server, **fields):
 
 def test_openai_inherit_chat(make_engine, server):
     engine = make_engine(env={})  # no provider key needed
-    reply = engine.complete_sync(request(custom(server, headers={"X-Team": "qa"}), "hi", system="S"))
+    reply = complete_sync(engine, request(custom(server, headers={"X-Team": "qa"}), "hi", system="S"))
     assert reply.text == "echo: hi"
     [sent] = server.requests
     assert sent.path == "/custom/v1/chat/completions"
@@ -41,7 +41,7 @@ def test_parameters_override_and_null_removes(make_engine, server):
     spec = custom(
         server, parameters={"stream": None, "max_tokens": 150, "top_p": 0, "extra": False, "temperature": None}
     )
-    engine.complete_sync(request(spec))
+    complete_sync(engine, request(spec))
     body = server.requests[0].body
     assert "stream" not in body and "temperature" not in body
     assert body["max_tokens"] == 150 and body["top_p"] == 0 and body["extra"] is False
@@ -55,7 +55,7 @@ def test_parameter_mapping(make_engine, server):
         parameterMapping={"temperature": "heat", "maxTokens": "token_limit"},
         parameters={"token_limit": 200, "custom_param": "value"},
     )
-    engine.complete_sync(request(spec, temperature=0.9))
+    complete_sync(engine, request(spec, temperature=0.9))
     body = server.requests[0].body
     assert body["heat"] == 0.9 and body["token_limit"] == 200 and body["custom_param"] == "value"
     assert "temperature" not in body and "max_tokens" not in body
@@ -71,7 +71,7 @@ def test_completions_conversational(make_engine, server):
         {"role": "user", "content": "Q2"},
     ]
     server.rules.clear()
-    reply = engine.complete_sync(ModelRequest(model=spec, messages=messages, temperature=0))
+    reply = complete_sync(engine, ModelRequest(model=spec, messages=messages, temperature=0))
     body = server.requests[0].body
     assert body["prompt"] == "Sys\n\nUser: Q1\nAssistant: A1\nUser: Q2\nAssistant:"
     assert "messages" not in body
@@ -81,10 +81,11 @@ def test_completions_conversational(make_engine, server):
 def test_completions_raw(make_engine, server):
     engine = make_engine(env={})
     spec = custom(server, url=server.url + "/local/v1/completions", format="completions", promptFormat="raw")
-    engine.complete_sync(request(spec, "Just this"))
+    complete_sync(engine, request(spec, "Just this"))
     assert server.requests[0].body["prompt"] == "Just this"
-    engine.complete_sync(
-        ModelRequest(model=spec, messages=[{"role": "system", "content": "S"}, {"role": "user", "content": "U"}])
+    complete_sync(
+        engine,
+        ModelRequest(model=spec, messages=[{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]),
     )
     assert server.requests[1].body["prompt"] == "S\n\nU"
 
@@ -93,7 +94,7 @@ def test_anthropic_inherit_sends_system_as_system(make_engine, server):
     """Fix over the reference, which dropped the system message (docs/compatibility.md)."""
     engine = make_engine(env={})
     spec = custom(server, url=server.url + "/proxy/v1/messages", inherit="anthropic")
-    reply = engine.complete_sync(request(spec, "hi", system="Be kind"))
+    reply = complete_sync(engine, request(spec, "hi", system="Be kind"))
     assert reply.text == "echo: hi"
     body = server.requests[0].body
     assert body["system"] == "Be kind"
@@ -104,7 +105,7 @@ def test_google_inherit_sends_system_instruction(make_engine, server):
     """Fix over the reference, which sent role 'system' inside contents."""
     engine = make_engine(env={})
     spec = custom(server, url=server.url + "/g/v1beta/models/x:generateContent", inherit="google")
-    reply = engine.complete_sync(request(spec, "hi", system="Be kind", max_tokens=20))
+    reply = complete_sync(engine, request(spec, "hi", system="Be kind", max_tokens=20))
     assert reply.text == "echo: hi"
     body = server.requests[0].body
     assert body["systemInstruction"] == {"parts": [{"text": "Be kind"}]}
@@ -120,7 +121,7 @@ def test_env_substitution_only_for_allowed_variables(make_engine, server):
         url="${PROXY_HOST}/custom/v1/chat/completions",
         headers={"X-API-Key": "${PROXY_API_KEY}", "X-Plain": "value"},
     )
-    engine.complete_sync(request(spec))
+    complete_sync(engine, request(spec))
     sent = server.requests[0]
     assert sent.headers["x-api-key"] == "proxy-secret-123" and sent.headers["x-plain"] == "value"
 
@@ -129,7 +130,7 @@ def test_env_reference_not_allowed_is_a_clear_error(make_engine, server):
     engine = make_engine(env={"SECRET": "x"}, allowed_env=frozenset({"OTHER"}))
     spec = custom(server, headers={"Authorization": "Bearer ${SECRET}"})
     with pytest.raises(ConfigError) as info:
-        engine.complete_sync(request(spec))
+        complete_sync(engine, request(spec))
     message = str(info.value)
     assert "local:model" in message and "SECRET" in message and "--weval-allow-env" in message
     assert server.count == 0
@@ -139,15 +140,15 @@ def test_env_reference_allowed_but_unset(make_engine, server):
     engine = make_engine(env={}, allowed_env=frozenset({"TOKEN"}))
     spec = custom(server, headers={"Authorization": "Bearer ${TOKEN}"})
     with pytest.raises(MissingKeyError, match=r"local:model.*TOKEN"):
-        engine.complete_sync(request(spec))
+        complete_sync(engine, request(spec))
 
 
 def test_bad_definitions(make_engine, server):
     engine = make_engine(env={})
     with pytest.raises(ConfigError, match="no 'url'"):
-        engine.complete_sync(request(ModelSpec(id="c", custom={"id": "c", "modelName": "m"})))
+        complete_sync(engine, request(ModelSpec(id="c", custom={"id": "c", "modelName": "m"})))
     with pytest.raises(ConfigError, match="inherit 'cohere'"):
-        engine.complete_sync(request(custom(server, inherit="cohere")))
+        complete_sync(engine, request(custom(server, inherit="cohere")))
 
 
 def test_header_values_are_not_part_of_the_cache_key(make_engine, server):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from engine_helpers import request
+from engine_helpers import complete_sync, request
 
 from tests.fakeserver import FakeServer, FakeServerProcess, Rule
 
@@ -25,7 +25,7 @@ def test_seeded_fault_rate_is_reproducible_and_retries_recover(make_engine, tmp_
             )
             with Engine(settings) as engine:
                 for index in range(15):
-                    assert engine.complete_sync(request("openai:m", f"q{index}")).text == f"echo: q{index}"
+                    assert complete_sync(engine, request("openai:m", f"q{index}")).text == f"echo: q{index}"
             outcomes.append([r.outcome for r in server.requests])
     assert outcomes[0] == outcomes[1]
     assert {"500", "429", "malformed", "drop"} & set(outcomes[0])
@@ -37,10 +37,10 @@ def test_subprocess_server_cli_and_log(make_engine, tmp_path):
     rules.write_text(json.dumps([{"contains": "capital", "reply": "Paris"}]))
     with FakeServerProcess("--latency-ms", "5", "--rules", str(rules)) as fake:
         engine = make_engine(env=fake.env())
-        assert engine.complete_sync(request("anthropic:c", "the capital of France?")).text == "Paris"
-        assert engine.complete_sync(request("google:g", "other")).text == "echo: other"
+        assert complete_sync(engine, request("anthropic:c", "the capital of France?")).text == "Paris"
+        assert complete_sync(engine, request("google:g", "other")).text == "echo: other"
         fake.set_rules([Rule(fault="500", times=1)])
-        assert engine.complete_sync(request("xai:x", "again")).text == "echo: again"
+        assert complete_sync(engine, request("xai:x", "again")).text == "echo: again"
         log = fake.log()
     assert log["count"] == 4 and log["distinct"] == 3
     assert [r["outcome"] for r in log["requests"]] == ["200", "200", "500", "200"]
@@ -52,6 +52,6 @@ def test_rules_match_on_model_and_path(server, make_engine):
         [Rule(model="special", reply="for {model}"), Rule(path="/mistral/", reply="mistral says {last}")]
     )
     engine = make_engine()
-    assert engine.complete_sync(request("openai:special")).text == "for special"
-    assert engine.complete_sync(request("mistral:x", "yo")).text == "mistral says yo"
-    assert engine.complete_sync(request("openai:other", "yo")).text == "echo: yo"
+    assert complete_sync(engine, request("openai:special")).text == "for special"
+    assert complete_sync(engine, request("mistral:x", "yo")).text == "mistral says yo"
+    assert complete_sync(engine, request("openai:other", "yo")).text == "echo: yo"

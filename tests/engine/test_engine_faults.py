@@ -6,7 +6,7 @@ import email.utils
 import time
 
 import pytest
-from engine_helpers import request
+from engine_helpers import complete_sync, request
 
 from pytest_weval.engine import CircuitOpenError, ProviderError
 from pytest_weval.engine.transport.ratelimit import parse_retry_after
@@ -18,7 +18,7 @@ from tests.fakeserver import Rule
 def test_fault_is_retried_then_succeeds(make_engine, server, fault):
     server.rules.append(Rule(fault=fault, times=2))
     engine = make_engine()
-    reply = engine.complete_sync(request("openai:m", "hi"))
+    reply = complete_sync(engine, request("openai:m", "hi"))
     assert reply.text == "echo: hi"
     assert server.count == 3
     assert [r.outcome for r in server.requests] == [fault, fault, "200"]
@@ -28,7 +28,7 @@ def test_timeout_is_retried(make_engine, server):
     server.rules.append(Rule(fault="hang", times=1))  # the server would hold it for an hour
     engine = make_engine(timeout_s=1)
     started = time.monotonic()
-    reply = engine.complete_sync(request("anthropic:c", "hi"))
+    reply = complete_sync(engine, request("anthropic:c", "hi"))
     assert reply.text == "echo: hi"
     assert server.count == 2 and 1 <= time.monotonic() - started < 30
 
@@ -37,7 +37,7 @@ def test_attempts_are_bounded_and_the_error_carries_the_provider_message(make_en
     server.rules.append(Rule(status=503, body='{"error": {"message": "overloaded, come back later"}}'))
     engine = make_engine(max_attempts=3)
     with pytest.raises(ProviderError) as info:
-        engine.complete_sync(request("openai:m"))
+        complete_sync(engine, request("openai:m"))
     assert server.count == 3
     error = info.value
     assert error.status == 503
@@ -48,7 +48,7 @@ def test_request_level_max_attempts(make_engine, server):
     server.rules.append(Rule(fault="500"))
     engine = make_engine(max_attempts=5)
     with pytest.raises(ProviderError):
-        engine.complete_sync(request("openai:m", max_attempts=2))
+        complete_sync(engine, request("openai:m", max_attempts=2))
     assert server.count == 2
 
 
@@ -56,7 +56,7 @@ def test_client_errors_are_not_retried(make_engine, server):
     server.rules.append(Rule(status=401, body='{"error": {"message": "bad key"}}'))
     engine = make_engine()
     with pytest.raises(ProviderError, match="HTTP 401: bad key") as info:
-        engine.complete_sync(request("openai:m"))
+        complete_sync(engine, request("openai:m"))
     assert info.value.status == 401 and server.count == 1
 
 
@@ -64,7 +64,7 @@ def test_timeouts_exhausted(make_engine, server):
     server.rules.append(Rule(fault="hang"))
     engine = make_engine(timeout_s=0.2, max_attempts=2)
     with pytest.raises(ProviderError, match="timeout") as info:
-        engine.complete_sync(request("openai:m"))
+        complete_sync(engine, request("openai:m"))
     assert info.value.status is None and server.count == 2
 
 
@@ -72,7 +72,7 @@ def test_retry_after_seconds_is_honoured(make_engine, server):
     server.rules.append(Rule(fault="429", retry_after="1", times=1))
     engine = make_engine(backoff_base_s=0.01)
     started = time.monotonic()
-    engine.complete_sync(request("openai:m"))
+    complete_sync(engine, request("openai:m"))
     first, second = server.requests
     assert second.at - first.at >= 0.95
     assert time.monotonic() - started < 30  # the 1 s it was told, not some long default
@@ -83,7 +83,7 @@ def test_a_wait_longer_than_the_budget_is_an_error_at_once(make_engine, server):
     engine = make_engine(rate_limit_wait_s=600)
     started = time.monotonic()
     with pytest.raises(ProviderError, match=r"rate limited: .*refused the request 1 time.*--weval-rate-limit-wait"):
-        engine.complete_sync(request("openai:m"))
+        complete_sync(engine, request("openai:m"))
     # without waiting out the 600 s first
     assert time.monotonic() - started < 30 and server.count == 1
 
@@ -112,25 +112,25 @@ def test_circuit_breaker_opens_fails_fast_and_closes_on_success(make_engine, ser
     engine = make_engine(max_attempts=1, breaker_threshold=2, breaker_cooldown_s=0.3)
     for text in ("a", "b"):
         with pytest.raises(ProviderError):
-            engine.complete_sync(request("openai:m", text))
+            complete_sync(engine, request("openai:m", text))
     with pytest.raises(CircuitOpenError, match=r"model 'openai:m' failed 2 times in a row") as info:
-        engine.complete_sync(request("openai:m", "c"))
+        complete_sync(engine, request("openai:m", "c"))
     assert "HTTP 500" in str(info.value)
     assert server.count == 2  # failed fast: nothing sent
     # Other models are unaffected.
-    assert engine.complete_sync(request("openai:other", "d")).text == "echo: d"
+    assert complete_sync(engine, request("openai:other", "d")).text == "echo: d"
     time.sleep(0.35)  # cooldown: one probe goes through, succeeds, and closes the breaker
-    assert engine.complete_sync(request("openai:m", "e")).text == "echo: e"
-    assert engine.complete_sync(request("openai:m", "f")).text == "echo: f"
+    assert complete_sync(engine, request("openai:m", "e")).text == "echo: e"
+    assert complete_sync(engine, request("openai:m", "f")).text == "echo: f"
 
 
 def test_rate_limits_spend_no_attempt_and_do_not_open_the_breaker(make_engine, server):
     server.rules.append(Rule(fault="429", times=4))
     engine = make_engine(max_attempts=1, breaker_threshold=2)
-    reply = engine.complete_sync(request("openai:m", "a"))
+    reply = complete_sync(engine, request("openai:m", "a"))
     assert reply.text == "echo: a" and reply.refused == 4
     assert [r.outcome for r in server.requests] == ["429"] * 4 + ["200"]
-    assert engine.complete_sync(request("openai:m", "e")).text == "echo: e"
+    assert complete_sync(engine, request("openai:m", "e")).text == "echo: e"
 
 
 def test_malformed_reply_structure_is_retried(make_engine, server):
@@ -140,7 +140,7 @@ def test_malformed_reply_structure_is_retried(make_engine, server):
 
     spec = ModelSpec(id="x", custom={"id": "x", "url": server.url + "/__reset", "modelName": "m"})
     with pytest.raises(ProviderError, match="malformed reply"):
-        engine.complete_sync(request(spec, max_attempts=2))
+        complete_sync(engine, request(spec, max_attempts=2))
 
 
 @pytest.mark.parametrize(
@@ -167,10 +167,10 @@ def test_a_404_that_says_the_model_is_unknown_is_an_unknown_model(make_engine, s
     server.rules.append(Rule(status=404, body=body))
     engine = make_engine()
     with pytest.raises(ProviderError) as info:
-        engine.complete_sync(request(model, "one"))
+        complete_sync(engine, request(model, "one"))
     assert info.value.error_kind == "unknown_model" and info.value.status == 404
     with pytest.raises(ProviderError) as again:
-        engine.complete_sync(request(model, "two"))
+        complete_sync(engine, request(model, "two"))
     assert again.value.error_kind == "unknown_model" and server.count == 1
 
 
@@ -187,5 +187,5 @@ def test_a_404_that_does_not_name_the_model_stays_a_provider_error(make_engine, 
     server.rules.append(Rule(status=404, body=body))
     engine = make_engine()
     with pytest.raises(ProviderError) as info:
-        engine.complete_sync(request("openai:gpt-4o-mini", "one"))
+        complete_sync(engine, request("openai:gpt-4o-mini", "one"))
     assert info.value.error_kind == "provider" and info.value.status == 404

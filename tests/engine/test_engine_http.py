@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Iterator
 import pytest
 
 from pytest_weval.engine import ProviderError
-from tests.engine.engine_helpers import request
+from tests.engine.engine_helpers import complete_sync, request
 
 REPLY = b'{"choices":[{"message":{"role":"assistant","content":"hi"}}],"usage":{}}'
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -127,14 +127,14 @@ def test_a_proxy_from_the_environment_is_used(make_engine, monkeypatch):
         engine = make_engine(
             env={"OPENAI_BASE_URL": "http://api.example.invalid/v1", "OPENAI_API_KEY": "sk-test"}, cache_mode="off"
         )
-        assert engine.complete_sync(request("openai:gpt-4o-mini", "via proxy")).text == "hi"
+        assert complete_sync(engine, request("openai:gpt-4o-mini", "via proxy")).text == "hi"
     assert seen == [b"POST http://api.example.invalid/v1/chat/completions HTTP/1.1"]
 
 
 def test_a_refused_connection_is_a_connection_failure_not_a_timeout(make_engine):
     engine = make_engine(env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-test"}, max_attempts=1)
     with pytest.raises(ProviderError, match="connection failed"):
-        engine.complete_sync(request("openai:gpt-4o-mini", "nobody there"))
+        complete_sync(engine, request("openai:gpt-4o-mini", "nobody there"))
 
 
 def test_a_connection_the_server_closed_while_idle_is_not_reused(make_engine):
@@ -150,9 +150,9 @@ def test_a_connection_the_server_closed_while_idle_is_not_reused(make_engine):
 
     with tiny_server(one_reply_then_close) as url:
         engine = make_engine(env={"OPENAI_BASE_URL": url + "/v1", "OPENAI_API_KEY": "sk-test"}, cache_mode="off")
-        assert engine.complete_sync(request("openai:gpt-4o-mini", "one")).text == "hi"
+        assert complete_sync(engine, request("openai:gpt-4o-mini", "one")).text == "hi"
         time.sleep(0.1)  # the FIN arrives
-        assert engine.complete_sync(request("openai:gpt-4o-mini", "two")).text == "hi"
+        assert complete_sync(engine, request("openai:gpt-4o-mini", "two")).text == "hi"
     assert engine.stats["http_requests"] == 2
     assert connections == 2
 
@@ -176,4 +176,4 @@ def test_the_whole_attempt_is_bounded_not_just_each_read(make_engine):
             max_attempts=1,
         )
         with pytest.raises(ProviderError, match=r"no reply within 0.3 s \(timeout\)"):
-            engine.complete_sync(request("openai:gpt-4o-mini", "slow"))
+            complete_sync(engine, request("openai:gpt-4o-mini", "slow"))

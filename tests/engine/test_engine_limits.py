@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from engine_helpers import request
+from engine_helpers import complete_sync, request
 
 from pytest_weval.engine.transport.limits import AdaptiveLimiter, Limits, PrioritySlots
 from tests.fakeserver import Rule
@@ -107,11 +107,11 @@ def test_caps_profiles_overrides_and_worker_shares():
 def test_engine_limiter_shrinks_on_429_and_grows_back(make_engine, server):
     server.rules.append(Rule(fault="429", retry_after="0", times=1))
     engine = make_engine(provider_concurrency={"openai": 8})
-    engine.complete_sync(request("openai:m", "first"))
+    complete_sync(engine, request("openai:m", "first"))
     limits = engine.stats["limits"]["openai"]
     assert limits["limit"] == 4 and limits["decreases"] == 1
     for index in range(40):
-        engine.complete_sync(request("openai:m", f"q{index}"))
+        complete_sync(engine, request("openai:m", f"q{index}"))
     limits = engine.stats["limits"]["openai"]
     assert limits["limit"] == 8 and limits["increases"] == 4
 

@@ -9,6 +9,7 @@ import pytest
 from engine_helpers import request
 
 from pytest_weval.engine.prices import Price
+from tests.engine.engine_helpers import complete_sync
 
 # provider prefix -> (genai-prices provider id, the fake's reply path)
 PROVIDERS = {"openai": "openai", "anthropic": "anthropic", "google": "google"}
@@ -29,7 +30,7 @@ def _library_price(provider: str, model: str, sent: list[dict]) -> float:
 def _run(make_engine, model_id: str, **settings) -> float | None:
     engine = make_engine(**settings)
     for question in QUESTIONS:
-        engine.complete_sync(request(model_id, question))
+        complete_sync(engine, request(model_id, question))
     return engine.run_usage()[model_id].cost_usd
 
 
@@ -118,7 +119,7 @@ def test_a_weval_prices_line_prices_every_input_token_at_its_input_price(make_en
     server.prompt_cache.prompt_scale = 1000
     engine = make_engine(prices={model_id: Price(2.0, 8.0)})
     for question in QUESTIONS:
-        engine.complete_sync(request(model_id, question))
+        complete_sync(engine, request(model_id, question))
     usage = engine.run_usage()[model_id]
     sent = server.prompt_cache.sent
     prompt = sum(_prompt_tokens(b) for b in sent)
@@ -133,7 +134,7 @@ def test_the_budget_settles_each_reply_at_its_billed_price(make_engine, server):
     model_id = "openai:gpt-4o-mini"
     engine = make_engine(budget_usd=100.0)
     for question in QUESTIONS:
-        engine.complete_sync(request(model_id, question))
+        complete_sync(engine, request(model_id, question))
     expected = _library_price("openai", "gpt-4o-mini", server.prompt_cache.sent)
     assert engine.budget.spent == pytest.approx(expected, rel=0.01)
 

@@ -172,7 +172,7 @@ def test_a_claim_held_by_a_killed_unreaped_worker_is_taken_over_at_once(tmp_path
 def test_an_outcome_recorded_in_a_store_entry_that_cannot_be_read_is_asked_again(tmp_path):
     # Another worker recorded "in the store", but the entry is gone here (pruned, corrupt):
     # the request goes out once instead of the claim finding that outcome forever.
-    from engine_helpers import request
+    from engine_helpers import complete_sync, request
 
     from pytest_weval.engine import Engine, EngineSettings
 
@@ -186,7 +186,7 @@ def test_an_outcome_recorded_in_a_store_entry_that_cannot_be_read_is_asked_again
             asked = request("openai:gpt-4o-mini", "lost entry")
             key = engine.key_for(asked)
             engine.run_coroutine(engine.coordinator.finish(key, in_store=True)).result()
-            reply = engine.complete_sync(asked, timeout=20)
+            reply = complete_sync(engine, asked, timeout=20)
         finally:
             engine.close()
         assert reply.text == "echo: lost entry"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from engine_helpers import request
+from engine_helpers import complete_sync, request
 
 from pytest_weval.engine import ConfigError, MissingKeyError
 from pytest_weval.engine.transport.keys import base_url
@@ -21,8 +21,8 @@ OPENAI_STYLE = [
 @pytest.mark.parametrize("provider,path,key", OPENAI_STYLE)
 def test_openai_style_request_shape(make_engine, server, provider, path, key):
     engine = make_engine()
-    reply = engine.complete_sync(
-        request(f"{provider}:some/model-1", "What is 2+2?", system="Be brief.", temperature=0.5)
+    reply = complete_sync(
+        engine, request(f"{provider}:some/model-1", "What is 2+2?", system="Be brief.", temperature=0.5)
     )
     assert reply.text == "echo: What is 2+2?"
     assert (reply.input_tokens, reply.output_tokens) == (3, 4)
@@ -46,8 +46,8 @@ def test_openai_style_request_shape(make_engine, server, provider, path, key):
 
 def test_provider_default_temperatures(make_engine, server):
     engine = make_engine()
-    engine.complete_sync(request("openai:m", temperature=None))
-    engine.complete_sync(request("openrouter:m", temperature=None))
+    complete_sync(engine, request("openai:m", temperature=None))
+    complete_sync(engine, request("openrouter:m", temperature=None))
     assert server.requests[0].body["temperature"] == 0.3
     assert server.requests[1].body["temperature"] == 0.7
 
@@ -55,7 +55,7 @@ def test_provider_default_temperatures(make_engine, server):
 def test_openrouter_keeps_the_whole_model_name_and_does_not_trim(make_engine, server):
     server.rules.append(Rule(reply="  spaced  "))
     engine = make_engine()
-    reply = engine.complete_sync(request("openrouter:meta/llama-3:free"))
+    reply = complete_sync(engine, request("openrouter:meta/llama-3:free"))
     assert server.requests[0].body["model"] == "meta/llama-3:free"
     assert reply.text == "  spaced  "
 
@@ -63,14 +63,14 @@ def test_openrouter_keeps_the_whole_model_name_and_does_not_trim(make_engine, se
 def test_openai_trims_and_counts_usage(make_engine, server):
     server.rules.append(Rule(reply="  answer \n"))
     engine = make_engine()
-    reply = engine.complete_sync(request("openai:gpt-4o-mini"))
+    reply = complete_sync(engine, request("openai:gpt-4o-mini"))
     assert reply.text == "answer"
     assert reply.output_tokens == 1
 
 
 def test_openai_reasoning_models_send_max_completion_tokens(make_engine, server):
     engine = make_engine()
-    engine.complete_sync(request("openai:o3-mini", max_tokens=100))
+    complete_sync(engine, request("openai:o3-mini", max_tokens=100))
     body = server.requests[0].body
     assert body["max_completion_tokens"] == 100
     assert "max_tokens" not in body and "temperature" not in body
@@ -86,12 +86,12 @@ def test_openai_400_unsupported_parameter_is_adapted_once(make_engine, server):
         )
     )
     engine = make_engine()
-    reply = engine.complete_sync(request("openai:new-model"))
+    reply = complete_sync(engine, request("openai:new-model"))
     assert reply.text == "echo: hello"
     first, second = server.requests
     assert "max_tokens" in first.body
     assert "max_tokens" not in second.body and second.body["max_completion_tokens"] == 1500
-    engine.complete_sync(request("openai:new-model", "again"))  # remembered for the model
+    complete_sync(engine, request("openai:new-model", "again"))  # remembered for the model
     assert "max_completion_tokens" in server.requests[2].body
 
 
@@ -106,8 +106,8 @@ def test_anthropic_request_shape(make_engine, server):
     from pytest_weval.blueprint.model import ModelSpec
     from pytest_weval.engine import ModelRequest
 
-    reply = engine.complete_sync(
-        ModelRequest(model=ModelSpec(id="anthropic:claude-3-5-haiku"), messages=messages, temperature=0)
+    reply = complete_sync(
+        engine, ModelRequest(model=ModelSpec(id="anthropic:claude-3-5-haiku"), messages=messages, temperature=0)
     )
     assert reply.text == "echo: three"
     [sent] = server.requests
@@ -131,7 +131,7 @@ def test_anthropic_request_shape(make_engine, server):
 
 def test_google_key_in_header_never_in_url(make_engine, server):
     engine = make_engine()
-    reply = engine.complete_sync(request("google:gemini-2.0-flash", "hi", system="Sys", max_tokens=50))
+    reply = complete_sync(engine, request("google:gemini-2.0-flash", "hi", system="Sys", max_tokens=50))
     assert reply.text == "echo: hi"
     [sent] = server.requests
     assert sent.path == "/google/v1beta/models/gemini-2.0-flash:generateContent"
@@ -149,7 +149,8 @@ def test_google_assistant_turns_become_model(make_engine, server):
     from pytest_weval.engine import ModelRequest
 
     engine = make_engine()
-    engine.complete_sync(
+    complete_sync(
+        engine,
         ModelRequest(
             model=ModelSpec(id="google:g"),
             messages=[
@@ -157,7 +158,7 @@ def test_google_assistant_turns_become_model(make_engine, server):
                 {"role": "assistant", "content": "b"},
                 {"role": "user", "content": "c"},
             ],
-        )
+        ),
     )
     assert [c["role"] for c in server.requests[0].body["contents"]] == ["user", "model", "user"]
 
@@ -167,7 +168,7 @@ def test_google_uses_google_api_key_when_gemini_key_is_missing(make_engine, serv
     del env["GEMINI_API_KEY"]
     env["GOOGLE_API_KEY"] = "the-google-key"
     engine = make_engine(env=env)
-    engine.complete_sync(request("google:g"))
+    complete_sync(engine, request("google:g"))
     assert server.requests[0].headers["x-goog-api-key"] == "the-google-key"
 
 
@@ -176,7 +177,7 @@ def test_missing_key_names_variable_and_model(make_engine, server):
     del env["ANTHROPIC_API_KEY"]
     engine = make_engine(env=env)
     with pytest.raises(MissingKeyError) as info:
-        engine.complete_sync(request("anthropic:claude-x"))
+        complete_sync(engine, request("anthropic:claude-x"))
     assert "ANTHROPIC_API_KEY" in str(info.value) and "anthropic:claude-x" in str(info.value)
     assert server.count == 0
 
@@ -186,15 +187,15 @@ def test_missing_google_key_names_both_variables(make_engine, server):
     del env["GEMINI_API_KEY"]
     engine = make_engine(env=env)
     with pytest.raises(MissingKeyError, match="GEMINI_API_KEY or GOOGLE_API_KEY"):
-        engine.complete_sync(request("google:g"))
+        complete_sync(engine, request("google:g"))
 
 
 def test_unknown_provider_and_invalid_id(make_engine):
     engine = make_engine()
     with pytest.raises(ConfigError, match=r"Unsupported provider 'foo' in model id 'foo:bar'"):
-        engine.complete_sync(request("foo:bar"))
+        complete_sync(engine, request("foo:bar"))
     with pytest.raises(ConfigError, match=r"Invalid model id 'gpt4'"):
-        engine.complete_sync(request("gpt4"))
+        complete_sync(engine, request("gpt4"))
 
 
 def test_base_urls_default_to_the_official_sdks():
@@ -226,3 +227,22 @@ def test_native_tool_calls_become_tool_call_lines():
     )
     assert reply.text == 'TOOL_CALL {"name": "search", "arguments": {"q": "x"}}\ndone'
     assert reply.tool_calls == [{"name": "search", "arguments": '{"q": "x"}'}]
+
+
+def test_having_a_batch_api_is_the_adapters_declared_property():
+    # The batcher asks the adapter, not its class: each provider with a batch API says so,
+    # and each adapter that says so has one (transport/batch_api.py).
+    from pytest_weval.blueprint.model import ModelSpec
+    from pytest_weval.engine.transport.batch_api import BATCH_APIS
+    from pytest_weval.engine.transport.keys import STANDARD_PROVIDERS
+    from pytest_weval.engine.transport.providers import adapter_for
+
+    batched = {
+        provider
+        for provider in STANDARD_PROVIDERS
+        if adapter_for(ModelSpec(id=f"{provider}:m"), frozenset()).has_batch_api
+    }
+    assert batched == set(BATCH_APIS) == {"openai", "anthropic"}
+    definition = {"id": "openai:mine", "url": "http://x", "modelName": "m", "inherit": "openai"}
+    custom = ModelSpec(id="openai:mine", custom=definition)
+    assert not adapter_for(custom, frozenset()).has_batch_api

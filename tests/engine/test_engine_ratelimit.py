@@ -10,7 +10,7 @@ import time
 from concurrent.futures import wait
 
 import pytest
-from engine_helpers import request
+from engine_helpers import complete_sync, request
 
 from pytest_weval.engine import ProviderError
 from pytest_weval.engine.transport.ratelimit import RateInfo, parse_duration, parse_retry_after
@@ -127,7 +127,7 @@ def test_anthropic_overloaded_529_is_waited_out_like_a_429(make_engine, server):
         )
     )
     engine = make_engine(max_attempts=1)
-    reply = engine.complete_sync(request("anthropic:claude", "hi"))
+    reply = complete_sync(engine, request("anthropic:claude", "hi"))
     assert reply.text == "echo: hi" and reply.refused == 3
 
 
@@ -136,7 +136,7 @@ def test_the_wait_budget_runs_out_with_an_error_saying_how_long_it_waited(make_e
     engine = make_engine(rate_limit_wait_s=2.5)
     started = time.monotonic()
     with pytest.raises(ProviderError) as info:
-        engine.complete_sync(request("openai:m"))
+        complete_sync(engine, request("openai:m"))
     elapsed = time.monotonic() - started
     assert 1.5 <= elapsed < 30  # waited, then gave up at the budget rather than the default 600 s
     message = str(info.value)
@@ -161,7 +161,7 @@ def test_interrupt_cancels_what_is_in_flight_and_sends_nothing_more(make_engine,
 
     server.rules.append(Rule(contains="slow", fault="hang"))
     engine = make_engine(timeout_s=600, stop_grace_s=0.5)  # the hang ends only if the interrupt cancels it
-    assert engine.complete_sync(request("openai:m", "quick")).text == "echo: quick"
+    assert complete_sync(engine, request("openai:m", "quick")).text == "echo: quick"
     slow = engine.run_coroutine(engine.complete(request("openai:m", "slow")))
     while server.count < 2:
         time.sleep(0.01)
@@ -169,11 +169,11 @@ def test_interrupt_cancels_what_is_in_flight_and_sends_nothing_more(make_engine,
     with pytest.raises(RunInterrupted):
         slow.result(timeout=60)
     with pytest.raises(RunInterrupted):
-        engine.complete_sync(request("openai:m", "after"))
+        complete_sync(engine, request("openai:m", "after"))
     assert server.count == 2
     engine.close()
     next_run = make_engine()  # the reply received before the interrupt is in the cache
-    assert next_run.complete_sync(request("openai:m", "quick")).cached and server.count == 2
+    assert complete_sync(next_run, request("openai:m", "quick")).cached and server.count == 2
 
 
 def test_after_an_interrupt_a_reply_already_on_the_wire_is_received_and_stored(make_engine, server):
@@ -186,12 +186,12 @@ def test_after_an_interrupt_a_reply_already_on_the_wire_is_received_and_stored(m
         time.sleep(0.01)
     engine.interrupt()
     with pytest.raises(RunInterrupted):
-        engine.complete_sync(request("openai:m", "after"))
+        complete_sync(engine, request("openai:m", "after"))
     engine.close()  # waits for the reply on the wire (within the grace) and stores it
     assert slow.result(timeout=60).text == "echo: slow"
     assert server.count == 1
     next_run = make_engine()  # what arrived during the grace is in the cache
-    assert next_run.complete_sync(request("openai:m", "slow")).cached and server.count == 1
+    assert complete_sync(next_run, request("openai:m", "slow")).cached and server.count == 1
 
 
 def test_after_an_interrupt_a_slot_freed_by_a_reply_starts_no_request(make_engine, server):
@@ -224,7 +224,7 @@ def test_a_stop_recorded_in_the_claims_store_reaches_every_worker_of_the_run(mak
         time.sleep(0.02)
     assert all(w.interrupted for w in workers)
     with pytest.raises(RunInterrupted):
-        workers[1].complete_sync(request("openai:m", "x"))
+        complete_sync(workers[1], request("openai:m", "x"))
     assert server.count == 0
     other_run = make_engine(worker_count=2, worker_id="gw0", run_id="run-2")
     time.sleep(0.3)

@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from pytest_weval.engine.errors import ReplyTooLargeError
-from tests.engine.engine_helpers import request
+from tests.engine.engine_helpers import complete_sync, request
 from tests.engine.test_engine_http import REPLY, read_body, response_head, tiny_server
 
 CHUNK = b"x" * 65536
@@ -38,7 +38,7 @@ def test_a_streamed_reply_past_the_cap_is_refused_before_it_all_arrives(make_eng
             env={"OPENAI_BASE_URL": url + "/v1", "OPENAI_API_KEY": "sk-test"}, cache_mode="off", max_reply_mb=1
         )
         with pytest.raises(ReplyTooLargeError) as caught:
-            engine.complete_sync(request("openai:gpt-4o-mini", "say a lot"))
+            complete_sync(engine, request("openai:gpt-4o-mini", "say a lot"))
     assert "larger than 1 MB (--weval-max-reply-mb)" in str(caught.value)
     assert caught.value.error_kind == "too_large"
     assert asked == 1  # not retried: the same request would get the same reply
@@ -67,8 +67,8 @@ def test_an_announced_length_past_the_cap_is_refused_unread_and_the_next_request
             env={"OPENAI_BASE_URL": url + "/v1", "OPENAI_API_KEY": "sk-test"}, cache_mode="off", max_reply_mb=2
         )
         with pytest.raises(ReplyTooLargeError, match=r"larger than 2 MB \(3\.0 MB announced\)"):
-            engine.complete_sync(request("openai:gpt-4o-mini", "big"))
-        assert engine.complete_sync(request("openai:gpt-4o-mini", "small")).text == "hi"
+            complete_sync(engine, request("openai:gpt-4o-mini", "big"))
+        assert complete_sync(engine, request("openai:gpt-4o-mini", "small")).text == "hi"
     assert lengths == [3_000_000, len(REPLY)]
 
 
@@ -85,4 +85,4 @@ def test_a_reply_under_the_cap_is_read_whole(make_engine):
         engine = make_engine(
             env={"OPENAI_BASE_URL": url + "/v1", "OPENAI_API_KEY": "sk-test"}, cache_mode="off", max_reply_mb=1
         )
-        assert engine.complete_sync(request("openai:gpt-4o-mini", "just under")).text == text
+        assert complete_sync(engine, request("openai:gpt-4o-mini", "just under")).text == text

@@ -6,7 +6,7 @@ import logging
 import traceback
 
 import pytest
-from engine_helpers import request
+from engine_helpers import complete_sync, request
 
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine import ModelCallError, ProviderError
@@ -38,7 +38,7 @@ def test_key_echoed_by_the_provider_is_redacted(make_engine, server, caplog, mod
     server.rules.append(Rule(status=401, echo_header=header))
     engine = make_engine(env=env)
     with pytest.raises(ProviderError) as info:
-        engine.complete_sync(request(model))
+        complete_sync(engine, request(model))
     assert server.requests[0].headers[header].endswith(CANARY)  # it was sent...
     text = everything_about(info.value)
     assert "you sent" in text and CANARY not in text  # ...and never shown
@@ -54,7 +54,7 @@ def test_retried_failures_log_no_key(make_engine, server, caplog):
     server.rules.append(Rule(status=500, echo_header="authorization"))
     engine = make_engine(env=env, max_attempts=3)
     with pytest.raises(ProviderError) as info:
-        engine.complete_sync(request("openai:m"))
+        complete_sync(engine, request("openai:m"))
     assert CANARY not in everything_about(info.value) and CANARY not in caplog.text
 
 
@@ -62,7 +62,7 @@ def test_retried_failures_log_no_key(make_engine, server, caplog):
 def test_cache_never_holds_a_key(make_engine, server, tmp_path, store):
     env = dict(server.env(), OPENAI_API_KEY=CANARY, HDR=HEADER_CANARY)
     engine = make_engine(env=env, cache_store=store, allowed_env=frozenset({"HDR"}))
-    engine.complete_sync(request("openai:m", "hi"))
+    complete_sync(engine, request("openai:m", "hi"))
     spec = ModelSpec(
         id="local:x",
         custom={
@@ -72,7 +72,7 @@ def test_cache_never_holds_a_key(make_engine, server, tmp_path, store):
             "headers": {"X-Token": "${HDR}", "X-Literal": HEADER_CANARY + "2"},
         },
     )
-    engine.complete_sync(request(spec, "hi"))
+    complete_sync(engine, request(spec, "hi"))
     engine.close()
     for path in (tmp_path / "cache").rglob("*"):
         if path.is_file():
@@ -94,7 +94,7 @@ def test_custom_url_secret_is_redacted_from_connection_errors(make_engine, serve
         },
     )
     with pytest.raises(ModelCallError) as info:
-        engine.complete_sync(request(spec))
+        complete_sync(engine, request(spec))
     assert "connection failed" in str(info.value)
     assert CANARY not in everything_about(info.value)
 
@@ -113,7 +113,7 @@ def test_error_recorded_for_other_workers_is_redacted(make_engine, server, tmp_p
     server.rules.append(Rule(status=401, echo_header="authorization"))
     engine = make_engine(env=env, coordinate=True, run_id="run-1")
     with pytest.raises(ProviderError):
-        engine.complete_sync(request("openai:m"))
+        complete_sync(engine, request("openai:m"))
     engine.close()
     db = sqlite3.connect(tmp_path / "cache" / "weval-cache.sqlite")
     [(message,)] = db.execute("SELECT error_message FROM run_results").fetchall()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_weval.engine import Engine, EngineSettings
-from tests.engine.engine_helpers import request
+from tests.engine.engine_helpers import complete_sync, request
 from tests.fakeserver import FakeServer, Rule
 from tests.store.pg_server import PASSWORD, PostgresServer
 
@@ -147,7 +147,7 @@ def _fill(settings: EngineSettings, server: FakeServer, texts: list[str]) -> Non
     engine = Engine(settings).start()
     try:
         for text in texts:
-            engine.complete_sync(request("openai:m", text))
+            complete_sync(engine, request("openai:m", text))
     finally:
         engine.close()
 

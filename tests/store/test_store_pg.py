@@ -18,7 +18,7 @@ from pytest_weval.engine import Engine, EngineSettings
 from pytest_weval.engine.claims import Coordinator, SpendLedger
 from pytest_weval.engine.store.backends import StoreError, check_store, redact_url, store_stats
 from pytest_weval.engine.store.postgres import SCHEMA_VERSION, PgClaims, PgDB
-from tests.engine.engine_helpers import request
+from tests.engine.engine_helpers import complete_sync, request
 from tests.fakeserver import FakeServer
 from tests.store.pg_server import PASSWORD, PostgresServer, free_port
 
@@ -31,12 +31,12 @@ def test_replies_are_cached_in_postgres_and_read_by_another_engine(pg_url: str, 
     with FakeServer() as server:
         first = _engine(pg_url, tmp_path, server)
         try:
-            reply = first.complete_sync(request("openai:m", "hello postgres"))
+            reply = complete_sync(first, request("openai:m", "hello postgres"))
         finally:
             first.close()
         second = _engine(pg_url, tmp_path / "elsewhere", server)
         try:
-            again = second.complete_sync(request("openai:m", "hello postgres"))
+            again = complete_sync(second, request("openai:m", "hello postgres"))
         finally:
             second.close()
         assert server.count == 1

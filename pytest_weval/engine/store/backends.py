@@ -47,6 +47,7 @@ from pytest_weval.engine.store.common import (
     one_line,
     redact_url,
     scrub,
+    store_kind,
     url_password,
 )
 from pytest_weval.engine.store.db import SqliteDB
@@ -157,13 +158,12 @@ def state_file(store: str, cache_dir: Path | str, name: str) -> Path | None:
 
 def backend_for(store: str, cache_dir: Path | str) -> StoreBackend:
     """The one place a ``cache_store`` setting becomes a backend."""
-    if is_postgres(store):
+    kind = store_kind(store)
+    if kind == "postgres":
         return PostgresBackend(store)
-    if store == "sqlite":
+    if kind == "sqlite":
         return SqliteBackend(Path(cache_dir))
-    if store == "files":
-        return FilesBackend(Path(cache_dir))
-    raise StoreError(f"unknown cache store {store!r}: choose sqlite, files or a postgresql:// URL")
+    return FilesBackend(Path(cache_dir))
 
 
 class SqliteBackend:

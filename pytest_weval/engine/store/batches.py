@@ -445,7 +445,7 @@ class PgBatches:
 
 
 class BatchStore:
-    """What the batcher (``engine/batching.py``) and ``python -m pytest_weval batch`` ask of the
+    """What the batcher (``engine/batching/``) and ``python -m pytest_weval batch`` ask of the
     store, each one transaction."""
 
     def __init__(self, runs: Runs):

@@ -7,7 +7,7 @@ import dataclasses
 import datetime as _dt
 import re
 import urllib.parse
-from typing import Any
+from typing import Any, Literal
 
 from pytest_weval.errors import WevalError
 
@@ -23,6 +23,18 @@ class StoreError(WevalError):
 
 def is_postgres(store: str) -> bool:
     return store.lower().startswith(POSTGRES_SCHEMES)
+
+
+def store_kind(store: str) -> Literal["postgres", "sqlite", "files"]:
+    """Which store a ``cache_store`` setting means: the one place that is decided (the backend,
+    the history and the tools each build theirs from it)."""
+    if is_postgres(store):
+        return "postgres"
+    if store == "sqlite":
+        return "sqlite"
+    if store == "files":
+        return "files"
+    raise StoreError(f"unknown cache store {store!r}: choose sqlite, files or a postgresql:// URL")
 
 
 def url_password(url: str) -> str | None:

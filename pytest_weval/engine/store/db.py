@@ -11,7 +11,7 @@ import asyncio
 import concurrent.futures
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -59,6 +59,56 @@ CREATE TABLE IF NOT EXISTS run_signals (
 
 BUSY_TIMEOUT_MS = 30_000
 
+# SQLite's primary result codes (sqlite3.h).
+BUSY, LOCKED, READONLY, IOERR, CORRUPT, FULL, CANTOPEN, NOTADB = 5, 6, 8, 10, 11, 13, 14, 26
+
+
+def sqlite_code(exc: BaseException) -> int | None:
+    """The primary result code of a sqlite3 error: the one SQLite gave (Python 3.11+), else
+    (Python 3.10 has none) read from its message."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF
+    text = str(exc)
+    for words, found in (
+        ("malformed", CORRUPT),
+        ("not a database", NOTADB),
+        ("disk is full", FULL),
+        ("readonly database", READONLY),
+        ("unable to open", CANTOPEN),
+        ("disk I/O error", IOERR),
+        ("database is locked", BUSY),
+        ("database table is locked", LOCKED),
+    ):
+        if words in text:
+            return found
+    return None
+
+
+def cannot_open() -> sqlite3.OperationalError:
+    """The error SQLite gives for a file it cannot open, with its code."""
+    exc = sqlite3.OperationalError("unable to open database file")
+    exc.sqlite_errorcode = CANTOPEN  # type: ignore[attr-defined]
+    exc.sqlite_errorname = "SQLITE_CANTOPEN"  # type: ignore[attr-defined]
+    return exc
+
+
+def prepare_shared(conn: sqlite3.Connection, pragmas: Sequence[str], script: str) -> None:
+    """Run ``pragmas`` (switching to WAL) then ``script`` (the schema), retried while another
+    process has the file busy: switching to WAL needs a moment alone with it. The one busy-wait
+    on opening a shared file."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            for pragma in pragmas:
+                conn.execute(pragma)
+            conn.executescript(script)
+            return
+        except sqlite3.OperationalError as exc:
+            if sqlite_code(exc) not in (BUSY, LOCKED) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
 
 def open_readonly(path: Path) -> sqlite3.Connection:
     """A connection that writes and creates nothing (``--weval-cache=ro``): no journal-mode
@@ -66,7 +116,7 @@ def open_readonly(path: Path) -> sqlite3.Connection:
     has the file open (no ``-wal`` beside it) or on a read-only medium, where a plain read-only
     open of a WAL database cannot make its shared-memory file; else read-only beside the writer."""
     if not path.exists():
-        raise sqlite3.OperationalError("unable to open database file")
+        raise cannot_open()
     base = path.resolve().as_uri()
     if Path(str(path) + "-wal").exists():
         conn = sqlite3.connect(base + "?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
@@ -75,7 +125,7 @@ def open_readonly(path: Path) -> sqlite3.Connection:
             return conn
         except sqlite3.OperationalError as exc:
             conn.close()
-            if "unable to open" not in str(exc):
+            if sqlite_code(exc) != CANTOPEN:
                 raise
     return sqlite3.connect(base + "?immutable=1", uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
 
@@ -101,17 +151,7 @@ class SqliteDB:
                 check_same_thread=False,
             )
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-            while True:  # switching to WAL needs a moment alone with the file
-                try:
-                    conn.execute("PRAGMA journal_mode=WAL")
-                    conn.execute("PRAGMA synchronous=NORMAL")
-                    conn.executescript(SCHEMA)
-                    break
-                except sqlite3.OperationalError as exc:
-                    if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.05)
+            prepare_shared(conn, ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL"), SCHEMA)
             self._conn = conn
         return self._conn
 

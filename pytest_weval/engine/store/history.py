@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_weval.engine.store import postgres as store_pg
-from pytest_weval.engine.store.common import StoreError, is_postgres, one_line, redact_url, scrub
+from pytest_weval.engine.store.common import StoreError, one_line, redact_url, scrub, store_kind
 from pytest_weval.engine.store.sqlite import FILENAME as SQLITE_FILENAME
 from pytest_weval.errors import WevalError
 
@@ -131,13 +131,12 @@ class History(Protocol):
 
 def history_for(store: str, cache_dir: Path | str) -> History:
     """The history of the store a ``cache_store`` setting names."""
-    if is_postgres(store):
+    kind = store_kind(store)
+    if kind == "postgres":
         return PostgresHistory(store)
-    if store == "sqlite":
+    if kind == "sqlite":
         return SqliteHistory(Path(cache_dir) / SQLITE_FILENAME)
-    if store == "files":
-        return FilesHistory(Path(cache_dir))
-    raise StoreError(f"unknown cache store {store!r}: choose sqlite, files or a postgresql:// URL")
+    return FilesHistory(Path(cache_dir))
 
 
 def _newer(where: str, version: int) -> StoreError:

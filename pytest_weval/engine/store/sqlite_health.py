@@ -19,41 +19,31 @@ import os
 import re
 import sqlite3
 import struct
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from pytest_weval.engine.store.common import StoreDown, StoreError
-from pytest_weval.engine.store.db import SCHEMA, open_readonly
+from pytest_weval.engine.store.db import (
+    BUSY_TIMEOUT_MS,
+    CANTOPEN,
+    CORRUPT,
+    FULL,
+    NOTADB,
+    READONLY,
+    SCHEMA,
+    open_readonly,
+    prepare_shared,
+    sqlite_code,
+)
 
 STAMP_SUFFIX = ".checked"
 _HEADER_SIZE = 100  # every SQLite database file starts with a header of this size
-# SQLite's primary result codes (sqlite3.h).
-_READONLY, _IOERR, _CORRUPT, _CANTOPEN, _FULL, _NOTADB = 8, 10, 11, 14, 13, 26
 _KEY = re.compile(r"[0-9a-f]{64}\Z")
-
-
-def _code(exc: BaseException) -> int | None:
-    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
-    if isinstance(code, int):
-        return code & 0xFF
-    text = str(exc)
-    for words, found in (
-        ("malformed", _CORRUPT),
-        ("not a database", _NOTADB),
-        ("disk is full", _FULL),
-        ("readonly database", _READONLY),
-        ("unable to open", _CANTOPEN),
-        ("disk I/O error", _IOERR),
-    ):
-        if words in text:
-            return found
-    return None
 
 
 def is_damage(exc: BaseException) -> bool:
     """The file is not (or no longer) a sound SQLite database."""
-    return isinstance(exc, sqlite3.DatabaseError) and _code(exc) in (_CORRUPT, _NOTADB)
+    return isinstance(exc, sqlite3.DatabaseError) and sqlite_code(exc) in (CORRUPT, NOTADB)
 
 
 def _sqlstate(exc: BaseException) -> str | None:
@@ -72,7 +62,7 @@ def is_full(exc: BaseException) -> bool:
         return exc.errno in (errno.ENOSPC, errno.EDQUOT)
     if _sqlstate(exc) == "53100":
         return True
-    return isinstance(exc, sqlite3.DatabaseError) and _code(exc) == _FULL
+    return isinstance(exc, sqlite3.DatabaseError) and sqlite_code(exc) == FULL
 
 
 def is_unwritable(exc: BaseException) -> bool:
@@ -84,7 +74,7 @@ def is_unwritable(exc: BaseException) -> bool:
         return exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
     if _sqlstate(exc) == "25006":  # read_only_sql_transaction
         return True
-    return isinstance(exc, sqlite3.DatabaseError) and _code(exc) == _READONLY
+    return isinstance(exc, sqlite3.DatabaseError) and sqlite_code(exc) == READONLY
 
 
 # What ``cache repair`` does when not one entry can be read (said instead of "keeps them").
@@ -130,12 +120,11 @@ def unopenable_line(path: Path, exc: BaseException, salvable: int) -> str:
 def _why(exc: BaseException) -> str:
     if isinstance(exc, OSError):
         return exc.strerror or type(exc).__name__
-    text = str(exc)
-    if _code(exc) == _CANTOPEN or "unable to open" in text:
+    if sqlite_code(exc) == CANTOPEN:
         return "unable to open or create the file there"
-    if _code(exc) == _READONLY:
+    if sqlite_code(exc) == READONLY:
         return "the file or its folder is read-only"
-    return text or type(exc).__name__
+    return str(exc) or type(exc).__name__
 
 
 # -- the stamp: when the file was last known good ----------------------------------------------
@@ -311,7 +300,7 @@ def inspect(path: Path, *, readonly: bool, full: bool = False) -> Health:
     (``open_error``); a sound file is stamped unless ``readonly``."""
     conn = connect(path, readonly=readonly)
     try:
-        conn.execute(f"PRAGMA busy_timeout={30_000}")
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         if not readonly:
             _prepare(conn)
         if not full and unchanged_since_check(path):
@@ -333,16 +322,7 @@ def inspect(path: Path, *, readonly: bool, full: bool = False) -> Health:
 
 
 def _prepare(conn: sqlite3.Connection) -> None:
-    deadline = time.monotonic() + 30
-    while True:  # as SqliteDB does: WAL needs a moment alone with the file
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(SCHEMA)
-            return
-        except sqlite3.OperationalError as exc:
-            if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+    prepare_shared(conn, ("PRAGMA journal_mode=WAL",), SCHEMA)
 
 
 def repair(path: Path) -> tuple[int, int | None, Path]:

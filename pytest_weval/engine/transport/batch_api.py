@@ -5,7 +5,7 @@ stands, reads its results back as one ``LineResult`` per line, and cancels. The 
 line is its request's cache key (64 hex digits, within Anthropic's ``[a-zA-Z0-9_-]{1,64}``).
 The bodies are the live requests' bodies, so a batched reply is the reply the live request
 would have had, parsed by the same adapter. Only the wire is here; what to batch, when, and
-what the store keeps is ``engine/batching.py``.
+what the store keeps is ``engine/batching/``.
 """
 
 from __future__ import annotations

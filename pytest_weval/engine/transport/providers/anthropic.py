@@ -53,6 +53,7 @@ def parse_messages_reply(data: Any) -> ModelReply:
 
 class Anthropic(Adapter):
     provider = "anthropic"
+    has_batch_api = True  # Message Batches
     endpoint = "messages"
 
     def __init__(self, model_id: str, model_name: str):

@@ -45,6 +45,9 @@ class Adapter:
     endpoint: str = "chat"  # endpoint kind, part of the cache key
     default_temperature: float | None = 0.3
     default_max_tokens: int | None = 1500
+    # A batch API at the provider (transport/batch_api.py BATCH_APIS) that this adapter's
+    # requests may go through at the batch price (docs/batch.md); a custom model's never do.
+    has_batch_api: bool = False
 
     def __init__(self, model_id: str):
         self.model_id = model_id
