@@ -17,6 +17,13 @@ from pytest_weval.errors import ErrorKind
 Outcome = Literal["passed", "failed", "error", "skipped"]
 
 
+def passes(score: float | None, threshold: float) -> bool:
+    """The pass rule, its one home: a score (an item's, or one sample's) reaches its threshold
+    (docs/scoring.md). run/outcome.py decides outcomes with it; sampling and the flaky report
+    count passing samples with it."""
+    return score is not None and score >= threshold
+
+
 class JudgeVerdict(BaseModel):
     judge_model_id: str
     coverage_extent: float  # raw, before should_not inversion
@@ -129,11 +136,10 @@ class ItemResult(BaseModel):
 
     @property
     def flaky(self) -> bool:
-        """Its samples fall on both sides of its threshold (the pass rule is ``score >= threshold``,
-        run/outcome.py): the outcome is still its mean's (docs/sampling.md)."""
-        return any(s >= self.threshold for s in self.sample_scores) and any(
-            s < self.threshold for s in self.sample_scores
-        )
+        """Its samples fall on both sides of its threshold (``passes``): the outcome is still its
+        mean's (docs/sampling.md)."""
+        votes = {passes(s, self.threshold) for s in self.sample_scores}
+        return votes == {True, False}
 
 
 def weval_kept(results: Iterable[ItemResult]) -> list[ItemResult]:

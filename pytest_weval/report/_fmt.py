@@ -5,12 +5,23 @@
 
 from __future__ import annotations
 
+import html
+import re
 from decimal import ROUND_HALF_UP, Decimal
 
 from pytest_weval.jsvalues import js_number_str as js_number  # one JS number formatter
 from pytest_weval.scoring.aggregate import fmt_score  # beside the scores: lint and the API show them too
 
 ELLIPSIS = "…"
+
+SURROGATE = re.compile("[\ud800-\udfff]")  # lone surrogates: not valid UTF-8 on a page
+
+
+def html_text(value: object) -> str:
+    """Text for HTML (element content or a quoted attribute), the one escaping rule of every
+    HTML section: lone surrogates become U+FFFD so the page stays valid UTF-8."""
+    return html.escape(SURROGATE.sub("\ufffd", str(value)), quote=True)
+
 
 # Characters a terminal acts on instead of showing: C0 and C1 controls (ESC starts the sequences
 # that set a window's title or clear the screen), DEL, and the bidirectional overrides and

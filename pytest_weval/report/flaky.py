@@ -8,7 +8,7 @@ import textwrap
 from collections.abc import Sequence
 
 from pytest_weval.report._fmt import fit_middle, fmt_score, plural
-from pytest_weval.results import ItemResult
+from pytest_weval.results import ItemResult, passes
 
 
 def flaky_items(results: Sequence[ItemResult]) -> list[ItemResult]:
@@ -17,7 +17,7 @@ def flaky_items(results: Sequence[ItemResult]) -> list[ItemResult]:
     flaky = [r for r in results if r.flaky and r.outcome in ("passed", "failed")]
 
     def unsettled(r: ItemResult) -> tuple[float, float, str]:
-        ayes = sum(1 for s in r.sample_scores if s >= r.threshold)
+        ayes = sum(1 for s in r.sample_scores if passes(s, r.threshold))
         share = ayes / len(r.sample_scores)
         return (abs(share - 0.5), abs((r.score or 0.0) - r.threshold), r.nodeid)
 
@@ -25,7 +25,7 @@ def flaky_items(results: Sequence[ItemResult]) -> list[ItemResult]:
 
 
 def describe(result: ItemResult) -> str:
-    ayes = sum(1 for s in result.sample_scores if s >= result.threshold)
+    ayes = sum(1 for s in result.sample_scores if passes(s, result.threshold))
     return (
         f"{ayes} of {len(result.sample_scores)} samples pass ({', '.join(fmt_score(s) for s in result.sample_scores)}); "
         f"mean {fmt_score(result.score)} vs threshold {fmt_score(result.threshold)}: {result.outcome}"

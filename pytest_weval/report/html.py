@@ -27,7 +27,6 @@ shows it with ``textContent``, so an answer holding ``<script>`` is shown, never
 from __future__ import annotations
 
 import datetime as dt
-import html
 import json
 import math
 import os
@@ -41,7 +40,8 @@ from urllib.parse import quote
 
 from pytest_weval.blueprint.model import Blueprint, Prompt
 from pytest_weval.files import write_atomic
-from pytest_weval.report._fmt import fmt_duration, fmt_p, fmt_score, js_number, judge_label, plural
+from pytest_weval.report._fmt import SURROGATE, fmt_duration, fmt_p, fmt_score, js_number, judge_label, plural
+from pytest_weval.report._fmt import html_text as _e
 from pytest_weval.report.baseline import Comparison, ModelComparison, fmt_difference
 from pytest_weval.report.history import HistoryView
 from pytest_weval.report.html_assets import CSS, JS
@@ -127,13 +127,6 @@ def score_colours(score: float) -> tuple[str, str]:
 
 SCALE = tuple(score_colours(i / 100) for i in range(101))  # what the page's script paints with
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _e(value: object) -> str:
-    """Text for HTML (element content or a quoted attribute)."""
-    return html.escape(_SURROGATE.sub("\ufffd", str(value)), quote=True)
-
 
 def script_json(data: Any) -> str:
     """JSON to sit inside ``<script type="application/json">``: ``<``, ``>`` and ``&`` (which
@@ -142,7 +135,7 @@ def script_json(data: Any) -> str:
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _num(value: float | None) -> float | None:

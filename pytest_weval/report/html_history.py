@@ -10,23 +10,15 @@ item, and no other) and ``[data-weval-compare]`` (the panel, filled by a click).
 
 from __future__ import annotations
 
-import html
 import json
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from pytest_weval.report._fmt import fmt_score, fmt_signed, plural
+from pytest_weval.report._fmt import html_text as _e
 from pytest_weval.report.history import Change, HistoryView, run_label
 
 WIDTH, HEIGHT, PAD = 260, 64, 6
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _e(value: object) -> str:
-    return html.escape(_SURROGATE.sub("\ufffd", str(value)), quote=True)
-
-
 CSS = """
 #weval-history .trends { display: flex; flex-wrap: wrap; gap: 10px 24px; }
 #weval-history figure { margin: 0; }

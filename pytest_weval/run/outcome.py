@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from pytest_weval.errors import ErrorKind
-from pytest_weval.results import Outcome, PointAssessment
+from pytest_weval.results import Outcome, PointAssessment, passes
 
 MISTAKE_PREFIX = "the blueprint has a mistake in this prompt's points: "
 NO_JUDGE_HINT = (
@@ -25,11 +25,6 @@ def mistakes_message(mistakes: Sequence[tuple[str, str | None, int | None]]) -> 
     wrong, its line in the blueprint), located so the author can go straight to it."""
     said = [f"{text} (line {line}): {error}" if line else f"{text}: {error}" for text, error, line in mistakes]
     return MISTAKE_PREFIX + "; ".join(said)
-
-
-def passes(score: float | None, threshold: float) -> bool:
-    """The pass rule of a blueprint item: its score reaches its threshold (docs/scoring.md)."""
-    return score is not None and score >= threshold
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,11 +27,11 @@ from pytest_weval.engine.request import ChatMessage, HoldsBudget, ModelClient, M
 from pytest_weval.engine.transport.external import ExternalExecutor
 from pytest_weval.errors import STORE_KINDS
 from pytest_weval.judges.config import JudgePanel
-from pytest_weval.results import ItemResult, Outcome, PointAssessment, Usage
+from pytest_weval.results import ItemResult, Outcome, PointAssessment, Usage, passes
 from pytest_weval.run import sampling
 from pytest_weval.run.agent import AgentRunner, AgentWork
 from pytest_weval.run.generation import Conversation, asks_model, generate_conversation
-from pytest_weval.run.outcome import decide, mistakes_message, passes
+from pytest_weval.run.outcome import decide, mistakes_message
 from pytest_weval.run.programs.runner import ProgramRunner
 
 BUILTIN_MODELS = frozenset({"ideal", "echo"})

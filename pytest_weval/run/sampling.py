@@ -23,6 +23,7 @@ import math
 from collections.abc import Sequence
 
 from pytest_weval import defaults
+from pytest_weval.results import passes
 
 FIRST = 2  # samples an item always takes (fewer only when --weval-max-repeat is lower)
 LEAD = 3  # once the samples disagree, the lead in votes that ends the sampling
@@ -52,7 +53,8 @@ def settled(past: Sequence[Past], digest: str, threshold: float) -> bool | None:
         return None
     passed = recent[0].outcome == "passed"
     steady = all(
-        p.scores and all((s >= threshold) == passed and abs(s - threshold) >= MARGIN for s in p.scores) for p in recent
+        p.scores and all(passes(s, threshold) == passed and abs(s - threshold) >= MARGIN for s in p.scores)
+        for p in recent
     )
     return passed if steady else None
 
@@ -68,10 +70,10 @@ def should_stop(scores: Sequence[float], threshold: float, max_samples: int, set
     if n >= max_samples:
         return True
     if n == 1 and settled is not None:
-        return (scores[0] >= threshold) == settled
+        return passes(scores[0], threshold) == settled
     if n < first_samples(max_samples):
         return False
-    ayes = sum(1 for s in scores if s >= threshold)
+    ayes = sum(1 for s in scores if passes(s, threshold))
     if ayes in (0, n):  # every sample on one side (after a disagreement this cannot come back)
         return True
     if abs(2 * ayes - n) >= LEAD:
@@ -80,7 +82,7 @@ def should_stop(scores: Sequence[float], threshold: float, max_samples: int, set
     # if they all scored 0 or all scored 1, so asking for them would change nothing.
     left = max_samples - n
     total = math.fsum(scores)
-    return (total / max_samples >= threshold) == ((total + left) / max_samples >= threshold)
+    return passes(total / max_samples, threshold) == passes((total + left) / max_samples, threshold)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,7 +108,7 @@ def expect(
     """Exact, by walking every sequence of samples the rule can stop on (merged by counts: the
     rule reads only how many samples scored high, and whether they disagreed, which the counts
     say too); ``settled``: the item starts from the history (``settled``)."""
-    samples = passes = all_pass = all_fail = 0.0
+    samples = passing = all_pass = all_fail = 0.0
     paths: dict[int, float] = {0: 1.0}  # samples that scored high -> probability, at n samples
     n = 0
     while paths:
@@ -122,12 +124,12 @@ def expect(
                     more[h] = more.get(h, 0.0) + prob * p
                     continue
                 samples += n * prob * p
-                if math.fsum(scores) / n >= threshold:
-                    passes += prob * p
+                if passes(math.fsum(scores) / n, threshold):
+                    passing += prob * p
                 all_pass += prob * p if h == n else 0.0
                 all_fail += prob * p if h == 0 else 0.0
         paths = more
-    return Expectation(q, samples, passes, all_pass, all_fail)
+    return Expectation(q, samples, passing, all_pass, all_fail)
 
 
 def expected_samples(max_samples: int) -> float:

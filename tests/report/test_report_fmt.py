@@ -68,3 +68,13 @@ def test_text_helpers():
     assert fit_left("evals/safety/medical/triage.yml", 12) == "…/triage.yml"
     # JavaScript sorts by UTF-16 code units: an astral character sorts before U+FF5E.
     assert sorted(["\uff5e", "\U0001f600"], key=utf16_key) == ["\U0001f600", "\uff5e"]
+
+
+def test_every_html_section_escapes_through_one_helper() -> None:
+    """report/html.py and report/html_history.py escape with ``_fmt.html_text``: markup and
+    quotes become entities, a lone surrogate becomes U+FFFD."""
+    from pytest_weval.report import html, html_history
+    from pytest_weval.report._fmt import html_text
+
+    assert html_text('<a href="x">&\ud800') == "&lt;a href=&quot;x&quot;&gt;&amp;\ufffd"
+    assert html._e is html_text and html_history._e is html_text

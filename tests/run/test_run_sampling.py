@@ -114,3 +114,28 @@ def test_the_history_start_keeps_the_error_and_saves_samples():
     assert varies.samples < before.samples and abs(varies.passes - before.passes) < 0.002
     # a model changed behind the same id: an item settled on pass that now passes 30% of the time
     assert expect(0.3, DEFAULT_MAX, settled=True).passes > expect(0.3, DEFAULT_MAX).passes
+
+
+def test_one_pass_rule_decides_items_samples_and_flakiness() -> None:
+    """A score exactly at its threshold passes everywhere the pass rule is read: the item's
+    outcome (run/outcome.py), a sample's vote (sampling) and the flaky report, all through
+    ``results.passes``."""
+    from pytest_weval.report.flaky import describe
+    from pytest_weval.results import ItemResult, passes
+    from pytest_weval.run.outcome import decide
+
+    assert passes(0.5, 0.5) and not passes(0.49, 0.5) and not passes(None, 0.5)
+    assert decide([], 0.5, 0.5).outcome == "passed"
+    assert should_stop([0.5], 0.5, 4, settled=True)
+    item = ItemResult(
+        blueprint_id="b",
+        blueprint_path="b.yml",
+        prompt_id="p",
+        model_id="m",
+        effective_model_id="m",
+        outcome="passed",
+        score=0.5,
+        threshold=0.5,
+        sample_scores=[0.5, 0.4],
+    )
+    assert item.flaky and describe(item).startswith("1 of 2 samples pass")
