@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_weval.plugin import activation, hookspec, html_columns, markers, tag_markers
+from pytest_weval.plugin import activation, hookspec, html_columns, markers
 from pytest_weval.plugin.fixtures import weval_client, weval_judge
 from pytest_weval.plugin.options import add_options
 from pytest_weval.plugin.role import role_of
@@ -28,9 +28,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspec)
-    # Its pytest_configure runs last, for `pytest --markers` only (so `-p no:weval` drops it too).
-    if not pluginmanager.is_registered(tag_markers):
-        pluginmanager.register(tag_markers, "weval-tag-markers")
+    if pluginmanager.get_plugin("weval-tag-markers") is None:
+        pluginmanager.register(activation.TagMarkers(), "weval-tag-markers")
 
 
 @pytest.hookimpl(tryfirst=True)

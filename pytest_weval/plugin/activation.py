@@ -15,7 +15,10 @@ client): the plugin becomes active, and loads and registers its concerns
   ``weval_judge`` (or when a test asks for one by name while it runs).
 
 Activated after the session started, the plugin does what the session's start would have done
-for it: the cache line of the header and the session's checks (``registration.catch_up``).
+for it: the cache line of the header, and the session's checks once collection is over.
+
+This is the one module of the plugin that imports others where they are used (the rest of the
+plugin, through ``registration.py``), so that the entry module stays light.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -31,6 +34,9 @@ from pytest_weval.formats.discover import is_agent_eval_file
 from pytest_weval.plugin.blueprint_paths import is_blueprint_path, named_files, uncollected_hints
 from pytest_weval.plugin.options import _INI_ONLY, _OPTIONS, _raw
 from pytest_weval.plugin.role import role_of
+
+if TYPE_CHECKING:
+    from pytest_weval.api import Weval
 
 FIXTURES = ("weval_client", "weval_judge")
 
@@ -141,3 +147,24 @@ def say_hints(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> 
     if not is_active(config) and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
         for line in uncollected_hints(config.args, config.invocation_params.dir):
             terminalreporter.write_line(line, yellow=True)
+
+
+def engine_for(request: pytest.FixtureRequest) -> Weval:
+    """The run's engine, for the ``weval_client`` and ``weval_judge`` fixtures. Active already
+    when a collected test named the fixture; not when a test asks for it by name."""
+    activate(request.config, request.session)
+    from pytest_weval.plugin.registration import engine_of
+
+    return engine_of(request.config).weval()
+
+
+class TagMarkers:
+    """Registered when pytest adds the plugin's hooks, so that its ``pytest_configure`` runs
+    last, for `pytest --markers` only (and `-p no:weval` drops it too)."""
+
+    @pytest.hookimpl(trylast=True)  # after every plugin has registered its markers: a tag never shadows one
+    def pytest_configure(self, config: pytest.Config) -> None:
+        if getattr(config.option, "markers", False):  # which activated the plugin at configure time
+            from pytest_weval.plugin.tag_markers import register_run_tags
+
+            register_run_tags(config)

@@ -15,23 +15,15 @@ if TYPE_CHECKING:
     from pytest_weval.api import Weval
 
 
-def _weval(request: pytest.FixtureRequest) -> Weval:
-    # Active already when a collected test named the fixture; not when it is asked for by name.
-    activation.activate(request.config, request.session)
-    from pytest_weval.plugin.registration import engine_of
-
-    return engine_of(request.config).weval()
-
-
 @pytest.fixture(scope="session")
 def weval_client(request: pytest.FixtureRequest) -> Weval:
     """Generate replies from any model id the plugin knows: ``weval_client.generate(model, prompt)``
     (or ``await weval_client.agenerate(...)``), through the run's cache and rate limits."""
-    return _weval(request)
+    return activation.engine_for(request)
 
 
 @pytest.fixture(scope="session")
 def weval_judge(request: pytest.FixtureRequest) -> Weval:
     """Score text against points in blueprint syntax with the configured judges and threshold:
     ``assert weval_judge(reply, should=["..."]).passed`` (or ``await weval_judge.ajudge(...)``)."""
-    return _weval(request)
+    return activation.engine_for(request)
