@@ -18,9 +18,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pytest_weval.blueprint.loader import DEFAULT_MAX_FILE_MB, load_source, room_for_depth
-from pytest_weval.blueprint.model import BlueprintError
-
 CASE_LIST_KEYS = ("tests", "eval_cases", "evalcases")
 V5_TOP_KEYS = ("prompts", "providers", "defaultTest", "scenarios")
 EVALS_FOLDER = "evals"
@@ -56,10 +53,11 @@ def under_evals_folder(path: Path, rootdir: Path | None = None) -> bool:
 
 
 def is_agent_eval_file(
-    path: Path, *, rootdir: Path | None = None, named: bool = False, max_file_mb: float = DEFAULT_MAX_FILE_MB
+    path: Path, *, rootdir: Path | None = None, named: bool = False, max_file_mb: float | None = None
 ) -> bool:
     """Whether pytest should collect ``path`` as an agent eval suite. ``named``: the user gave
-    this file on the command line. Reads the file (capped) when its name alone does not say."""
+    this file on the command line. Reads the file (capped: ``max_file_mb``, the loader's default
+    when None) when its name alone does not say."""
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         return sidecar_of(path).is_file() and (named or under_evals_folder(path, rootdir))
@@ -119,7 +117,11 @@ def _has_text_assertion(value: Any) -> bool:
 _UNPARSED = object()
 
 
-def _read(path: Path, max_file_mb: float) -> str | None:
+def _read(path: Path, max_file_mb: float | None) -> str | None:
+    if max_file_mb is None:
+        from pytest_weval.blueprint.loader import DEFAULT_MAX_FILE_MB
+
+        max_file_mb = DEFAULT_MAX_FILE_MB
     limit = int(max_file_mb * 1024 * 1024)
     try:
         with open(path, "rb") as handle:
@@ -133,6 +135,11 @@ def _read(path: Path, max_file_mb: float) -> str | None:
 
 def _document(text: str, path: Path) -> Any:
     """The file's first document, or ``_UNPARSED`` when it does not parse (the loader will say why)."""
+    # Imported here: the plugin asks whether a file is an agent eval before any run needs the
+    # YAML loader (and pydantic through it); only a file whose name or case list says so is parsed.
+    from pytest_weval.blueprint.loader import load_source, room_for_depth
+    from pytest_weval.blueprint.model import BlueprintError
+
     try:
         with room_for_depth():
             source = load_source(text, fmt="yaml", path=str(path))

@@ -1,19 +1,23 @@
 """The pytest glue, registered as the ``weval`` plugin (``-p no:weval`` turns it off).
 
-This module only adds the options and hooks and registers the plugin's concerns
-(``registration.py``: one object per concern, as this process's role in the run needs them).
-Hooks stay thin: each calls a plain, typed function of another layer.
+pytest loads this module in every run of every project where the plugin is installed, so it
+adds the options, markers and hooks and imports nothing heavy: the plugin's concerns
+(``registration.py``: one object per concern, as this process's role in the run needs them) are
+loaded and registered only when the run uses the plugin (``activation.py``). Hooks stay thin:
+each calls a plain, typed function of another module.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from pytest_weval.plugin import hookspec, html_columns, lint, tag_markers
+from pytest_weval.plugin import activation, hookspec, html_columns, markers
 from pytest_weval.plugin.fixtures import weval_client, weval_judge
 from pytest_weval.plugin.options import add_options
-from pytest_weval.plugin.registration import register, unregister
-from pytest_weval.plugin.summary_reasons import SummaryReasons
+from pytest_weval.plugin.role import role_of
 
 __all__ = ["weval_client", "weval_judge"]  # fixtures: pytest finds them in this module
 
@@ -24,29 +28,40 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspec)
-    # Its pytest_configure runs last, for `pytest --markers` only (so `-p no:weval` drops it too).
-    if not pluginmanager.is_registered(tag_markers):
-        pluginmanager.register(tag_markers, "weval-tag-markers")
+    if pluginmanager.get_plugin("weval-tag-markers") is None:
+        pluginmanager.register(activation.TagMarkers(), "weval-tag-markers")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "weval: an item generated from a Weval blueprint")
-    lint.register_marker(config)  # listed by --markers, and -m weval_lint works with --strict-markers
-    lint.configure(config)  # ini weval_lint_ignore / weval_lint_per_file_ignores, checked before anything runs
+    markers.register(config)  # listed by --markers, and -m weval_lint works with --strict-markers
     # One unreadable blueprint must not stop the others: pytest would otherwise interrupt the
     # session after any collection error. The errors still fail the run's exit status.
     config.option.continue_on_collection_errors = True
     _default_asyncio_loop_scope(config)
-    role = register(config)
-    config.pluginmanager.register(SummaryReasons(), "weval-summary-reasons")
-    if role.reports:
-        html_columns.register(config)  # pytest-html's columns, when it writes a report
+    if role_of(config).reports:
+        # pytest-html asks for its table's columns at the session's start, before any blueprint
+        # is collected; the columns load nothing heavy until a row holds a Weval result.
+        html_columns.register(config)
+    if activation.asked_for(config):
+        activation.activate(config)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    return activation.collect_file(file_path, parent)
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    activation.collection_done(session, items)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    activation.say_hints(terminalreporter, exitstatus, config)
 
 
 @pytest.hookimpl(trylast=True)  # after each concern's own pytest_unconfigure
 def pytest_unconfigure(config: pytest.Config) -> None:
-    unregister(config)
+    activation.deactivate(config)
 
 
 def _default_asyncio_loop_scope(config: pytest.Config) -> None:

@@ -15,7 +15,7 @@ from pytest_weval.blueprint.model import BlueprintError
 from pytest_weval.formats.model import AgentCase, AgentSuite
 from pytest_weval.plugin.collect import marker_name
 from pytest_weval.plugin.items import ResultSource, WevalItem
-from pytest_weval.plugin.options import WevalSettings
+from pytest_weval.plugin.settings import WevalSettings
 from pytest_weval.results import Outcome
 from pytest_weval.run.agent import AgentWork, ResolvedTarget, resolve_targets
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -13,11 +12,9 @@ from pytest_weval.blueprint.ids import js_number_str
 from pytest_weval.blueprint.model import Blueprint, BlueprintError, ModelSpec
 from pytest_weval.plugin import lint
 from pytest_weval.plugin.items import BlueprintItem, ResultSource
-from pytest_weval.plugin.options import WevalSettings
+from pytest_weval.plugin.settings import WevalSettings
 from pytest_weval.plugin.warning_types import WevalWarning
 from pytest_weval.report._fmt import visible
-
-BLUEPRINT_SUFFIXES = (".yml", ".yaml", ".json")
 
 
 class BlueprintSource(Protocol):
@@ -35,45 +32,6 @@ class BlueprintSource(Protocol):
     def first_time(self, message: str) -> bool: ...
 
     def hold_collected(self) -> None: ...
-
-
-def is_blueprint_path(file_path: Path, settings: WevalSettings, named_files: frozenset[Path]) -> bool:
-    if file_path.suffix.lower() not in BLUEPRINT_SUFFIXES:
-        return False
-    if file_path in named_files:
-        return True
-    rel = _rel(file_path, settings.rootdir)
-    if any(fnmatch.fnmatch(rel, glob) for glob in settings.globs):
-        return True
-    # The configs-repository layout: anything below a folder named `blueprints`.
-    return "blueprints" in _project_folders(file_path, settings.rootdir)
-
-
-def _project_folders(path: Path, root: Path) -> tuple[str, ...]:
-    """The folders holding ``path`` from the rootdir (its own name included) down. Folders
-    above the rootdir do not count: a checkout in ``~/blueprints/repo`` must not turn every
-    YAML file of the repository into a blueprint."""
-    try:
-        return path.parent.relative_to(root.parent).parts
-    except ValueError:
-        return path.parent.parts
-
-
-def _rel(path: Path, root: Path) -> str:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return path.as_posix()
-
-
-def blueprint_rel_path(path: Path, root: Path) -> str:
-    """The path a blueprint id derives from: relative to its `blueprints/` folder, as Weval's
-    GitHub runs do, else relative to the rootdir."""
-    folders = _project_folders(path, root)
-    if "blueprints" in folders:
-        last = len(folders) - 1 - folders[::-1].index("blueprints")
-        return Path(*folders[last + 1 :], path.name).as_posix()
-    return _rel(path, root)
 
 
 class BlueprintFile(pytest.File):

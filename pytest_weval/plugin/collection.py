@@ -12,11 +12,12 @@ import pytest
 
 from pytest_weval.blueprint.model import Blueprint
 from pytest_weval.plugin.agent_items import AgentEvalFile
-from pytest_weval.plugin.collect import BlueprintFile, is_blueprint_path
+from pytest_weval.plugin.blueprint_paths import is_blueprint_path
+from pytest_weval.plugin.collect import BlueprintFile
 from pytest_weval.plugin.items import ResultSource
-from pytest_weval.plugin.options import WevalSettings
 from pytest_weval.plugin.run_state import Blueprints, RunInputs
 from pytest_weval.plugin.running import settle_collected_objects
+from pytest_weval.plugin.settings import WevalSettings
 
 
 class Collection:

@@ -21,7 +21,7 @@ from typing import Any
 
 from pytest_weval.engine.store.common import StoreError
 from pytest_weval.engine.store.history import History
-from pytest_weval.plugin.options import WevalSettings
+from pytest_weval.plugin.settings import WevalSettings
 from pytest_weval.report.baseline import Baseline
 from pytest_weval.report.finish import FinishedRun
 from pytest_weval.report.history import (

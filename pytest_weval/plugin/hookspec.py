@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
-from pytest_weval.results import ItemResult
+if TYPE_CHECKING:  # pydantic's: this module is loaded in every pytest run
+    from pytest_weval.results import ItemResult
 
 
 def pytest_weval_result(item: pytest.Item, result: ItemResult) -> None:

@@ -7,17 +7,21 @@ brings to the controller, so a ``-n`` run gets the same report as a serial one.
 
 pytest_html itself is not imported: an extra is a plain dict (``pytest_html.extras.text``
 builds exactly this one), so this module loads whether or not pytest-html is installed.
+Registered in every run that writes a pytest-html report (the columns are the page's, whether
+or not it holds blueprint items), it loads the report's formatting and the results' model only
+for a row that carries a Weval result (docs/engine.md, 'What the plugin costs a run without
+blueprints').
 """
 
 from __future__ import annotations
 
 from html import escape
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_weval.report._fmt import fmt_score, shorten
-from pytest_weval.report.failure import explain_error, explain_failure
-from pytest_weval.results import ItemResult
+if TYPE_CHECKING:
+    from pytest_weval.results import ItemResult
 
 # pytest-html's text for a row without longrepr or captured output (basereport._process_logs).
 NO_LOG = "No log output captured."
@@ -27,11 +31,17 @@ COLUMNS = (("score", "Score"), ("model", "Model"), ("prompt", "Prompt"))
 
 def _result(report: pytest.TestReport) -> ItemResult | None:
     data = getattr(report, "weval_result", None)
-    return ItemResult.model_validate_json(data) if data else None
+    if not data:
+        return None
+    from pytest_weval.results import ItemResult
+
+    return ItemResult.model_validate_json(data)
 
 
 def _passed_text(result: ItemResult) -> str:
     """What a passing item's row shows where pytest-html would say there is no log."""
+    from pytest_weval.report._fmt import fmt_score, shorten
+
     lines = [
         f"Score {fmt_score(result.score)} reaches the pass mark {fmt_score(result.threshold)}.",
         f"  blueprint: {result.blueprint_path} (id {result.blueprint_id})",
@@ -74,6 +84,8 @@ class WevalHtml:
         result = _result(report)
         values = ("", "", "")
         if result is not None:
+            from pytest_weval.report._fmt import fmt_score
+
             score = "" if result.score is None else fmt_score(result.score)  # sorts below 0.00
             values = (score, result.effective_model_id, result.prompt_id)
         # One line each: pytest-html reads a cell's text with a regex that stops at a newline.
@@ -99,6 +111,8 @@ class WevalHtml:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         result = _result(report)
         if report.failed and result is not None:
+            from pytest_weval.report.failure import explain_error, explain_failure
+
             # The whole report, whatever --tb the terminal used: the page is read later, at leisure.
             full = explain_failure(result, "full") if result.outcome == "failed" else explain_error(result, "full")
             # pytest_html.extras.text(...), without importing pytest_html

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from pytest_weval.engine.store.backends import request_stop
-from pytest_weval.plugin.options import WevalSettings
 from pytest_weval.plugin.role import Role
 from pytest_weval.plugin.run_engine import RunEngine
+from pytest_weval.plugin.settings import WevalSettings
 from pytest_weval.plugin.signals import StopSignals
 
 

@@ -25,11 +25,11 @@ from pytest_weval.errors import WevalError
 from pytest_weval.lint import format_finding, lint_blueprint
 from pytest_weval.lint.rules import regexes
 from pytest_weval.lint.select import LintSelection, file_directives
-from pytest_weval.plugin.options import WevalSettings
+from pytest_weval.plugin.markers import LINT_MARKER
+from pytest_weval.plugin.settings import WevalSettings
 from pytest_weval.report._fmt import visible
 
 LINT_ITEM_NAME = "lint"
-LINT_MARKER = "weval_lint"
 # Findings warned on every run, lint or not: a placeholder with no models (docs/rulings.md,
 # ruling 5), and the authoring mistakes whose items will error (rulings 3 and 9: an unknown
 # function, a missing $ref, an invalid point or prompt, a regex JavaScript rejects).
@@ -169,7 +169,3 @@ class LintItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, None, f"{self.path.name}::{LINT_ITEM_NAME}"
-
-
-def register_marker(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{LINT_MARKER}: the blueprint linter's item for one file (--weval-lint-strict)")

@@ -15,7 +15,10 @@ Interruption       yes     yes         yes     SIGINT/SIGTERM, Ctrl-C reaching t
 WorkerOutput                           yes     what a worker hands its controller
 ControllerInput            yes                 what the controller takes from each worker
 RunSummary         yes     yes                 gates, history, output files, terminal summary
+SummaryReasons     yes     yes         yes     each failed item's reason in the short summary
 =================  ======  ==========  ======  ===============================================
+
+Loaded only when the run uses the plugin (``activation.py``), by ``activate``.
 
 Shared state lives in small records passed to the concerns that need it (``run_state.py``,
 ``run_engine.RunEngine``, ``item_results.ItemResults``); no concern reaches another through a hub.
@@ -25,24 +28,59 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_weval.plugin import lint
 from pytest_weval.plugin.collection import Collection
 from pytest_weval.plugin.interruption import Interruption
 from pytest_weval.plugin.item_results import ItemResults
 from pytest_weval.plugin.notices import Notices
-from pytest_weval.plugin.options import settings_from_config
 from pytest_weval.plugin.role import Role, role_of
 from pytest_weval.plugin.run_engine import RunEngine
 from pytest_weval.plugin.run_start import RunStart
 from pytest_weval.plugin.run_state import Blueprints, EngineTally, RunInputs, RunOutputs, read_inputs
 from pytest_weval.plugin.running import ItemRunning
 from pytest_weval.plugin.session_checks import SessionChecks
+from pytest_weval.plugin.settings import settings_from_config
 from pytest_weval.plugin.summary import RunParts, RunSummary
+from pytest_weval.plugin.summary_reasons import SummaryReasons
 from pytest_weval.plugin.xdist_transfer import ControllerInput, WorkerOutput
 
 _INPUTS = pytest.StashKey[RunInputs]()
 _ENGINE = pytest.StashKey[RunEngine]()
 _ROLE = pytest.StashKey[Role]()
 _REGISTERED = pytest.StashKey[list[str]]()
+
+
+def activate(config: pytest.Config) -> Role:
+    """What the plugin does in a run that uses it, from its configuration on."""
+    lint.configure(config)  # ini weval_lint_ignore / weval_lint_per_file_ignores, checked before anything runs
+    return register(config)
+
+
+def say_header(config: pytest.Config) -> None:
+    """Activated after the session started (``activation.py``): the header's cache line, said now."""
+    checks = config.pluginmanager.get_plugin("weval-session-checks")
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if not isinstance(checks, SessionChecks) or reporter is None:
+        return
+    header = checks.pytest_report_header(config)
+    if header:
+        reporter.ensure_newline()
+        reporter.write_line(header)
+
+
+def check_session(config: pytest.Config) -> None:
+    """Activated after the session started: its checks, run once collection is over, before
+    anything is sent (a usage error there ends the session as one at its start would)."""
+    checks = config.pluginmanager.get_plugin("weval-session-checks")
+    if not isinstance(checks, SessionChecks):
+        return
+    try:
+        checks.check()
+    except pytest.UsageError:
+        # The session's end still runs (at its start it would not): nothing of the run's may
+        # be written, so the concerns leave now.
+        unregister(config)
+        raise
 
 
 def register(config: pytest.Config) -> Role:
@@ -57,6 +95,7 @@ def register(config: pytest.Config) -> Role:
         "weval-notices": notices,
         "weval-item-running": ItemRunning(config, engine, results, stop_grace_s=inputs.settings.stop_grace_s),
         "weval-interruption": Interruption(inputs.settings, role, engine),
+        "weval-summary-reasons": SummaryReasons(),
     }
     if role.reports:
         concerns["weval-session-checks"] = SessionChecks(config, role, inputs, outputs, tally)

@@ -11,10 +11,11 @@ from pytest_weval.api import Weval
 from pytest_weval.engine.store.backends import StoreError, is_postgres
 from pytest_weval.plugin.history import past_samples
 from pytest_weval.plugin.items import WevalItem
-from pytest_weval.plugin.options import WevalSettings, option_name
+from pytest_weval.plugin.options import option_name
 from pytest_weval.plugin.role import Role
 from pytest_weval.plugin.run_state import EngineTally, RunInputs
 from pytest_weval.plugin.running import Runner
+from pytest_weval.plugin.settings import WevalSettings
 from pytest_weval.results import ItemResult
 
 

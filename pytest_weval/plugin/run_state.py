@@ -17,8 +17,9 @@ from pytest_weval.blueprint.fixtures import ResponseFixtures, load_fixtures
 from pytest_weval.blueprint.model import Blueprint, BlueprintError, Location
 from pytest_weval.engine.store.cache import StoreFaults
 from pytest_weval.files import Unwritten
-from pytest_weval.plugin.collect import blueprint_rel_path
-from pytest_weval.plugin.options import WevalSettings, option_name
+from pytest_weval.plugin.blueprint_paths import blueprint_rel_path, named_files
+from pytest_weval.plugin.options import option_name
+from pytest_weval.plugin.settings import WevalSettings
 from pytest_weval.results import Usage
 from pytest_weval.run.plan import Plan
 
@@ -43,11 +44,7 @@ def read_inputs(settings: WevalSettings, args: Iterable[str]) -> RunInputs:
         settings=settings,
         custom_models=_custom_models(settings),
         fixtures=_fixtures(settings),
-        named_files=frozenset(
-            Path(arg.split("::")[0]).resolve()
-            for arg in args
-            if Path(arg.split("::")[0]).suffix.lower() in (".yml", ".yaml", ".json")
-        ),
+        named_files=named_files(args),
         started=time.time(),
         cache_was_new=not Path(settings.cache_dir).exists(),
     )

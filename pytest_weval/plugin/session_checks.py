@@ -16,10 +16,10 @@ from _pytest.junitxml import LogXML  # pytest's --junitxml writer (not exported 
 
 from pytest_weval.engine.store.backends import StoreError, check_store, is_postgres, mark_store_checked, redact_url
 from pytest_weval.files import Unwritten, unwritable
-from pytest_weval.plugin.options import WevalSettings
 from pytest_weval.plugin.role import Role
 from pytest_weval.plugin.run_engine import store_error
 from pytest_weval.plugin.run_state import EngineTally, RunInputs, RunOutputs
+from pytest_weval.plugin.settings import WevalSettings
 from pytest_weval.report._fmt import visible
 
 
@@ -38,12 +38,19 @@ class SessionChecks:
 
     @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """At the session's start, or once collection is over for a plugin activated by the
+        first blueprint collected (``activation.py``): still before anything is sent."""
         settings = self._inputs.settings
+        # Before the usage error: activated late, the session's end still runs after it (and
+        # writes pytest's junit file).
+        keep_junit_failure_to_a_line(self._config, self._outputs.unwritten)
         problem = next(output_problems(self._config, settings), None)
         if problem is not None:
             option, why = problem
             raise pytest.UsageError(f"{option}: {visible(why)}; nothing was sent")
-        keep_junit_failure_to_a_line(self._config, self._outputs.unwritten)
         if self._role.dry_run:
             return
         try:

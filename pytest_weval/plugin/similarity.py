@@ -13,8 +13,8 @@ from pytest_weval.blueprint.model import Blueprint
 from pytest_weval.engine import Engine
 from pytest_weval.engine.store.backends import StoreError
 from pytest_weval.engine.store.cache import StoreFaults
-from pytest_weval.plugin.options import WevalSettings
 from pytest_weval.plugin.role import Role
+from pytest_weval.plugin.settings import WevalSettings
 from pytest_weval.report._fmt import visible
 from pytest_weval.results import ItemResult, Usage
 from pytest_weval.run.embedding import add_similarities

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import itertools
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,13 +14,13 @@ from typing import Any
 import pytest
 
 from pytest_weval.files import each_file_tried
-from pytest_weval.plugin.collect import BLUEPRINT_SUFFIXES
+from pytest_weval.plugin.blueprint_paths import uncollected_hints
 from pytest_weval.plugin.history import RunHistory
 from pytest_weval.plugin.item_results import ItemResults
-from pytest_weval.plugin.options import WevalSettings, options_in_effect
 from pytest_weval.plugin.role import Role
 from pytest_weval.plugin.run_state import Blueprints, EngineTally, RunInputs, RunOutputs
 from pytest_weval.plugin.running import was_interrupted
+from pytest_weval.plugin.settings import WevalSettings, options_in_effect
 from pytest_weval.plugin.similarity import embed_answers
 from pytest_weval.report._fmt import plural, visible
 from pytest_weval.report.baseline import Baseline, BaselineError, read_baseline
@@ -244,29 +243,6 @@ def _junit_property(config: pytest.Config, name: str, value: str) -> None:
         add = getattr(plugin, "add_global_property", None)
         if callable(add):
             add(name, value)
-
-
-def uncollected_hints(args: list[str], cwd: Path, limit: int = 10_000) -> list[str]:
-    """For each folder named on the command line that holds YAML or JSON files of which no
-    blueprint was collected: how blueprints are found (nothing is collected silently)."""
-    hints = []
-    for arg in args:
-        folder = (cwd / arg.split("::")[0]).resolve()
-        if not folder.is_dir():
-            continue
-        found = 0
-        for path in itertools.islice(folder.rglob("*"), limit):
-            # hidden folders below the one named (.git, .venv), not those above it (~/.work/proj)
-            hidden = any(part.startswith(".") for part in path.relative_to(folder).parts)
-            if path.suffix.lower() in BLUEPRINT_SUFFIXES and not hidden:
-                found += 1
-        if found:
-            hints.append(
-                f"weval: {arg} holds {found} YAML/JSON file{'s' if found != 1 else ''}, but no blueprint was collected: "
-                "blueprints are found below a folder named 'blueprints/', as files named on the command line, or by "
-                "ini weval_globs (e.g. weval_globs = evals/*.yml)"
-            )
-    return hints
 
 
 def _baseline_name(run: FinishedRun, settings: WevalSettings) -> str:

@@ -21,16 +21,17 @@ from pytest_weval.blueprint.ids import normalize_tags
 from pytest_weval.blueprint.loader import room_for_depth
 from pytest_weval.blueprint.model import BlueprintError
 from pytest_weval.blueprint.parser import parse_config
-from pytest_weval.plugin.collect import is_blueprint_path, marker_name
-from pytest_weval.plugin.options import WevalSettings
+from pytest_weval.plugin.blueprint_paths import is_blueprint_path
+from pytest_weval.plugin.collect import marker_name
 from pytest_weval.plugin.registration import inputs_of
+from pytest_weval.plugin.settings import WevalSettings
 
 
-@pytest.hookimpl(trylast=True)  # after every plugin has registered its markers: a tag never shadows one
-def pytest_configure(config: pytest.Config) -> None:
-    if getattr(config.option, "markers", False):
-        inputs = inputs_of(config)
-        register_tag_markers(config, inputs.settings, inputs.named_files)
+def register_run_tags(config: pytest.Config) -> None:
+    """The tags of the blueprints this run would collect, as markers (``activation.TagMarkers``
+    calls it for `pytest --markers`, which activates the plugin at configure time)."""
+    inputs = inputs_of(config)
+    register_tag_markers(config, inputs.settings, inputs.named_files)
 
 
 def tag_marker_counts(config: pytest.Config, settings: WevalSettings, named_files: frozenset[Path]) -> Counter[str]:

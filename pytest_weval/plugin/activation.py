@@ -1,0 +1,170 @@
+"""When the plugin loads the rest of itself (docs/engine.md, 'What the plugin costs a run
+without blueprints').
+
+pytest loads the plugin's entry module in every run of every project where it is installed.
+That module, and this one, import nothing heavy (no pydantic, YAML, engine, report or HTTP
+client): the plugin becomes active, and loads and registers its concerns
+(``registration.activate``), only when the run uses it:
+
+* at configure time, when a weval option, ini value or ``WEVAL_RUN_ID`` is given, under
+  pytest-xdist (its controller and workers must agree on the concerns before any file is
+  collected), or for ``pytest --markers`` (which lists blueprint tags without collecting);
+* else at the first file collection would make a blueprint or agent eval collector of (the
+  rules of ``blueprint_paths.py`` and ``formats/discover.py``, by name and a capped read);
+* else once collection is over, when a collected test asks for ``weval_client`` or
+  ``weval_judge`` (or when a test asks for one by name while it runs).
+
+Activated after the session started, the plugin does what the session's start would have done
+for it: the cache line of the header, and the session's checks once collection is over.
+
+This is the one module of the plugin that imports others where they are used (the rest of the
+plugin, through ``registration.py``), so that the entry module stays light.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_weval.formats.discover import is_agent_eval_file
+from pytest_weval.plugin.blueprint_paths import is_blueprint_path, named_files, uncollected_hints
+from pytest_weval.plugin.options import _INI_ONLY, _OPTIONS, _raw
+from pytest_weval.plugin.role import role_of
+
+if TYPE_CHECKING:
+    from pytest_weval.api import Weval
+
+FIXTURES = ("weval_client", "weval_judge")
+
+_ACTIVE = pytest.StashKey[bool]()
+_NAMED = pytest.StashKey[frozenset[Path]]()
+_CHECKS_PENDING = pytest.StashKey[bool]()  # activated during collection: the session's checks wait for its end
+
+
+@dataclasses.dataclass(frozen=True)
+class _PathRules:
+    rootdir: Path
+    globs: tuple[str, ...] = ()  # ini weval_globs activates at configure time, so none here
+
+
+def is_active(config: pytest.Config) -> bool:
+    return config.stash.get(_ACTIVE, False)
+
+
+def asked_for(config: pytest.Config) -> bool:
+    """Whether the run asks for the plugin before anything is collected."""
+    if os.environ.get("WEVAL_RUN_ID") or getattr(config.option, "markers", False):
+        return True
+    if role_of(config).kind != "serial":
+        return True
+    for _opt, ini, _help, _kind, _default in _OPTIONS:
+        value = _raw(config, ini)
+        if value is not None and value != "" and value is not False:
+            return True
+    for ini, _help, _kind, default in _INI_ONLY:
+        value = config.getini(ini)
+        if value is not None and value != "" and value != [] and value != default:
+            return True
+    return False
+
+
+def activate(config: pytest.Config, session: pytest.Session | None = None, *, collecting: bool = False) -> None:
+    """Load and register the plugin's concerns, once. ``session``: the session has started
+    without them, so they catch up with it (``collecting``: its checks once collection is over)."""
+    if is_active(config):
+        return
+    config.stash[_ACTIVE] = True
+    # Imported by its full name, never as an attribute of the package: what a run imports is
+    # what pytest's in-process runs (pytester) forget afterwards, and an attribute would hand the
+    # next run the module they forgot (with other stash keys than the ones it uses).
+    from pytest_weval.plugin.registration import activate as register_concerns
+    from pytest_weval.plugin.registration import say_header
+
+    register_concerns(config)
+    if session is not None:
+        say_header(config)
+        config.stash[_CHECKS_PENDING] = True
+        if not collecting:
+            _run_pending_checks(config)
+
+
+def _run_pending_checks(config: pytest.Config) -> None:
+    if config.stash.get(_CHECKS_PENDING, False):
+        config.stash[_CHECKS_PENDING] = False
+        from pytest_weval.plugin.registration import check_session
+
+        check_session(config)
+
+
+def deactivate(config: pytest.Config) -> None:
+    if is_active(config):
+        from pytest_weval.plugin.registration import unregister
+
+        unregister(config)
+        config.stash[_ACTIVE] = False
+
+
+def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """The first blueprint or agent eval file of an inactive run activates the plugin, whose
+    collection then makes this file's collector (and every later file's, itself)."""
+    config = parent.config
+    if is_active(config):
+        return None
+    named = config.stash.get(_NAMED, None)
+    if named is None:
+        named = config.stash[_NAMED] = named_files(config.args)
+    rules = _PathRules(config.rootpath)
+    if not (
+        is_agent_eval_file(file_path, rootdir=rules.rootdir, named=file_path in named)
+        or is_blueprint_path(file_path, rules, named)
+    ):
+        return None
+    activate(config, parent.session, collecting=True)
+    collection = config.pluginmanager.get_plugin("weval-collection")
+    if collection is None:  # not a process that collects (cannot happen inactive: xdist activates early)
+        return None
+    collector: pytest.Collector | None = collection.pytest_collect_file(file_path=file_path, parent=parent)
+    return collector
+
+
+def collection_done(session: pytest.Session, items: list[pytest.Item]) -> None:
+    """Collection is over: a plugin activated by a blueprint runs the session's checks now (a
+    usage error raised while a file is collected would be that file's collection error), and
+    a collected test that asks for the plugin's fixtures activates it, before the run starts."""
+    config = session.config
+    if not is_active(config) and any(name in getattr(item, "fixturenames", ()) for item in items for name in FIXTURES):
+        activate(config, session)
+    _run_pending_checks(config)
+
+
+def say_hints(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """A run that collected nothing, with the plugin inactive: how blueprints are found, when
+    a folder it was given holds YAML or JSON files (an active plugin says it in its summary)."""
+    if not is_active(config) and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        for line in uncollected_hints(config.args, config.invocation_params.dir):
+            terminalreporter.write_line(line, yellow=True)
+
+
+def engine_for(request: pytest.FixtureRequest) -> Weval:
+    """The run's engine, for the ``weval_client`` and ``weval_judge`` fixtures. Active already
+    when a collected test named the fixture; not when a test asks for it by name."""
+    activate(request.config, request.session)
+    from pytest_weval.plugin.registration import engine_of
+
+    return engine_of(request.config).weval()
+
+
+class TagMarkers:
+    """Registered when pytest adds the plugin's hooks, so that its ``pytest_configure`` runs
+    last, for `pytest --markers` only (and `-p no:weval` drops it too)."""
+
+    @pytest.hookimpl(trylast=True)  # after every plugin has registered its markers: a tag never shadows one
+    def pytest_configure(self, config: pytest.Config) -> None:
+        if getattr(config.option, "markers", False):  # which activated the plugin at configure time
+            from pytest_weval.plugin.tag_markers import register_run_tags
+
+            register_run_tags(config)

@@ -1,0 +1,205 @@
+"""Issue 43 item 4: no tax on other suites. pytest loads the plugin's entry module in every run of
+every project where it is installed; a run that uses no blueprint, agent eval file, weval option
+or fixture loads nothing heavy (pydantic, YAML, the engine, the report, aiohttp, V8), and a run
+that does still works as before. Each run is a real pytest subprocess: what it imported is read
+from its own ``sys.modules``, written by a conftest at the session's end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from plugin_helpers import MODEL_ID, Project, answer_rule
+
+from pytest_weval.plugin.options import _OPTIONS
+
+HEAVY = ("pydantic", "yaml", "aiohttp", "py_mini_racer", "pytest_weval.engine", "pytest_weval.report")
+
+# Writes which of HEAVY the process imported, once its session is over (the plugin's own hooks
+# included).
+CONFTEST = f"""\
+import json, os, sys
+import pytest
+
+HEAVY = {HEAVY!r}
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    who = getattr(session.config, "workerinput", {{}}).get("workerid", "main")
+    with open(os.path.join(str(session.config.rootpath), f"imported-{{who}}.json"), "w") as f:
+        json.dump(sorted(m for m in HEAVY if m in sys.modules), f)
+"""
+
+PLAIN_TEST = """\
+def test_plain():
+    assert 1 + 1 == 2
+"""
+
+BLUEPRINT = f"""\
+title: One
+models: [{MODEL_ID}]
+---
+- id: greet
+  prompt: Say hello.
+  should:
+    - $contains: hello
+"""
+
+
+def _plain(project: Project) -> None:
+    project.write("conftest.py", CONFTEST)
+    project.write("tests/test_plain.py", PLAIN_TEST)
+    # YAML and JSON a project keeps for itself: not blueprints (no `blueprints/` folder, not named)
+    project.write("tests/data/settings.yaml", "name: not a blueprint\n")
+    project.write("tests/data/values.json", "[1, 2]\n")
+
+
+def _imported(project: Project, who: str = "main") -> list[str]:
+    return json.loads((project.path / f"imported-{who}.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "args", [(), ("--collect-only",), ("--html=report.html",)], ids=["run", "collect-only", "html"]
+)
+def test_a_run_without_blueprints_loads_nothing_heavy(project: Project, args: tuple[str, ...]):
+    _plain(project)
+    result = project.run(*args, sub=True)
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    assert "weval-" in result.stdout.str()  # the plugin is loaded ("plugins: weval-0.1.0")
+    assert _imported(project) == []
+    assert not (project.path / ".weval_cache").exists()
+    assert not any(line.startswith("weval: cache") for line in result.outlines)
+
+
+def test_pytest_html_gets_the_weval_columns_without_blueprints(project: Project):
+    _plain(project)
+    result = project.run("--html=report.html", sub=True)
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    page = (project.path / "report.html").read_text()
+    assert 'data-column-type="score"' in page and 'data-column-type="prompt"' in page
+    assert _imported(project) == []
+
+
+def test_pytest_help_lists_every_weval_option_without_loading_the_plugin(project: Project):
+    _plain(project)
+    result = project.run("--help", sub=True)
+    assert result.ret == pytest.ExitCode.OK
+    out = result.stdout.str()
+    missing = [opt for opt, *_ in _OPTIONS if opt not in out]
+    assert missing == []
+
+
+def test_a_blueprint_run_activates_the_plugin_when_its_file_is_collected(project: Project):
+    _plain(project)
+    project.write("blueprints/one.yml", BLUEPRINT)
+    project.rules(answer_rule("Say hello.", "hello"))
+    result = project.run("-p", "no:randomly", sub=True)
+    result.assert_outcomes(passed=2)
+    assert any(line.startswith("weval: cache ") and line.endswith("(sqlite, rw, new)") for line in result.outlines)
+    assert "weval scores" in result.stdout.str()
+    assert len(project.requests()) == 1
+    assert (project.path / ".weval_cache").is_dir()
+
+
+def test_a_blueprint_named_on_the_command_line_outside_blueprints_is_still_collected(project: Project):
+    _plain(project)
+    project.write("evals/one.yml", BLUEPRINT)
+    project.rules(answer_rule("Say hello.", "hello"))
+    result = project.run("evals/one.yml", "-p", "no:randomly", sub=True)
+    result.assert_outcomes(passed=1)
+
+
+def test_agent_eval_files_activate_the_plugin(project: Project):
+    _plain(project)
+    project.write(
+        "agents/EVAL.yaml",
+        """\
+        name: greet-suite
+        evalcases:
+          - id: hello
+            expected_outcome: Greets the user.
+            input: Please greet me.
+            execution:
+              evaluators:
+                - name: has-hello
+                  type: contains
+                  value: Hello
+        """,
+    )
+    # below a folder named evals, told from other YAML by its case list
+    project.write("evals/dataset.yaml", "tests:\n  - id: judged\n    criteria: Names Paris.\n    input: Capital?\n")
+    result = project.run("--collect-only", "-q", sub=True)
+    out = result.stdout.str()
+    assert "agents/EVAL.yaml::hello" in out and "evals/dataset.yaml::judged" in out, out
+    assert "pydantic" in _imported(project)
+
+
+@pytest.mark.parametrize("how", ["--weval-cache=sometimes", "ini"], ids=["option", "ini"])
+def test_a_weval_option_without_blueprints_is_still_read_and_checked(project: Project, how: str):
+    _plain(project)
+    if how == "ini":
+        project.ini("weval_cache = sometimes")
+        result = project.run(sub=True)
+    else:
+        result = project.run(how, sub=True)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.outlines
+    assert "--weval-cache (ini weval_cache) = 'sometimes'" in result.stderr.str()
+
+
+def test_an_option_without_blueprints_activates_the_plugin_from_the_start(project: Project):
+    _plain(project)
+    result = project.run("--weval-out=out", sub=True)
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    assert any(line.startswith("weval: cache ") for line in result.outlines)  # the header, at the start
+    assert "pydantic" in _imported(project)
+
+
+def test_the_fixtures_activate_the_plugin_for_a_test_that_asks_for_them(project: Project):
+    project.write("conftest.py", CONFTEST)
+    project.write(
+        "test_fixture.py",
+        f"""\
+        def test_generate(weval_client):
+            assert "hello" in weval_client.generate("{MODEL_ID}", "Say hello.")
+
+        def test_plain():
+            pass
+        """,
+    )
+    project.rules(answer_rule("Say hello.", "hello"))
+    result = project.run("-p", "no:randomly", sub=True)
+    result.assert_outcomes(passed=2)
+    assert any(line.startswith("weval: cache ") for line in result.outlines)
+    assert len(project.requests()) == 1
+
+
+def test_a_fixture_asked_for_by_name_while_a_test_runs_activates_the_plugin(project: Project):
+    project.write(
+        "test_fixture.py",
+        f"""\
+        def test_generate(request):
+            weval_client = request.getfixturevalue("weval_client")
+            assert "hello" in weval_client.generate("{MODEL_ID}", "Say hello.")
+        """,
+    )
+    project.rules(answer_rule("Say hello.", "hello"))
+    project.run("-p", "no:randomly", sub=True).assert_outcomes(passed=1)
+
+
+def test_under_xdist_a_plain_run_and_a_blueprint_run_work(project: Project):
+    _plain(project)
+    result = project.run("-n", "2", "-p", "no:randomly", sub=True)
+    result.assert_outcomes(passed=1)
+    project.write("blueprints/one.yml", BLUEPRINT)
+    project.rules(answer_rule("Say hello.", "hello"))
+    result = project.run("-n", "2", "-p", "no:randomly", sub=True)
+    result.assert_outcomes(passed=2)
+    assert "weval scores" in result.stdout.str()
+
+
+def test_without_the_plugin_nothing_of_it_runs(project: Project):
+    _plain(project)
+    project.write("blueprints/one.yml", BLUEPRINT)
+    result = project.run("-p", "no:weval", sub=True)
+    result.assert_outcomes(passed=1)  # the blueprint is not collected
+    assert _imported(project) == []
