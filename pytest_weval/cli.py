@@ -50,7 +50,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pytest_weval import defaults
+import pytest_weval.defaults as defaults
 from pytest_weval.engine.batching import cancel_batches, list_batches
 from pytest_weval.engine.errors import ModelCallError
 from pytest_weval.engine.store.backends import (

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from pytest_weval import defaults
+import pytest_weval.defaults as defaults
 from pytest_weval.errors import ErrorKind
 
 Outcome = Literal["passed", "failed", "error", "skipped"]

@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from pytest_weval import defaults
+import pytest_weval.defaults as defaults
 
 from .model import BlueprintError, Location
 from .yaml_build import MAX_DEPTH, build_yaml_documents, depth_error

@@ -13,7 +13,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from pytest_weval import defaults
+import pytest_weval.defaults as defaults
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.results import Usage
 

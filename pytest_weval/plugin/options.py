@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_weval import defaults
+import pytest_weval.defaults as defaults
 
 # (option, ini, help, kind, default). kind: "str", "list", "float", "int", "flag".
 _OPTIONS: list[tuple[str, str, str, str, object]] = [

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from pytest_weval import defaults
+import pytest_weval.defaults as defaults
 from pytest_weval.api import Weval
 from pytest_weval.blueprint import load_blueprint
 from pytest_weval.blueprint.fixtures import ResponseFixtures

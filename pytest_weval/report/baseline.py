@@ -23,7 +23,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_weval import defaults
+import pytest_weval.defaults as defaults
 from pytest_weval.errors import WevalError
 from pytest_weval.report._fmt import fmt_p, fmt_score, fmt_signed, plural
 from pytest_weval.report.stats import LEVEL, MeanInterval, detectable_drop, holm, paired_test

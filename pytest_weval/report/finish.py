@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_weval import defaults
+import pytest_weval.defaults as defaults
 from pytest_weval.blueprint.model import Blueprint
 from pytest_weval.report.agent_results import write_agent_results
 from pytest_weval.report.baseline import (

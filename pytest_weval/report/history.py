@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from pytest_weval import defaults
+import pytest_weval.defaults as defaults
 from pytest_weval.report._fmt import fmt_score, fmt_signed, plural
 from pytest_weval.report.baseline import Baseline, BaselineItem
 from pytest_weval.report.rollup import Rollup, tally

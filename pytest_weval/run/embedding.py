@@ -12,7 +12,7 @@ import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
-from pytest_weval import defaults
+import pytest_weval.defaults as defaults
 from pytest_weval.blueprint.checks import DEFAULT_EMBEDDING_MODEL
 from pytest_weval.blueprint.model import Blueprint, ModelSpec, Prompt
 from pytest_weval.engine.errors import ModelCallError

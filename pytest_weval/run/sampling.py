@@ -22,7 +22,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-from pytest_weval import defaults
+import pytest_weval.defaults as defaults
 from pytest_weval.results import passes
 
 FIRST = 2  # samples an item always takes (fewer only when --weval-max-repeat is lower)

@@ -22,7 +22,7 @@ import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pytest_weval import defaults
+import pytest_weval.defaults as defaults
 from pytest_weval.engine.store.claims_store import Dead, Landed, Owner, Spend, admits, landed_from_row
 from pytest_weval.engine.store.common import StoreError, StoreStats, one_line, redact_url, scrub
 from pytest_weval.engine.store.outage import Outage
