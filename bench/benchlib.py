@@ -31,3 +31,15 @@ def write_judged_suite(folder: Path, items: int, name: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     (folder / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+
+
+INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
+
+
+def write_empty_tests(folder: Path, items: int) -> None:
+    """``folder``/test_empty.py: ``items`` empty parametrized tests, what pytest itself costs."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "test_empty.py").write_text(
+        f"import pytest\n@pytest.mark.parametrize('i', range({items}))\ndef test_empty(i):\n    pass\n"
+    )
+    (folder / "pytest.ini").write_text(INI)

@@ -43,6 +43,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchlib import write_empty_tests  # noqa: E402
+
 from tests.fakeserver import FakeServerProcess  # noqa: E402
 
 MODEL = "openai:bench-model"
@@ -65,14 +67,6 @@ def write_suite(folder: Path, items: int) -> None:
         path = folder / "blueprints" / f"items{first:05d}.yml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (folder / "pytest.ini").write_text(INI)
-
-
-def write_empty(folder: Path, items: int) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "test_empty.py").write_text(
-        f"import pytest\n@pytest.mark.parametrize('i', range({items}))\ndef test_empty(i):\n    pass\n"
-    )
     (folder / "pytest.ini").write_text(INI)
 
 
@@ -148,10 +142,10 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="weval-item-cost-"))
     suite, empty = tmp / "suite", tmp / "empty"
     write_suite(suite, args.items)
-    write_empty(empty, args.items)
+    write_empty_tests(empty, args.items)
     one, tiny = tmp / "one", tmp / "tiny"
     write_suite(one, 1)
-    write_empty(tiny, 1)
+    write_empty_tests(tiny, 1)
     n = args.items
     common = (f"--weval-concurrency={args.concurrency}",)
     print(

@@ -32,6 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchlib import write_empty_tests  # noqa: E402
+
 from tests.fakeserver import FakeServerProcess  # noqa: E402
 
 CONFIGS_ITEMS = 164_118
@@ -56,14 +58,6 @@ def write_suite(folder: Path, items: int) -> None:
         path = folder / "blueprints" / f"group{b % 8}" / f"scale{b:04d}.yml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (folder / "pytest.ini").write_text(INI)
-
-
-def write_floor(folder: Path, items: int) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "test_empty.py").write_text(
-        f"import pytest\n@pytest.mark.parametrize('i', range({items}))\ndef test_empty(i):\n    pass\n"
-    )
     (folder / "pytest.ini").write_text(INI)
 
 
@@ -132,7 +126,7 @@ def main() -> None:
             for n in sizes:
                 suite, floor_dir = tmp / f"suite{n}", tmp / f"floor{n}"
                 write_suite(suite, n)
-                write_floor(floor_dir, n)
+                write_empty_tests(floor_dir, n)
                 floor = measured(floor_dir, env)
                 table[(n, "floor")] = floor
                 print(f"{n:>7} {'floor':<7} {floor['wall']:>8.2f} {floor['cpu']:>8.2f} {floor['rss_mb']:>8.0f}")
