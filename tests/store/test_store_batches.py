@@ -91,22 +91,7 @@ def test_a_batch_a_run_cannot_see_keeps_its_lines_until_one_that_can_collects_it
     with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=600.0) as server:
         env = _env(server)
         args = (f"--weval-cache-store={cache_store}",)
-        server.set_batch(batch_create_hold_s=120.0)  # the batch exists; its submitter is not told yet
-        command = [
-            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "suite.yml",
-            "--weval-judges=anthropic:claude-judge", "--weval-check-models=off", "--weval-batch=submit", *args,
-        ]  # fmt: skip
-        run = subprocess.Popen(
-            command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-        )
-        try:
-            deadline = time.monotonic() + 120
-            while not server.batches and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert server.batches, "no batch was created"
-        finally:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
+        _kill_a_submit_once_its_batch_exists(tmp_path, env, server, *args)
         server.set_batch(batch_create_hold_s=0.0, batch_delay_s=0.2)
 
         # An Anthropic item of its own makes the blind run batch (and so look at open batches).
@@ -215,22 +200,7 @@ def test_a_recovery_against_a_provider_without_a_batch_list_ends_and_spaces_its_
     _project(tmp_path)
     with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=600.0) as server:
         env = _env(server)
-        server.set_batch(batch_create_hold_s=120.0)  # the batch exists; its submitter is not told yet
-        command = [
-            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "suite.yml",
-            "--weval-judges=anthropic:claude-judge", "--weval-check-models=off", "--weval-batch=submit",
-        ]  # fmt: skip
-        run = subprocess.Popen(
-            command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-        )
-        try:
-            deadline = time.monotonic() + 120
-            while not server.batches and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert server.batches, "no batch was created"
-        finally:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
+        _kill_a_submit_once_its_batch_exists(tmp_path, env, server)
         server.set_batch(batch_create_hold_s=0.0, batch_list_status=no_list)
         for batch in server.batches.values():
             batch.ends_at = time.time()
@@ -250,3 +220,24 @@ def test_a_recovery_against_a_provider_without_a_batch_list_ends_and_spaces_its_
         assert 1 <= len(listings) <= 3, (len(listings), said)
         assert all(call["status"] == no_list for call in listings)
         assert len(server.batches) == 1, said  # nothing submitted again meanwhile
+
+
+def _kill_a_submit_once_its_batch_exists(tmp_path: Path, env: dict[str, str], server: FakeServer, *args: str) -> None:
+    """A ``--weval-batch=submit`` run SIGKILLed after the provider made its batch, before the
+    submitter was told the batch's id (the provider holds its answer)."""
+    server.set_batch(batch_create_hold_s=120.0)
+    command = [
+        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "suite.yml",
+        "--weval-judges=anthropic:claude-judge", "--weval-check-models=off", "--weval-batch=submit", *args,
+    ]  # fmt: skip
+    run = subprocess.Popen(
+        command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not server.batches and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.batches, "no batch was created"
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
