@@ -19,6 +19,7 @@ from pytest_weval.engine.store.cache import StoreFaults
 from pytest_weval.files import Unwritten
 from pytest_weval.plugin.blueprint_paths import blueprint_rel_path, named_files
 from pytest_weval.plugin.options import option_name
+from pytest_weval.plugin.role import Role
 from pytest_weval.plugin.settings import WevalSettings
 from pytest_weval.results import Usage
 from pytest_weval.run.plan import Plan
@@ -125,7 +126,6 @@ class RunOutputs:
     unwritten: list[Unwritten] = dataclasses.field(default_factory=list)  # kept from being written (a full disk)
     # The pre-flight stopped the run: under xdist a worker's reason, said by the controller.
     stop_message: str | None = None
-    # xdist controller: the session its workers share and when it began (the embedding step at
-    # the end sends from the controller, on that session's claims and budget)
-    session_id: str | None = None
-    session_started: float | None = None
+    # xdist controller: its place in the session its workers share, from what it hands them
+    # (the embedding step at the end sends from here, on that session's claims and budget)
+    session_role: Role | None = None

@@ -82,14 +82,7 @@ class RunSummary:
 
     def _embed_answers(self) -> None:
         parts = self._parts
-        # Under xdist the controller sends as one more process of the workers' session.
-        role = Role(
-            "controller" if parts.outputs.session_id else "serial",
-            worker_id="controller" if parts.outputs.session_id else "main",
-            worker_count=2 if parts.outputs.session_id else 1,
-            session_id=parts.outputs.session_id,
-            run_started=parts.outputs.session_started,
-        )
+        role = parts.outputs.session_role or Role("serial")  # under xdist, one more process of the session
         embedded = embed_answers(
             parts.inputs.settings,
             self._config,

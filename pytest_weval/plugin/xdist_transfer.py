@@ -13,6 +13,7 @@ import pytest
 from pytest_weval.blueprint.model import Blueprint
 from pytest_weval.engine.store.cache import StoreFaults
 from pytest_weval.plugin.item_results import ItemResults
+from pytest_weval.plugin.role import Role
 from pytest_weval.plugin.run_state import Blueprints, EngineTally, RunOutputs
 from pytest_weval.results import Usage
 
@@ -67,8 +68,13 @@ class ControllerInput:
         """Every worker learns when the run began, so a reply another worker fetched during this
         run is not mistaken for a replay from an earlier one."""
         started = node.workerinput.setdefault("weval_run_started", time.time())
-        self._outputs.session_id = node.workerinput.get("testrunuid")
-        self._outputs.session_started = started
+        self._outputs.session_role = Role(
+            "controller",
+            worker_id="controller",
+            worker_count=int(node.workerinput["workercount"]),
+            session_id=node.workerinput.get("testrunuid"),
+            run_started=started,
+        )
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:

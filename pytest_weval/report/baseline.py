@@ -29,8 +29,8 @@ from pytest_weval.report._fmt import fmt_p, fmt_score, fmt_signed, plural
 from pytest_weval.report.stats import LEVEL, MeanInterval, detectable_drop, holm, paired_test
 from pytest_weval.results import ItemResult
 from pytest_weval.scoring.aggregate import prompt_weight
+from pytest_weval.scoring.similarity import IDEAL_MODEL_ID  # the reference's pseudo-model, never a tested one
 
-IDEAL_MODEL_ID = "IDEAL_BENCHMARK"  # the reference's pseudo-model (never a tested model)
 MOVED_LIMIT = 20  # prompts listed as the ones that moved most (summary.json and terminal)
 # A drop of five points of mean score is one a gate should see: a "not significant" verdict whose
 # smallest detectable drop is larger (and larger than --weval-max-drop) blames the suite's size.

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_weval.blueprint.checks import DEFAULT_EMBEDDING_MODEL
 from pytest_weval.blueprint.model import Blueprint, Prompt
 from pytest_weval.files import write_atomic
 from pytest_weval.report._fmt import utf16_key
@@ -29,9 +30,8 @@ from pytest_weval.report.rollup import Rollup, build_rollup, item_key
 from pytest_weval.report.similarity import similarity_tables
 from pytest_weval.results import ItemResult, PointAssessment, weval_kept
 from pytest_weval.scoring.aggregate import aggregate, prompt_weight, round2
+from pytest_weval.scoring.similarity import IDEAL_MODEL_ID
 
-IDEAL_MODEL_ID = "IDEAL_BENCHMARK"
-DEFAULT_EMBEDDING_MODEL = "openai:text-embedding-3-small"
 EVAL_METHODS = ["llm-coverage"]  # and "embedding" first, when the items carry similarities
 _SAFE_TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$")
 
