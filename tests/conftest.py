@@ -19,3 +19,9 @@ pytest_plugins = ["pytester"]
 # when an in-process run had imported psycopg first). Imported once here, it is never dropped.
 with contextlib.suppress(ImportError):
     import psycopg  # noqa: F401
+
+# Likewise the plugin's concerns, which it loads (with pydantic, YAML and the engine) when a run
+# first uses it: loaded again after an in-process run dropped them, the next run parsed every
+# blueprint as empty. Imported once here, before any run, they stay loaded for all, as in a real
+# process that imports them once.
+import pytest_weval.plugin.registration  # noqa: E402, F401
