@@ -22,6 +22,7 @@ from pytest_weval import judges as judging
 from pytest_weval.blueprint import parse_points
 from pytest_weval.engine import Engine, EngineSettings
 from pytest_weval.engine.errors import ModelCallError
+from pytest_weval.errors import ErrorKind
 from pytest_weval.results import PointAssessment, Usage
 from pytest_weval.run.generation import generate_conversation
 from pytest_weval.run.outcome import decide
@@ -37,6 +38,7 @@ class Judgement:
     threshold: float
     points: list[PointAssessment]
     error: str | None = None
+    error_kind: ErrorKind | None = None  # the verdict's: "blueprint" (a mistaken point) or "judges"
 
     @property
     def passed(self) -> bool:
@@ -166,8 +168,8 @@ class Weval:
         )
         limit = self.pipeline.settings.threshold if threshold is None else threshold
         score = scoring.round2(scoring.aggregate(assessments)) if assessments else None
-        error = decide(assessments, score, limit).error
-        return Judgement(score=score, threshold=limit, points=assessments, error=error)
+        verdict = decide(assessments, score, limit)
+        return Judgement(score=score, threshold=limit, points=assessments, error=verdict.error, error_kind=verdict.kind)
 
     def judge(
         self,

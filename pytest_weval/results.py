@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 import pytest_weval.defaults as defaults
-from pytest_weval.errors import ErrorKind
+from pytest_weval.errors import STORE_KINDS, ErrorKind
 
 Outcome = Literal["passed", "failed", "error", "skipped"]
 
@@ -48,6 +48,9 @@ class PointAssessment(BaseModel):
     # missing $ref): the item errors instead of failing (docs/rulings.md, ruling 9).
     authoring_error: bool = False
     line: int | None = None  # where the point is written in the blueprint, so messages can name it
+    # A judged point no judge scored: what the judges' requests failed of (a missing key, a refused
+    # one, ...), so the item's error can say what to do without reading the reasons back.
+    judge_error_kinds: list[ErrorKind] = Field(default_factory=list, exclude_if=lambda kinds: not kinds)
 
 
 class Usage(BaseModel):
@@ -109,6 +112,9 @@ class ItemResult(BaseModel):
     error_kind: ErrorKind | None = None
     # The line of the blueprint (or eval file) an error of kind "blueprint" is at, when no point holds it.
     error_line: int | None = None
+    # Agent eval files only: the required checks (gates) a failed case did not pass; ``error`` says
+    # them after ``REQUIRED_CHECK``. Left out of the records when empty, as before it was a field.
+    required_checks_failed: list[str] = Field(default_factory=list, exclude_if=lambda checks: not checks)
     not_run: bool = False  # the pre-flight kept it from running (a key it needs is missing): ``error`` says why
     response: str | None = None  # final assistant text
     # --weval-eval-methods with embedding: this answer's row of its prompt's similarity matrix,
@@ -133,6 +139,18 @@ class ItemResult(BaseModel):
     def samples(self) -> int:
         """How many samples the item's score rests on (1 without --weval-repeat)."""
         return len(self.sample_scores) or 1
+
+    @property
+    def stopped(self) -> bool:
+        """The run stopped before the item's requests were sent (the budget, a store that keeps
+        no reply): the stop's own words are its error, and its points failed for that alone."""
+        return self.error_kind == "budget" or self.error_kind in STORE_KINDS
+
+    @property
+    def said_by_summary(self) -> bool:
+        """Its error is the run's, said once in full by the terminal summary (a key it needs is
+        not set, or the run stopped): the item's own report repeats it in one line, no more."""
+        return self.not_run or self.stopped
 
     @property
     def flaky(self) -> bool:

@@ -53,3 +53,13 @@ def test_generate_of_an_empty_reply_raises_the_empty_reply_error(tmp_path: Path)
             weval.generate("openai:gpt-4o-mini", "hi")
     assert caught.value.error_kind == "empty_reply"
     assert isinstance(caught.value, WevalError)
+
+
+def test_judge_keeps_the_verdicts_error_kind(tmp_path: Path) -> None:
+    """A mistaken point errors the judgement with kind "blueprint", as it errors a pytest item;
+    a scored judgement has no kind."""
+    weval = _weval(tmp_path, {})
+    mistaken = weval.judge("hello", should=[{"$no_such_function": "x"}])
+    assert mistaken.error and mistaken.error_kind == "blueprint"
+    scored = weval.judge("hello", should=[{"$contains": "hell"}])
+    assert scored.error is None and scored.error_kind is None and scored.passed

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_weval.blueprint.model import EvalPoint
+from pytest_weval.errors import ErrorKind
 from pytest_weval.jsvalues import to_fixed
 from pytest_weval.results import JudgeVerdict, PointAssessment
 from pytest_weval.scoring import round2  # the scoring layer owns JS toFixed(2)
@@ -48,6 +49,7 @@ class JudgeOutcome:
     score: float | None = None
     reflection: str = ""
     error: str | None = None
+    error_kind: ErrorKind | None = None  # the request's failure, as the engine classified it
 
     @property
     def ok(self) -> bool:
@@ -80,6 +82,13 @@ _FAILURES = "Judge failures:"
 
 def _failure_lines(outcomes: Iterable[JudgeOutcome]) -> list[str]:
     return [f"- {o.judge.label}: {o.error}" for o in outcomes if not o.ok]
+
+
+def _error_kind(exc: BaseException) -> ErrorKind | None:
+    """The failure's kind when the engine's error carries one (this layer does not import the
+    engine: ``ModelCallError.error_kind`` is read by name)."""
+    kind: ErrorKind | None = getattr(exc, "error_kind", None)
+    return kind
 
 
 def failed_judges(reflection: str | None) -> list[str]:
@@ -131,7 +140,8 @@ def consensus_assessment(
     if not successes:
         details = _failure_lines(considered)
         reflection = (_FAILURES + "\n" + "\n".join(details)) if details else None
-        return PointAssessment(error=ALL_FAILED, reflection=reflection, **common)
+        kinds = sorted({o.error_kind for o in considered if o.error_kind is not None})
+        return PointAssessment(error=ALL_FAILED, reflection=reflection, judge_error_kinds=kinds, **common)
 
     average = sum(_score(o) for o in successes) / len(successes)
     reflection = (
@@ -205,7 +215,7 @@ async def judge_points_with(
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - a judge's failure is data
-            outcome = JudgeOutcome(judge, error=f"Client/Network error: {exc}")
+            outcome = JudgeOutcome(judge, error=f"Client/Network error: {exc}", error_kind=_error_kind(exc))
         sink.append(outcome)  # completion order (docs/judges.md, 'Consensus')
 
     async def one_point(point: EvalPoint) -> PointAssessment:
@@ -250,7 +260,7 @@ def make_judge_one(
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - transport failure of this judge
-            return JudgeOutcome(judge, error=f"Client/Network error: {exc}")
+            return JudgeOutcome(judge, error=f"Client/Network error: {exc}", error_kind=_error_kind(exc))
         try:
             score, reflection = parse_judge_reply(reply, scale)
         except JudgeReplyError as exc:

@@ -21,7 +21,7 @@ from _pytest import nodes as _nodes
 from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTracebackNative
 
 from pytest_weval.blueprint.model import Blueprint, ModelSpec, Prompt
-from pytest_weval.errors import STORE_KINDS, WevalError
+from pytest_weval.errors import WevalError
 from pytest_weval.formats.model import BORDERLINE_AT, PASS_AT
 from pytest_weval.plugin.warning_types import WevalPointError, WevalWarning
 from pytest_weval.report._fmt import fmt_score, visible
@@ -186,9 +186,7 @@ class WevalItem(pytest.Item):
             text = "" if isinstance(error, WevalScoreFailure) else f"{crash}\n"
         elif isinstance(error, WevalScoreFailure):
             text = explain_failure(result, detail)
-        elif (
-            result.not_run or result.error_kind == "budget" or result.error_kind in STORE_KINDS
-        ):  # said once, in full, by the summary
+        elif result.said_by_summary:
             text = (result.error or "") + "\n"
         else:
             text = explain_error(result, detail)

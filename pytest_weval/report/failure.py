@@ -16,10 +16,10 @@ import re
 import textwrap
 from typing import Literal
 
-from pytest_weval.errors import STORE_KINDS, ErrorKind
+from pytest_weval.errors import ErrorKind
 from pytest_weval.report._fmt import fmt_score, js_number, one_line, plural, shorten
 from pytest_weval.report.breakdown import Breakdown, breakdown
-from pytest_weval.results import REQUIRED_CHECK, ItemResult, PointAssessment
+from pytest_weval.results import ItemResult, PointAssessment
 from pytest_weval.scoring.aggregate import is_required
 
 RESPONSE_CHARS = 600
@@ -180,7 +180,7 @@ def _pulled_down(result: ItemResult, b: Breakdown) -> list[str]:
 
 def _headline(result: ItemResult) -> str:
     score, mark = fmt_score(result.score), fmt_score(result.threshold)
-    if (result.error or "").startswith(REQUIRED_CHECK):
+    if result.required_checks_failed:
         # An agent eval case fails a required check whatever its mean, and its score is then 0
         # as AgentV has it (docs/agent-formats.md, 'Scores and outcomes').
         return f"The case {result.error} (its score is {score} because of it; the pass mark is {mark})."
@@ -366,7 +366,7 @@ def crash_line(result: ItemResult) -> tuple[int | None, str]:
         b = breakdown(result.points)
         worst = max((x for x in b.losses if x.loss > 0), key=lambda x: (x.loss, -x.index), default=None)
         text = f"score {fmt_score(result.score)} < pass mark {fmt_score(result.threshold)}"
-        if (result.error or "").startswith(REQUIRED_CHECK):
+        if result.required_checks_failed:
             return result.prompt_line, result.error or ""
         if worst is None:
             return result.prompt_line, text
@@ -376,7 +376,7 @@ def crash_line(result: ItemResult) -> tuple[int | None, str]:
         )
         return p.line or result.prompt_line, text
     details = shorten(one_line(result.error or ""), CRASH_DETAIL_CHARS)
-    if result.not_run or result.error_kind == "budget" or result.error_kind in STORE_KINDS:
+    if result.said_by_summary:
         # Its error is the stop's own words ("budget reached ...", "not sent: ...", "not run, a key
         # it needs is not set ..."), first what matters: the short summary keeps only a line's start.
         return result.prompt_line, details

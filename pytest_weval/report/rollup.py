@@ -21,7 +21,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_weval.errors import STORE_KINDS, ErrorKind
+from pytest_weval.errors import ErrorKind
 from pytest_weval.judges.agreement import judge_agreement
 from pytest_weval.judges.consensus import failed_judges
 from pytest_weval.report.stats import MeanInterval, clustered_mean
@@ -343,9 +343,7 @@ def _problems(results: Sequence[ItemResult]) -> tuple[tuple[PointProblem, ...], 
                     r.error_kind,
                 )
             )
-            if (
-                r.error_kind == "budget" or r.error_kind in STORE_KINDS
-            ):  # its points failed for the same reason: said once, by the item
+            if r.stopped:  # its points failed for the same reason: said once, by the item
                 continue
         for p in r.points:
             if p.error and not p.authoring_error:  # an authoring mistake is the item's error

@@ -15,7 +15,7 @@ from typing import Any
 
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine.errors import EmptyReplyError, ModelCallError
-from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
+from pytest_weval.engine.request import ChatMessage, ModelClient
 from pytest_weval.errors import ErrorKind
 from pytest_weval.formats.model import (
     PASS_AT,
@@ -30,6 +30,7 @@ from pytest_weval.formats.model import (
 from pytest_weval.judges import agent as agent_judges
 from pytest_weval.judges.config import DEFAULT_JUDGES
 from pytest_weval.results import REQUIRED_CHECK, ItemResult, Outcome, Usage
+from pytest_weval.run.generation import generation_request
 from pytest_weval.run.programs.cli_target import run_cli_target
 from pytest_weval.run.programs.code_judge import case_needs_exec, run_code_judge
 from pytest_weval.run.programs.runner import ExecNotAllowed, ProgramError, ProgramRunner
@@ -259,6 +260,7 @@ class AgentRunner:
         else:
             result.outcome = "failed"
             if scored.gate_failures:
+                result.required_checks_failed = list(scored.gate_failures)
                 result.error = REQUIRED_CHECK + "; ".join(scored.gate_failures)
 
     async def _answer(self, work: AgentWork, usage: dict[str, Usage]) -> AgentOutput:
@@ -273,12 +275,8 @@ class AgentRunner:
                 attempt=work.sample,
             )
         assert target.model is not None
-        request = ModelRequest(
-            model=target.model,
-            messages=tuple(_chat_message(m) for m in case.input),
-            priority=work.priority,
-            purpose="generate",
-            sample=work.sample,
+        request = generation_request(
+            target.model, [_chat_message(m) for m in case.input], priority=work.priority, sample=work.sample
         )
         reply = await self.engine.complete(request)
         extra = reply.usage()

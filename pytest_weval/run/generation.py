@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pytest_weval.blueprint.fixtures import FixturePick, FixtureSource
@@ -56,6 +56,55 @@ def planned_answers(messages: Iterable[Any], fixture: FixturePick | None) -> lis
         final = fixture.final if fixture is not None and nulls == 0 else None
         answers.append(("final", final) if final else None)
     return answers
+
+
+def answers_asked(messages: Iterable[Any]) -> int:
+    """How many answers a conversation asks of the model with no fixture: one per ``assistant:
+    null`` turn, and one more at the end when the last message is a user's (at least one). The
+    budget's hold and the plan's foreseen turns count with it."""
+    return max(1, len(planned_answers(messages, None)))
+
+
+def first_generation(messages: Iterable[Any], system: str | None) -> tuple[tuple[str, str | None], ...] | None:
+    """The messages of the conversation's first generation request, as ``generate_conversation``
+    builds it: the system prompt and the messages before the first ``assistant: null`` (all of
+    them when there is none); None when it asks for no generation (its last assistant turn is
+    written out)."""
+    authored = [_role_content(m) for m in messages]
+    history: list[tuple[str, str | None]] = [("system", system)] if system else []
+    for role, content in authored:
+        if role == "assistant" and content is None:
+            return tuple(history)
+        history.append((role, content))
+    if authored and authored[-1][0] == "user":
+        return tuple(history)
+    if any(role == "assistant" and content is not None for role, content in authored):
+        return None
+    return tuple(history)
+
+
+def generation_request(
+    model: ModelSpec,
+    messages: Iterable[ChatMessage | Mapping[str, Any]],
+    *,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    no_cache: bool = False,
+    priority: int = 0,
+    sample: int = 0,
+) -> ModelRequest:
+    """The request that asks a tested model for an answer (blueprint prompts, the budget's hold
+    for them, agent eval cases): every generation is built here."""
+    return ModelRequest(
+        model=model,
+        messages=tuple(m if isinstance(m, ChatMessage) else ChatMessage(m["role"], m.get("content")) for m in messages),
+        temperature=temperature,
+        max_tokens=max_tokens,
+        no_cache=no_cache,
+        priority=priority,
+        purpose="generate",
+        sample=sample,
+    )
 
 
 def asks_model(messages: Iterable[Any], fixture: FixturePick | None) -> bool:
@@ -164,14 +213,13 @@ async def _generate(
     sample: int,
 ) -> str:
     """The model's answer to ``history``; an empty or blank reply is an error."""
-    request = ModelRequest(
-        model=model,
-        messages=tuple(ChatMessage(m["role"], m["content"]) for m in history),
+    request = generation_request(
+        model,
+        history,
         temperature=temperature,
         max_tokens=max_tokens,
         no_cache=no_cache,
         priority=priority,
-        purpose="generate",
         sample=sample,
     )
     reply = await engine.complete(request)

@@ -20,6 +20,9 @@ NO_JUDGE_HINT = (
 )
 
 
+_KEY_PROBLEMS: frozenset[ErrorKind] = frozenset({"missing_key", "auth"})  # the hint helps with these
+
+
 def mistakes_message(mistakes: Sequence[tuple[str, str | None, int | None]]) -> str:
     """The error of an item whose points have authoring mistakes: each (point text, what is
     wrong, its line in the blueprint), located so the author can go straight to it."""
@@ -50,6 +53,6 @@ def _judge_failure_reason(point: PointAssessment) -> str:
     """Why no judge scored this point. The consensus ``error`` is the reference's fixed sentence;
     each judge's own reason (a missing key, say) is in the reflection."""
     reason = (point.reflection or point.error or "all judges failed").strip()
-    if "_API_KEY" in reason or "API key" in reason:
+    if _KEY_PROBLEMS.intersection(point.judge_error_kinds):
         reason += f" ({NO_JUDGE_HINT})"
     return reason

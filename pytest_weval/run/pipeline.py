@@ -25,12 +25,17 @@ from pytest_weval.blueprint.model import Blueprint, EvalPoint, ModelSpec, Prompt
 from pytest_weval.engine.errors import BatchPending, BudgetReached, ModelCallError, StoreStoppedError
 from pytest_weval.engine.request import ChatMessage, HoldsBudget, ModelClient, ModelRequest
 from pytest_weval.engine.transport.external import ExternalExecutor
-from pytest_weval.errors import STORE_KINDS
 from pytest_weval.judges.config import JudgePanel
 from pytest_weval.results import ItemResult, Outcome, PointAssessment, Usage, passes
 from pytest_weval.run import sampling
 from pytest_weval.run.agent import AgentRunner, AgentWork
-from pytest_weval.run.generation import Conversation, asks_model, generate_conversation
+from pytest_weval.run.generation import (
+    Conversation,
+    answers_asked,
+    asks_model,
+    generate_conversation,
+    generation_request,
+)
 from pytest_weval.run.outcome import decide, mistakes_message
 from pytest_weval.run.programs.runner import ProgramRunner
 
@@ -145,7 +150,7 @@ class Pipeline:
             async with self._hold(work, repeat):
                 samples = await self._samples(work, repeat)
         except BudgetReached as exc:  # not started: no sample was asked for
-            result = self._blank(work)
+            result = blank_result(work, self._threshold(work))
             result.error, result.error_kind = exc.message, "budget"
             result.duration_s = time.monotonic() - started
             return result
@@ -177,7 +182,9 @@ class Pipeline:
         auto = self.settings.repeat_auto
         threshold = self._threshold(work)
         settled = (
-            sampling.settled(self.settings.past.get(work.nodeid, ()), self._digest(work), threshold) if auto else None
+            sampling.settled(self.settings.past.get(work.nodeid, ()), content_digest(work, threshold), threshold)
+            if auto
+            else None
         )
         count = sampling.first_samples(repeat, settled) if auto else repeat
         samples = list(
@@ -199,52 +206,18 @@ class Pipeline:
         if not isinstance(self.engine, HoldsBudget) or not asks_tested_model(work, self.settings.fixtures):
             return contextlib.nullcontext()
         system = [ChatMessage("system", work.system_prompt)] if work.system_prompt is not None else []
-        request = ModelRequest(
-            model=work.model,
-            messages=tuple(system + [ChatMessage(m.role, m.content) for m in prompt.messages]),
+        request = generation_request(
+            work.model,
+            system + [ChatMessage(m.role, m.content) for m in prompt.messages],
             temperature=work.sent_temperature,
             priority=work.priority,
         )
-        answers = sum(1 for m in prompt.messages if m.role == "assistant" and m.content is None)
-        answers += bool(prompt.messages and prompt.messages[-1].role == "user")
-        return self.engine.holding(request, samples * max(1, answers))
-
-    def _digest(self, work: ItemWork) -> str:
-        """What the item's answers and scores depend on, as ``ItemResult.content_digest``."""
-        what = [
-            work.effective_model_id,
-            work.system_prompt,
-            work.prompt.raw,
-            self._threshold(work),
-            work.blueprint.evaluation_config,
-        ]
-        return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:32]
-
-    def _blank(self, work: ItemWork) -> ItemResult:
-        """The item's result before anything is known of it: an error until it is scored."""
-        return ItemResult(
-            nodeid=work.nodeid,
-            blueprint_id=work.blueprint.id,
-            blueprint_path=work.blueprint.path,
-            blueprint_title=work.blueprint.title,
-            prompt_id=work.prompt.id,
-            prompt_line=work.prompt.location.line,
-            prompt_weight=work.prompt.weight,
-            model_id=work.model.id,
-            effective_model_id=work.effective_model_id,
-            temperature=work.sent_temperature,
-            system_index=work.system_index if work.blueprint.multi_system else None,
-            system_prompt=work.system_prompt,
-            outcome="error",
-            threshold=self._threshold(work),
-            sample=work.sample,
-            content_digest=self._digest(work),
-        )
+        return self.engine.holding(request, samples * answers_asked(prompt.messages))
 
     async def _evaluate_once(self, work: ItemWork) -> ItemResult:
         started = time.monotonic()
         usage: dict[str, Usage] = {}
-        result = self._blank(work)
+        result = blank_result(work, self._threshold(work))
         try:
             await self._evaluate_into(work, result, usage)
         except judging.JudgeConfigError as exc:
@@ -273,82 +246,24 @@ class Pipeline:
         return self.settings.threshold if override is None else override
 
     async def _evaluate_into(self, work: ItemWork, result: ItemResult, usage: dict[str, Usage]) -> None:
-        if work.blocked is not None:
-            result.outcome, result.error, result.not_run = work.blocked_outcome, work.blocked, True
-            result.error_kind = "missing_key"
+        if _refused(work, result, self._context(work, [])):
             return
         prompt = work.prompt
-        if prompt.validation_error:
-            result.error = f"the blueprint's prompt '{prompt.id}' cannot run as written: {prompt.validation_error}"
-            result.error_kind, result.error_line = "blueprint", prompt.location.line
-            return
-        mistakes = mistaken_points(prompt)
-        if mistakes:  # known before any answer: the item errors without spending a generation
-            result.error = mistakes_message(
-                [(p.display_text, error, p.location.line if p.location else None) for p, error in mistakes]
-            )
-            # The Weval JSON records these points' errors as the reference does (ruling 9); the
-            # other points are not scored, since no answer was paid for.
-            result.points = scoring.mistake_assessments([p for p, _ in mistakes], self._context(work, []))
-            result.error_kind = "blueprint"
-            return
-        if not prompt.points and not prompt.ideal:  # nothing to score: nothing is paid for
-            result.outcome = "skipped"
-            result.error = NOTHING_TO_SCORE
-            result.error_kind = "no_points"
-            return
         conversation = await self.generate(work, usage)
-        text, result.history = judged_subject(conversation)
-        result.generated_texts = list(conversation.generated_texts)
-        result.response = conversation.final_text
-        result.fixture = conversation.fixture
-        if conversation.error_kind == "batch_pending":  # --weval-batch=submit: a later run collects it
-            result.outcome, result.error, result.error_kind = "skipped", conversation.error, "batch_pending"
+        text = _answered(work, result, conversation)
+        if text is None:
             return
-        if conversation.error:
-            result.error_kind = conversation.error_kind or "provider"
-            # A stop (the budget, a store that keeps no reply) is no failure of the model's: the
-            # item says the stop's own words, as an item stopped at its judging does.
-            stopped = result.error_kind == "budget" or result.error_kind in STORE_KINDS
-            result.error = (
-                conversation.error if stopped else f"generation failed for {work.model.id}: {conversation.error}"
-            )
-            named = work.blueprint.model_locations.get(work.model.id)
-            if result.error_kind == "unknown_model" and named is not None and named.line:
-                result.error_line = named.line  # the mistake is where the id is written
-            return
-
-        points = list(prompt.points)
         stops: list[ModelCallError] = []
         panel = judging.select_judges(
             list(self.settings.judges) if self.settings.judges else None,
             work.blueprint.evaluation_config,
         )
-        if not points and prompt.ideal:
-            failures: list[str] = []
-            extracted = await judging.extract_key_points(
-                prompt_text=judging.prompt_context_text(prompt.messages),
-                ideal=prompt.ideal,
-                panel=panel,
-                ask=self.asker(work.priority, usage, purpose="extract", stops=stops),
-                errors=failures,
-            )
-            if _pending(result, stops):
-                return
-            if extracted is None:
-                result.error = (
-                    "this prompt is scored on key points extracted from its ideal answer, and they could "
-                    "not be extracted: " + ("; ".join(failures) or "no model gave any key point")
-                )
-                result.error_kind = "extraction"
-                return
-            points = extracted
-        if not points:
-            result.outcome = "skipped"
-            result.error = NOTHING_TO_SCORE
-            result.error_kind = "no_points"
+        points = list(prompt.points) or await self._extracted(work, result, panel, usage, stops)
+        if points is None:
             return
-
+        if not points:
+            _nothing_to_score(result)
+            return
         assessments = await self.assess(
             points,
             text=text,
@@ -361,21 +276,39 @@ class Pipeline:
             panel=panel,
             ask=self.asker(work.priority, usage, purpose="judge", stops=stops),
         )
+        if not _pending(result, stops):
+            _score_into(result, assessments, stops)
+
+    async def _extracted(
+        self,
+        work: ItemWork,
+        result: ItemResult,
+        panel: judging.JudgePanel,
+        usage: dict[str, Usage],
+        stops: list[ModelCallError],
+    ) -> list[EvalPoint] | None:
+        """The key points extracted from the prompt's ideal answer, [] when it has none; None
+        when extraction failed (``result`` says why)."""
+        prompt = work.prompt
+        if not prompt.ideal:
+            return []
+        failures: list[str] = []
+        extracted = await judging.extract_key_points(
+            prompt_text=judging.prompt_context_text(prompt.messages),
+            ideal=prompt.ideal,
+            panel=panel,
+            ask=self.asker(work.priority, usage, purpose="extract", stops=stops),
+            errors=failures,
+        )
         if _pending(result, stops):
-            return
-        result.points = assessments
-        if any(p.kind == "judged" for p in assessments):
-            result.judge_agreement = judging.judge_agreement(assessments)
-        result.score = scoring.round2(scoring.aggregate(assessments))
-        verdict = decide(assessments, result.score, result.threshold)
-        result.outcome, result.error, result.error_kind = verdict.outcome, verdict.error, verdict.kind
-        halts = [stop for stop in stops if isinstance(stop, (BudgetReached, StoreStoppedError))]
-        if verdict.kind == "judges" and halts:  # no judge was asked: the budget ran out, or the store keeps no reply
-            result.error, result.error_kind = halts[-1].message, halts[-1].error_kind
-        if verdict.outcome == "error":
-            # No score says anything about the model (the terminal says "No score", junit
-            # carries no weval_score); the points keep what could be scored.
-            result.score = None
+            return None
+        if extracted is None:
+            result.error = (
+                "this prompt is scored on key points extracted from its ideal answer, and they could "
+                "not be extracted: " + ("; ".join(failures) or "no model gave any key point")
+            )
+            result.error_kind = "extraction"
+        return extracted
 
     async def assess(
         self,
@@ -463,6 +396,114 @@ class Pipeline:
             return reply.text
 
         return ask
+
+
+def content_digest(work: ItemWork, threshold: float) -> str:
+    """What the item's answers and scores depend on, as ``ItemResult.content_digest``."""
+    what = [
+        work.effective_model_id,
+        work.system_prompt,
+        work.prompt.raw,
+        threshold,
+        work.blueprint.evaluation_config,
+    ]
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def blank_result(work: ItemWork, threshold: float) -> ItemResult:
+    """The item's result before anything is known of it: an error until it is scored."""
+    return ItemResult(
+        nodeid=work.nodeid,
+        blueprint_id=work.blueprint.id,
+        blueprint_path=work.blueprint.path,
+        blueprint_title=work.blueprint.title,
+        prompt_id=work.prompt.id,
+        prompt_line=work.prompt.location.line,
+        prompt_weight=work.prompt.weight,
+        model_id=work.model.id,
+        effective_model_id=work.effective_model_id,
+        temperature=work.sent_temperature,
+        system_index=work.system_index if work.blueprint.multi_system else None,
+        system_prompt=work.system_prompt,
+        outcome="error",
+        threshold=threshold,
+        sample=work.sample,
+        content_digest=content_digest(work, threshold),
+    )
+
+
+def _refused(work: ItemWork, result: ItemResult, context: scoring.PointContext) -> bool:
+    """Decide the items known before any answer is paid for (not run for a missing key, a prompt
+    that cannot run, mistaken points, nothing to score); True when ``result`` is decided."""
+    if work.blocked is not None:
+        result.outcome, result.error, result.not_run = work.blocked_outcome, work.blocked, True
+        result.error_kind = "missing_key"
+        return True
+    prompt = work.prompt
+    if prompt.validation_error:
+        result.error = f"the blueprint's prompt '{prompt.id}' cannot run as written: {prompt.validation_error}"
+        result.error_kind, result.error_line = "blueprint", prompt.location.line
+        return True
+    mistakes = mistaken_points(prompt)
+    if mistakes:  # known before any answer: the item errors without spending a generation
+        result.error = mistakes_message(
+            [(p.display_text, error, p.location.line if p.location else None) for p, error in mistakes]
+        )
+        # The Weval JSON records these points' errors as the reference does (ruling 9); the
+        # other points are not scored, since no answer was paid for.
+        result.points = scoring.mistake_assessments([p for p, _ in mistakes], context)
+        result.error_kind = "blueprint"
+        return True
+    if not prompt.points and not prompt.ideal:  # nothing to score: nothing is paid for
+        _nothing_to_score(result)
+        return True
+    return False
+
+
+def _nothing_to_score(result: ItemResult) -> None:
+    result.outcome = "skipped"
+    result.error = NOTHING_TO_SCORE
+    result.error_kind = "no_points"
+
+
+def _answered(work: ItemWork, result: ItemResult, conversation: Conversation) -> str | None:
+    """Record the conversation on ``result`` and return what its points are scored on; None
+    when it failed (``result`` says why)."""
+    text, result.history = judged_subject(conversation)
+    result.generated_texts = list(conversation.generated_texts)
+    result.response = conversation.final_text
+    result.fixture = conversation.fixture
+    if conversation.error_kind == "batch_pending":  # --weval-batch=submit: a later run collects it
+        result.outcome, result.error, result.error_kind = "skipped", conversation.error, "batch_pending"
+        return None
+    if conversation.error:
+        result.error_kind = conversation.error_kind or "provider"
+        # A stop (the budget, a store that keeps no reply) is no failure of the model's: the
+        # item says the stop's own words, as an item stopped at its judging does.
+        stopped = result.stopped
+        result.error = conversation.error if stopped else f"generation failed for {work.model.id}: {conversation.error}"
+        named = work.blueprint.model_locations.get(work.model.id)
+        if result.error_kind == "unknown_model" and named is not None and named.line:
+            result.error_line = named.line  # the mistake is where the id is written
+        return None
+    return text
+
+
+def _score_into(result: ItemResult, assessments: list[PointAssessment], stops: list[ModelCallError]) -> None:
+    """The item's score and outcome from its assessed points (``decide``: the pass rule)."""
+    result.points = assessments
+    if any(p.kind == "judged" for p in assessments):
+        result.judge_agreement = judging.judge_agreement(assessments)
+    result.score = scoring.round2(scoring.aggregate(assessments))
+    verdict = decide(assessments, result.score, result.threshold)
+    result.outcome, result.error, result.error_kind = verdict.outcome, verdict.error, verdict.kind
+    halts = [stop for stop in stops if isinstance(stop, (BudgetReached, StoreStoppedError))]
+    if verdict.kind == "judges" and halts:  # no judge was asked: the budget ran out, or the store keeps no reply
+        result.error, result.error_kind = halts[-1].message, halts[-1].error_kind
+    if verdict.outcome == "error":
+        # No score says anything about the model (the terminal says "No score", junit
+        # carries no weval_score); the points keep what could be scored.
+        result.score = None
 
 
 def _pending(result: ItemResult, stops: list[ModelCallError]) -> bool:

@@ -27,11 +27,12 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pytest_weval import judges as judging
-from pytest_weval.blueprint.model import EvalPoint, ModelSpec, Prompt
+from pytest_weval.blueprint.model import EvalPoint, ModelSpec
 from pytest_weval.engine import Engine, ModelCallError, ModelReply, ModelRequest
 from pytest_weval.engine.prices import Price, PriceBook, batch_share, estimate_input_tokens
 from pytest_weval.run import sampling
 from pytest_weval.run.embedding import embedding_model, embedding_request
+from pytest_weval.run.generation import answers_asked, first_generation
 from pytest_weval.run.pipeline import (
     BUILTIN_MODELS,
     ItemWork,
@@ -402,7 +403,7 @@ class DirectCount:
         prompt = work.prompt
         if sends_nothing(prompt):
             return _NOTHING
-        first = _first_generation(prompt, work.system_prompt)
+        first = first_generation(prompt.messages, work.system_prompt)
         if first is None:
             return _PIPELINE  # the answer is written in the prompt: judged as the run judges it
         messages = tuple((m.role, m.content) for m in prompt.messages)
@@ -441,7 +442,7 @@ class DirectCount:
             first_tokens=10 + sum(len(content or "") for _, content in first) / 4,
             messages_key=hash(messages),
             turn_tokens=turn_tokens,
-            turns=max(0, _generations(prompt) - 1),
+            turns=answers_asked(prompt.messages) - 1,
             extract=extract,
             judged=tuple(judged),
             shares=self._shares(judged),
@@ -462,23 +463,6 @@ class DirectCount:
             tokens = sum(c.input_tokens for c in calls)
             shares.append((model_id, _Share("judge", len(calls), tokens, lows, highs)))
         return tuple(shares)
-
-
-def _first_generation(prompt: Prompt, system: str | None) -> tuple[tuple[str, str | None], ...] | None:
-    """The messages of the prompt's first generation request, as ``generate_conversation``
-    builds it: the system prompt and the messages before the first ``assistant: null`` (all of
-    them when there is none); None when the prompt asks for no generation (its last assistant
-    turn is written out)."""
-    history: list[tuple[str, str | None]] = [("system", system)] if system else []
-    for message in prompt.messages:
-        if message.role == "assistant" and message.content is None:
-            return tuple(history)
-        history.append((message.role, message.content))
-    if prompt.messages and prompt.messages[-1].role == "user":
-        return tuple(history)
-    if any(m.role == "assistant" and m.content is not None for m in prompt.messages):
-        return None
-    return tuple(history)
 
 
 @dataclasses.dataclass
@@ -729,7 +713,7 @@ async def _plan_item(pipeline: Pipeline, client: PlanClient, direct: DirectCount
         # The first generation the cache lacks stopped the walk; the turns after it are asked
         # of the model too, each once the answer before it is known.
         identity = _answer_identity(pipeline, work)
-        for turn in range(len(conversation.generated_texts) + 1, _generations(prompt)):
+        for turn in range(len(conversation.generated_texts) + 1, answers_asked(prompt.messages)):
             tokens = sum(len(m.content or "") for m in prompt.messages) / 4
             client.foresee((identity, "turn", turn), work.model.id, "generate", tokens, OUTPUT_HIGH_DEFAULT)
     if not needs_judges(prompt):
@@ -785,14 +769,6 @@ async def _plan_item(pipeline: Pipeline, client: PlanClient, direct: DirectCount
                 input_tokens=400 + prompt_tokens + len(point.text or "") / 4,  # the judge prompt, the answer unknown
                 max_output=judging.JUDGE_MAX_TOKENS,
             )
-
-
-def _generations(prompt: Any) -> int:
-    """How many answers a prompt asks of the model: one per ``assistant: null`` turn, and one
-    more when its last message is a user's (docs/format.md, 'Multi-turn generation')."""
-    nulls = sum(1 for m in prompt.messages if m.role == "assistant" and m.content is None)
-    trailing = bool(prompt.messages) and prompt.messages[-1].role == "user"
-    return max(1, nulls + int(trailing))
 
 
 def _answer_identity(pipeline: Pipeline, work: ItemWork) -> tuple[Any, ...]:

@@ -333,3 +333,27 @@ async def test_backup_asked_when_claude_primary_failed():
     [a] = await judge_points_with([POINT], panel=select_judges(None, None), judge_one=judge_one)
     assert asked[-1] == BACKUP_JUDGE.id and len(asked) == 4
     assert a.error is None and len(a.individual_judgements) == 3
+
+
+def test_a_point_no_judge_scored_keeps_what_the_judges_failed_of():
+    """The judges' failure kinds (a missing key here) are a field of the point, and the item's
+    error adds the key hint from that field, never from the reasons' words."""
+    from pytest_weval.run.outcome import NO_JUDGE_HINT, decide
+
+    class MissingKey(Exception):
+        error_kind = "missing_key"
+
+    async def judge_one(judge, point):
+        raise MissingKey("the key is not set")
+
+    from pytest_weval.judges.config import JudgePanel
+
+    panel = JudgePanel(judges=(A,), uses_defaults=False)
+    [point] = asyncio.run(judge_points_with([POINT], panel=panel, judge_one=judge_one))
+    assert point.coverage_extent is None and point.judge_error_kinds == ["missing_key"]
+    assert NO_JUDGE_HINT in (decide([point], None, 0.5).error or "")
+    # A reason that merely names an API key is no missing key.
+    worded = consensus_assessment(
+        POINT, [JudgeOutcome(A, error="bad OPENAI_API_KEY format in reply")], uses_defaults=False
+    )
+    assert worded.judge_error_kinds == [] and NO_JUDGE_HINT not in (decide([worded], None, 0.5).error or "")

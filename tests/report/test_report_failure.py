@@ -283,3 +283,52 @@ def test_a_store_that_keeps_no_reply_says_why_from_its_kind(results, kind, words
     if kind != "store_full":
         assert "full" not in text and "Free space" not in text, text
     assert crash_line(item)[1] == "not sent: the store said so"  # the stop's own words, said once by the summary
+
+
+def _failed(**fields):
+    from pytest_weval.results import ItemResult
+
+    fields.setdefault("outcome", "failed")
+    return ItemResult(
+        blueprint_id="b",
+        blueprint_path="b.yml",
+        prompt_id="p",
+        prompt_line=3,
+        model_id="m",
+        effective_model_id="m",
+        score=0.0,
+        threshold=0.8,
+        **fields,
+    )
+
+
+def test_a_failed_required_check_is_a_field_not_the_errors_first_words():
+    """The agent eval case's failed gates are ``required_checks_failed``: the report says them
+    from the field, and an error that merely starts with the same words changes nothing."""
+    from pytest_weval.results import REQUIRED_CHECK
+
+    gated = _failed(required_checks_failed=["has-tests"], error=REQUIRED_CHECK + "has-tests")
+    assert crash_line(gated) == (3, REQUIRED_CHECK + "has-tests")
+    assert "because of it" in explain_failure(gated)
+    lookalike = _failed(error=REQUIRED_CHECK + "written by someone else")
+    assert crash_line(lookalike)[1].startswith("score 0.00 < pass mark 0.80")
+    assert "because of it" not in explain_failure(lookalike)
+    assert "required_checks_failed" not in lookalike.model_dump_json()
+
+
+@pytest.mark.parametrize(
+    "fields,stopped,said",
+    [
+        ({"outcome": "error", "error_kind": "budget"}, True, True),
+        ({"outcome": "error", "error_kind": "store_full"}, True, True),
+        ({"outcome": "skipped", "error_kind": "missing_key", "not_run": True}, False, True),
+        ({"outcome": "error", "error_kind": "provider"}, False, False),
+    ],
+)
+def test_what_the_summary_says_once_is_decided_on_the_result(fields, stopped, said):
+    """``ItemResult.stopped`` (the run stopped before its requests) and ``said_by_summary`` (the
+    error is said in full once, by the summary): the item's report, the roll-up and the pytest
+    item read these, and the one-line crash text is the error itself for them."""
+    result = _failed(error="budget reached: not sent", **fields)
+    assert (result.stopped, result.said_by_summary) == (stopped, said)
+    assert (crash_line(result) == (3, "budget reached: not sent")) == said
