@@ -169,6 +169,10 @@ class RunHistory:
             judges=self.settings.judges or (),
         )
         if record and self.records:
+            # the answers, read back from the spool one item at a time (the run kept none)
+            answers = {r.nodeid: r.response for r in run.full.each(run.results)}
+            for item in items:
+                item["answer"] = answers.get(item["nodeid"])
             try:
                 self._history().record(current, items)
             except StoreError as exc:

@@ -27,6 +27,7 @@ from pytest_weval.report._fmt import utf16_key
 from pytest_weval.report.baseline import Comparison
 from pytest_weval.report.rollup import Rollup, build_rollup, item_key
 from pytest_weval.report.similarity import similarity_tables
+from pytest_weval.report.spool import FullResults
 from pytest_weval.results import ItemResult, PointAssessment, weval_kept
 from pytest_weval.scoring.aggregate import aggregate, prompt_weight, round2
 
@@ -435,6 +436,7 @@ def write_outputs(
     comparison: Comparison | None = None,
     not_run: int | None = None,
     changes: Mapping[str, Any] | None = None,
+    full: FullResults | None = None,
 ) -> list[Path]:
     """Write ``<blueprint-id>.json`` per blueprint that has results, then ``summary.json``.
 
@@ -443,6 +445,8 @@ def write_outputs(
     are still in ``summary.json``. A ``run_label`` becomes ``<label>_<contentHash>`` per
     blueprint, as the reference's ``--run-label`` does. Two blueprints with the same id
     (``a.yml`` and ``a.json``) get ``a.json`` and ``a.2.json``. Returns the paths written.
+    ``full`` gives ``results`` their texts back, one blueprint's at a time (``report/spool.py``):
+    one comparison file's data is in memory at once.
     """
     out = Path(out_dir)
     stamp = safe_timestamp(timestamp)  # one timestamp for the whole run
@@ -454,10 +458,10 @@ def write_outputs(
     files: dict[str, str] = {}
     used: dict[str, int] = {}
     for path in sorted(groups):
-        items = groups[path]
         bp = blueprints_by_path.get(path)
         if bp is None:
             continue  # the blueprint could not be reloaded: its items still go in the summary
+        items = full.of(groups[path]) if full is not None else groups[path]
         label = f"{run_label}_{bp.content_hash}" if run_label else None
         data = build_comparison(
             bp, items, run_label=label, timestamp=stamp, include_prompt_weights=include_prompt_weights

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import dataclasses
 import enum
 import logging
@@ -109,8 +110,16 @@ class ItemScheduler:
             loop.call_soon_threadsafe(self._start_urgent, item)
 
     def result(self, nodeid: str) -> ItemResult:
+        """The item's result, once: the scheduler lets go of it then, so a run holds no item's
+        answers beyond the one pytest is reporting (a rerun is evaluated anew, ``Runner``)."""
         self.hurry(nodeid)
-        return self._items[nodeid].future.result()
+        item = self._items[nodeid]
+        result = item.future.result()
+        loop = self.engine.loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: it holds nothing any more
+                loop.call_soon_threadsafe(self._forget, nodeid)
+        return result
 
     def __contains__(self, nodeid: str) -> bool:
         return nodeid in self._items
@@ -331,6 +340,12 @@ class ItemScheduler:
         self._write_failures_said.add(what)
         log.warning("weval: could not %s %s: %s (further such failures are not repeated)", what, nodeid, exc)
 
+    def _forget(self, nodeid: str) -> None:
+        # A running evaluation (still publishing the result) holds the future it resolved.
+        item = self._items.get(nodeid)
+        if item is not None and item.future.done():
+            item.future = _TAKEN
+
     def _receive(self, item: ScheduledItem, landed: Landed) -> None:
         if item.future.done():
             return
@@ -374,6 +389,11 @@ class ItemScheduler:
         except BaseException as exc:  # noqa: BLE001 - surfaced on the item that asked
             if not future.done():
                 future.set_exception(exc)
+
+
+# What a taken item's future becomes: done, holding no result (nothing asks it again).
+_TAKEN: concurrent.futures.Future[ItemResult] = concurrent.futures.Future()
+_TAKEN.cancel()
 
 
 def _log_failure(future: concurrent.futures.Future[None]) -> None:
