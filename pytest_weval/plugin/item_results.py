@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pytest_weval.plugin.items import WevalItem
-from pytest_weval.report.spool import FullResults, SpoolRef, SpoolWriter, read_spooled, remove_spools
+from pytest_weval.report.spool import CompactRecords, FullResults, SpoolRef, SpoolWriter, read_spooled, remove_spools
 from pytest_weval.results import ItemResult
 
 
@@ -48,13 +48,16 @@ def spool_folder(config: pytest.Config) -> Path | None:
 
 
 class ItemResults:
-    def __init__(self, spool_folder: Callable[[], Path | None] | None = None, *, removes_spools: bool = True):
+    def __init__(self, spool_folder: Callable[[], Path | None] | None = None, *, worker: bool = False):
         self._results: dict[str, ItemResult] = {}  # compact, by node id: a rerun's result replaces the earlier one
         self._spooled: dict[str, SpoolRef] = {}  # where each kept result is whole
+        self._spool_paths: dict[str, str] = {}  # one string per spool file, shared by its references
         self._reported: set[str] = set()  # node ids that reported an outcome (what an interrupt left unrun)
         self._spool = SpoolWriter(spool_folder)
-        # An xdist worker leaves its spool to the controller, which reads it at the end.
-        self._removes_spools = removes_spools
+        self._records = CompactRecords()
+        # An xdist worker leaves its spool to the controller, which reads it at the end, and
+        # its reports as they are (xdist sends them after this concern has read them).
+        self._worker = worker
 
     @property
     def results(self) -> list[ItemResult]:
@@ -68,7 +71,7 @@ class ItemResults:
     def replace(self, results: Iterable[ItemResult]) -> None:
         """Results that gained something after their item ran (the similarity rows)."""
         for result in results:
-            self._results[result.nodeid] = result.compact()
+            self._results[result.nodeid] = self._records.slim(result.compact())
 
     def not_run(self, collected: int) -> int:
         """How many of the ``collected`` items reported no outcome (the run was stopped)."""
@@ -118,8 +121,10 @@ class ItemResults:
             result.nodeid = report.nodeid
         ref = getattr(report, "weval_spool", None)
         if ref:
-            self._spooled[result.nodeid] = SpoolRef.parse(ref)
-            self._results[result.nodeid] = result
+            self._spooled[result.nodeid] = SpoolRef.parse(ref, self._spool_paths)
+            self._results[result.nodeid] = self._records.slim(result)
+            if not self._worker:  # kept here now: pytest keeps every report till the session ends
+                del report.weval_result
             return
         try:  # a whole result (its process could not spool it): spooled here
             self._spooled[result.nodeid] = self._spool.add(result)
@@ -127,9 +132,9 @@ class ItemResults:
             self._spooled.pop(result.nodeid, None)
             self._results[result.nodeid] = result
             return
-        self._results[result.nodeid] = result.compact()
+        self._results[result.nodeid] = self._records.slim(result.compact())
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self._spool.close()
-        if self._removes_spools:
+        if not self._worker:
             remove_spools({ref.path for ref in self._spooled.values()} | {str(self._spool.path or "")} - {""})

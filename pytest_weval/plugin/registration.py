@@ -49,7 +49,7 @@ def register(config: pytest.Config) -> Role:
     role = config.stash[_ROLE] = role_of(config)
     inputs = config.stash[_INPUTS] = read_inputs(settings_from_config(config), config.args)
     tally, outputs = EngineTally(), RunOutputs()
-    results = ItemResults(lambda: spool_folder(config), removes_spools=not role.is_worker)
+    results = ItemResults(lambda: spool_folder(config), worker=role.is_worker)
     blueprints = Blueprints(inputs)
     engine = config.stash[_ENGINE] = RunEngine(inputs, role, tally)
     notices = Notices(config, engine, says_here=not role.is_worker)

@@ -56,6 +56,8 @@ SUITE = {
 CONFTEST = """\
 import os
 
+import pytest
+
 WORKER = []
 
 def pytest_configure(config):
@@ -65,6 +67,7 @@ def pytest_weval_result(item, result):
     with open(f"whole-{os.getpid()}.jsonl", "a", encoding="utf-8") as out:
         out.write(result.model_dump_json() + "\\n")
 
+@pytest.hookimpl(tryfirst=True)  # as the report arrives
 def pytest_runtest_logreport(report):
     data = getattr(report, "weval_result", None)
     if data and not WORKER[0]:
