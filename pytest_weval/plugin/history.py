@@ -153,6 +153,10 @@ class RunHistory:
         runs = self.earlier()
         try:
             changes = changes_since(self._newest_scores(run.results), run.results)
+            if changes is not None and changes.items:  # the page shows a changed item's answer
+                whole = run.full.each(change.current for change in changes.items)
+                changed = tuple(dataclasses.replace(c, current=r) for c, r in zip(changes.items, whole, strict=True))
+                changes = dataclasses.replace(changes, items=changed)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:  # the history never fails a run
             self._say("cannot compare with the earlier runs", exc)
             changes = None
