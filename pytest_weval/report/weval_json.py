@@ -17,7 +17,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -408,13 +408,25 @@ def build_run_summary(
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write, then rename into place: a reader never sees half a file."""
-    text = json.dumps(data, indent=2, ensure_ascii=False)
+    """Write, then rename into place: a reader never sees half a file. Written in pieces as it
+    is encoded: a large run's ``summary.json`` is megabytes, never whole in memory."""
     try:
-        payload = text.encode("utf-8")
+        write_atomic(path, _json_pieces(data, ensure_ascii=False))
     except UnicodeEncodeError:  # lone surrogates: escape them, as JSON.stringify does
-        payload = json.dumps(data, indent=2, ensure_ascii=True).encode("ascii")
-    write_atomic(path, payload)
+        write_atomic(path, _json_pieces(data, ensure_ascii=True))
+
+
+def _json_pieces(data: Any, *, ensure_ascii: bool, size: int = 1 << 16) -> Iterator[bytes]:
+    """``json.dumps(data, indent=2)`` encoded, in pieces of about ``size`` characters."""
+    pieces: list[str] = []
+    held = 0
+    for chunk in json.JSONEncoder(indent=2, ensure_ascii=ensure_ascii).iterencode(data):
+        pieces.append(chunk)
+        held += len(chunk)
+        if held >= size:
+            yield "".join(pieces).encode("utf-8")
+            pieces, held = [], 0
+    yield "".join(pieces).encode("utf-8")
 
 
 def file_stem(blueprint_id: str) -> str:
