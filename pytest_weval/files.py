@@ -7,7 +7,7 @@ import contextvars
 import dataclasses
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 # mkstemp creates files readable by their owner only; a result file or a recording is an
@@ -42,8 +42,9 @@ def each_file_tried() -> Iterator[list[Unwritten]]:
         _UNWRITTEN.reset(token)
 
 
-def write_atomic(path: Path, payload: bytes, *, durable: bool = False) -> None:
+def write_atomic(path: Path, payload: bytes | Iterable[bytes], *, durable: bool = False) -> None:
     """Write ``payload`` to a temporary file beside ``path``, then rename it into place.
+    ``payload`` may come in pieces, written as they come (a large file never whole in memory).
 
     ``durable`` also fsyncs before the rename, for entries that must survive a power cut.
     Inside ``each_file_tried`` a file that cannot be written is recorded there, not raised.
@@ -57,13 +58,16 @@ def write_atomic(path: Path, payload: bytes, *, durable: bool = False) -> None:
         unwritten.append(Unwritten(path, exc.strerror or str(exc)))
 
 
-def _write_atomic(path: Path, payload: bytes, *, durable: bool) -> None:
+def _write_atomic(path: Path, payload: bytes | Iterable[bytes], *, durable: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
+            if isinstance(payload, bytes):
+                handle.write(payload)
+            else:
+                handle.writelines(payload)
             if durable:
                 handle.flush()
                 os.fsync(handle.fileno())

@@ -131,6 +131,14 @@ class ItemResult(BaseModel):
     judge_agreement: dict[str, Any] | None = None
     duration_s: float = 0.0
 
+    def compact(self) -> ItemResult:
+        """This result without its texts (``BULKY_FIELDS``): ids, outcome, score, point scores
+        and usage, what the roll-up, the gates, the terminal and junit read. Its size does not
+        grow with the answers' length, so a run keeps one per item (docs/layout.md, 'Memory')."""
+        return self.model_copy(
+            update={"response": None, "generated_texts": [], "history": [], "points": compact_points(self.points)}
+        )
+
     @property
     def point_errors(self) -> list[PointAssessment]:
         return [p for p in self.points if p.error and p.coverage_extent is None]
@@ -158,6 +166,32 @@ class ItemResult(BaseModel):
         mean's (docs/sampling.md)."""
         votes = {passes(s, self.threshold) for s in self.sample_scores}
         return votes == {True, False}
+
+
+# What an item's result holds that only the files written at the run's end show, however long:
+# its answers, its conversation and its judges' reflections (``ItemResult.compact``).
+BULKY_FIELDS = ("response", "generated_texts", "history", "points")
+
+
+def compact_points(points: Iterable[PointAssessment]) -> list[PointAssessment]:
+    """The points without their judges' reflections; a point that errored keeps its own, which
+    names the judges that failed (the roll-up's point problems say them)."""
+    return [
+        p.model_copy(
+            update={
+                "reflection": p.reflection if p.error else None,
+                "individual_judgements": None
+                if p.individual_judgements is None
+                else [j.model_copy(update={"reflection": ""}) for j in p.individual_judgements],
+            }
+        )
+        for p in points
+    ]
+
+
+def with_texts(compact: ItemResult, full: ItemResult) -> ItemResult:
+    """``compact`` (what the run kept, similarity rows included) with ``full``'s texts again."""
+    return compact.model_copy(update={name: getattr(full, name) for name in BULKY_FIELDS})
 
 
 def weval_kept(results: Iterable[ItemResult]) -> list[ItemResult]:

@@ -153,6 +153,10 @@ class RunHistory:
         runs = self.earlier()
         try:
             changes = changes_since(self._newest_scores(run.results), run.results)
+            if changes is not None and changes.items:  # the page shows a changed item's answer
+                whole = run.full.each(change.current for change in changes.items)
+                changed = tuple(dataclasses.replace(c, current=r) for c, r in zip(changes.items, whole, strict=True))
+                changes = dataclasses.replace(changes, items=changed)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:  # the history never fails a run
             self._say("cannot compare with the earlier runs", exc)
             changes = None
@@ -169,6 +173,10 @@ class RunHistory:
             judges=self.settings.judges or (),
         )
         if record and self.records:
+            # the answers, read back from the spool one item at a time (the run kept none)
+            answers = {r.nodeid: r.response for r in run.full.each(run.results)}
+            for item in items:
+                item["answer"] = answers.get(item["nodeid"])
             try:
                 self._history().record(current, items)
             except StoreError as exc:

@@ -2,8 +2,9 @@
 
 Registered by ``pytest_configure`` only where pytest-html writes a report (``--html`` given,
 not an xdist worker), so its hooks exist and the report is not changed twice. Everything is
-read from the test report (``report.weval_result``, ``report.longreprtext``), which xdist
-brings to the controller, so a ``-n`` run gets the same report as a serial one.
+read from the test report (the whole result from the spool its ``report.weval_spool`` names,
+``report.longreprtext``), which xdist brings to the controller, so a ``-n`` run gets the same
+report as a serial one.
 
 pytest_html itself is not imported: an extra is a plain dict (``pytest_html.extras.text``
 builds exactly this one), so this module loads whether or not pytest-html is installed.
@@ -30,12 +31,11 @@ COLUMNS = (("score", "Score"), ("model", "Model"), ("prompt", "Prompt"))
 
 
 def _result(report: pytest.TestReport) -> ItemResult | None:
-    data = getattr(report, "weval_result", None)
-    if not data:
-        return None
-    from pytest_weval.results import ItemResult
+    if not (getattr(report, "weval_spool", None) or getattr(report, "weval_result", None)):
+        return None  # not a Weval row: nothing of ours is loaded for it
+    from pytest_weval.plugin.item_results import report_result
 
-    return ItemResult.model_validate_json(data)
+    return report_result(report)  # whole: the row shows the answer, the extra the reflections
 
 
 def _passed_text(result: ItemResult) -> str:

@@ -1,16 +1,23 @@
-"""Each item's result, kept from its test report: an ``ItemResult`` rides on its report as a
-JSON string (``report.weval_result``), which xdist serialises, so the controller rebuilds the
-same records the workers made and every reporter runs once, on the controller, from those
-records only. (A string, not nested dicts: execnet's serialiser and pydantic's dict validation
-cost ten times more.)"""
+"""Each item's result, kept from its test report.
+
+The process that runs an item appends its whole ``ItemResult`` to its spool
+(``report/spool.py``) and puts on the item's report only the compact record
+(``ItemResult.compact``, as a JSON string in ``report.weval_result``) and the whole result's
+place in the spool (``report.weval_spool``). xdist serialises both, so the controller keeps the
+same small records the workers made, and every reporter runs once, on the controller, from those
+records; the files written at the end read the texts back a blueprint at a time
+(``FullResults``). (Strings, not nested dicts: execnet's serialiser and pydantic's dict
+validation cost ten times more.)"""
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
+from collections.abc import Callable, Generator, Iterable
+from pathlib import Path
 
 import pytest
 
 from pytest_weval.plugin.items import WevalItem
+from pytest_weval.report.spool import CompactRecords, FullResults, SpoolRef, SpoolWriter, read_spooled, remove_spools
 from pytest_weval.results import ItemResult
 
 
@@ -22,20 +29,49 @@ def carries_result(item: pytest.Item, call: pytest.CallInfo[None], report: pytes
     return call.when == "call" or (call.when == "setup" and report.outcome != "passed")
 
 
+def report_result(report: pytest.TestReport) -> ItemResult | None:
+    """The whole result a report carries (texts included), read from its spool; None for a
+    report that carries none."""
+    ref = getattr(report, "weval_spool", None)
+    if ref:
+        return read_spooled(SpoolRef.parse(ref))
+    data = getattr(report, "weval_result", None)
+    return ItemResult.model_validate_json(data) if data else None
+
+
+def spool_folder(config: pytest.Config) -> Path | None:
+    """The run's temporary folder (pytest's ``--basetemp``, which xdist gives each worker below
+    the controller's), where the spools wait; None without pytest's tmp_path plugin (a folder
+    of its own then)."""
+    factory = getattr(config, "_tmp_path_factory", None)
+    return Path(factory.getbasetemp()) / "weval-spool" if factory is not None else None
+
+
 class ItemResults:
-    def __init__(self) -> None:
-        self._results: dict[str, ItemResult] = {}  # by node id: a rerun's result replaces the earlier one
+    def __init__(self, spool_folder: Callable[[], Path | None] | None = None, *, worker: bool = False):
+        self._results: dict[str, ItemResult] = {}  # compact, by node id: a rerun's result replaces the earlier one
+        self._spooled: dict[str, SpoolRef] = {}  # where each kept result is whole
+        self._spool_paths: dict[str, str] = {}  # one string per spool file, shared by its references
         self._reported: set[str] = set()  # node ids that reported an outcome (what an interrupt left unrun)
+        self._spool = SpoolWriter(spool_folder)
+        self._records = CompactRecords()
+        # An xdist worker leaves its spool to the controller, which reads it at the end, and
+        # its reports as they are (xdist sends them after this concern has read them).
+        self._worker = worker
 
     @property
     def results(self) -> list[ItemResult]:
-        """Every item's result, the last attempt's when an item was rerun."""
+        """Every item's compact result, the last attempt's when an item was rerun."""
         return list(self._results.values())
+
+    def full(self) -> FullResults:
+        """The whole results of ``results``, read back from the spools when asked for."""
+        return FullResults(self._spooled)
 
     def replace(self, results: Iterable[ItemResult]) -> None:
         """Results that gained something after their item ran (the similarity rows)."""
         for result in results:
-            self._results[result.nodeid] = result
+            self._results[result.nodeid] = self._records.slim(result.compact())
 
     def not_run(self, collected: int) -> int:
         """How many of the ``collected`` items reported no outcome (the run was stopped)."""
@@ -48,8 +84,27 @@ class ItemResults:
         report = yield
         result = getattr(item, "weval_result", None)
         if isinstance(result, ItemResult) and carries_result(item, call, report):
-            report.weval_result = result.model_dump_json()  # type: ignore[attr-defined]
+            self._attach(report, result)
         return report
+
+    def _attach(self, report: pytest.TestReport, result: ItemResult) -> None:
+        try:
+            ref = self._spool.add(result)
+        except OSError:  # no room for the spool: the whole result rides on the report, as it is kept
+            report.weval_result = result.model_dump_json()  # type: ignore[attr-defined]
+            return
+        report.weval_result = result.compact().model_dump_json(exclude_defaults=True)  # type: ignore[attr-defined]
+        report.weval_spool = ref.text()  # type: ignore[attr-defined]
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, object, object]:
+        try:
+            return (yield)
+        finally:
+            if isinstance(item, WevalItem):
+                item.weval_result = None  # on its report now: the item keeps no texts till the session ends
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # The result is kept before the item counts as reported: a signal between the two (its
@@ -57,9 +112,29 @@ class ItemResults:
         # as run, never counted as run without its result (``not_run`` takes both sets).
         data = getattr(report, "weval_result", None)
         if data:
-            result = ItemResult.model_validate_json(data)
-            if not result.nodeid:
-                result.nodeid = report.nodeid
-            self._results[result.nodeid] = result
+            self._keep(report, ItemResult.model_validate_json(data))
         if report.when == "call" or report.outcome != "passed":
             self._reported.add(report.nodeid)
+
+    def _keep(self, report: pytest.TestReport, result: ItemResult) -> None:
+        if not result.nodeid:
+            result.nodeid = report.nodeid
+        ref = getattr(report, "weval_spool", None)
+        if ref:
+            self._spooled[result.nodeid] = SpoolRef.parse(ref, self._spool_paths)
+            self._results[result.nodeid] = self._records.slim(result)
+            if not self._worker:  # kept here now: pytest keeps every report till the session ends
+                del report.weval_result
+            return
+        try:  # a whole result (its process could not spool it): spooled here
+            self._spooled[result.nodeid] = self._spool.add(result)
+        except OSError:  # nor here: kept whole, and written from memory
+            self._spooled.pop(result.nodeid, None)
+            self._results[result.nodeid] = result
+            return
+        self._results[result.nodeid] = self._records.slim(result.compact())
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self._spool.close()
+        if not self._worker:
+            remove_spools({ref.path for ref in self._spooled.values()} | {str(self._spool.path or "")} - {""})

@@ -31,7 +31,7 @@ import pytest
 from pytest_weval.plugin import lint
 from pytest_weval.plugin.collection import Collection
 from pytest_weval.plugin.interruption import Interruption
-from pytest_weval.plugin.item_results import ItemResults
+from pytest_weval.plugin.item_results import ItemResults, spool_folder
 from pytest_weval.plugin.notices import Notices
 from pytest_weval.plugin.role import Role, role_of
 from pytest_weval.plugin.run_engine import RunEngine
@@ -86,7 +86,8 @@ def check_session(config: pytest.Config) -> None:
 def register(config: pytest.Config) -> Role:
     role = config.stash[_ROLE] = role_of(config)
     inputs = config.stash[_INPUTS] = read_inputs(settings_from_config(config), config.args)
-    tally, outputs, results = EngineTally(), RunOutputs(), ItemResults()
+    tally, outputs = EngineTally(), RunOutputs()
+    results = ItemResults(lambda: spool_folder(config), worker=role.is_worker)
     blueprints = Blueprints(inputs)
     engine = config.stash[_ENGINE] = RunEngine(inputs, role, tally)
     notices = Notices(config, engine, says_here=not role.is_worker)

@@ -75,7 +75,10 @@ class RunSummary:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         settings = parts.inputs.settings
         with each_file_tried() as unwritten:
-            settings.write_run_files(run, self._run_facts(not_run) if settings.html_path is not None else None)
+            try:
+                settings.write_run_files(run, self._run_facts(not_run) if settings.html_path is not None else None)
+            finally:
+                run.full.close()
         parts.outputs.unwritten += unwritten
         if unwritten and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # what was asked for is missing
@@ -83,10 +86,15 @@ class RunSummary:
     def _embed_answers(self) -> None:
         parts = self._parts
         role = parts.outputs.session_role or Role("serial")  # under xdist, one more process of the session
+        full = parts.results.full()
+        try:
+            answers = full.of(parts.results.results)  # the one step that reads every answer at once
+        finally:
+            full.close()
         embedded = embed_answers(
             parts.inputs.settings,
             self._config,
-            parts.results.results,
+            answers,
             parts.blueprints.by_path(),
             role=role,
             usage=parts.tally.usage,
@@ -99,7 +107,13 @@ class RunSummary:
         results = parts.results.results
         gates, baseline = self._gates_and_baseline()
         run = finish_run(
-            results, parts.blueprints.by_path(), parts.tally.usage, gates, baseline=baseline, not_run=not_run
+            results,
+            parts.blueprints.by_path(),
+            parts.tally.usage,
+            gates,
+            baseline=baseline,
+            not_run=not_run,
+            full=parts.results.full(),
         )
         return self.history.finish(run, record=record) if self.history is not None else run
 

@@ -45,7 +45,8 @@ def dropped_reasons(terminalreporter: Any, config: pytest.Config) -> list[tuple[
             continue
         for report in terminalreporter.stats.get(stat, ()):
             message = getattr(getattr(getattr(report, "longrepr", None), "reprcrash", None), "message", None)
-            if not message or not getattr(report, "weval_result", None):
+            # a weval item's report: its result, or once kept (item_results.py) its place in the spool
+            if not message or not (getattr(report, "weval_result", None) or getattr(report, "weval_spool", None)):
                 continue
             line = f"{word} {_as_shown(config, report.nodeid)}"
             if width - len(line) < _ROOM:

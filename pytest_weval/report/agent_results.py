@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_weval.files import write_atomic
+from pytest_weval.report.spool import FullResults
 from pytest_weval.report.weval_json import file_stem
 from pytest_weval.results import ItemResult
 
@@ -42,8 +43,11 @@ def agent_record(result: ItemResult) -> dict[str, Any]:
     }
 
 
-def write_agent_results(out_dir: str | os.PathLike[str], results: Sequence[ItemResult]) -> list[Path]:
-    """One ``<suite id>.jsonl`` per agent suite that has results (a repeated id gets ``.2``)."""
+def write_agent_results(
+    out_dir: str | os.PathLike[str], results: Sequence[ItemResult], *, full: FullResults | None = None
+) -> list[Path]:
+    """One ``<suite id>.jsonl`` per agent suite that has results (a repeated id gets ``.2``);
+    ``full`` gives the results their texts back, a suite's at a time."""
     suites: dict[str, list[ItemResult]] = {}
     for result in results:
         if result.source != "blueprint":
@@ -55,7 +59,8 @@ def write_agent_results(out_dir: str | os.PathLike[str], results: Sequence[ItemR
         stem = file_stem(items[0].blueprint_id)
         used[stem] = used.get(stem, 0) + 1
         name = f"{stem}.jsonl" if used[stem] == 1 else f"{stem}.{used[stem]}.jsonl"
-        text = "".join(json.dumps(agent_record(r), ensure_ascii=False) + "\n" for r in items)
+        whole = full.each(items) if full is not None else items
+        text = "".join(json.dumps(agent_record(r), ensure_ascii=False) + "\n" for r in whole)
         target = Path(out_dir) / name
         write_atomic(target, text.encode("utf-8", errors="backslashreplace"))
         written.append(target)

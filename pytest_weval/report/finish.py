@@ -32,6 +32,7 @@ from pytest_weval.report.history import Changes, HistoryView, is_history_baselin
 from pytest_weval.report.html import RunFacts, write_html
 from pytest_weval.report.rollup import Rollup, build_rollup
 from pytest_weval.report.run_record import MergeError, describe, identity, read_run_record, substance, write_run_record
+from pytest_weval.report.spool import FullResults
 from pytest_weval.report.weval_json import write_outputs
 from pytest_weval.results import ItemResult, Usage
 
@@ -59,7 +60,7 @@ class RunGates:
 class FinishedRun:
     """One view of a finished run, which every output is rendered from."""
 
-    results: Sequence[ItemResult]
+    results: Sequence[ItemResult]  # compact or whole: what the roll-up, gates and terminal read
     blueprints: Mapping[str, Blueprint]  # by ItemResult.blueprint_path
     usage: Mapping[str, Usage]
     rollup: Rollup
@@ -72,6 +73,8 @@ class FinishedRun:
     # the store's history (docs/history.md), set by the plugin; merge reads no history
     changes: Changes | None = None
     history: HistoryView | None = None
+    # the results' texts, read back a blueprint at a time by the files written at the end
+    full: FullResults = dataclasses.field(default_factory=FullResults)
 
     @property
     def failed(self) -> bool:
@@ -87,6 +90,7 @@ def finish_run(
     *,
     baseline: Baseline | None = None,
     not_run: int | None = None,
+    full: FullResults | None = None,
 ) -> FinishedRun:
     """Roll the results up and apply the gates. ``baseline`` is ``gates.baseline`` already read
     (the plugin reads it before anything runs, so a folder that cannot be read stops the run
@@ -111,6 +115,7 @@ def finish_run(
         regression_lines=regression_lines(comparison) if comparison is not None else [],
         flaky_lines=flaky_gate_lines(results) if gates.fail_flaky else [],
         not_run=not_run,
+        full=full if full is not None else FullResults(),
     )
 
 
@@ -135,10 +140,13 @@ def write_run_files(
             comparison=run.comparison,
             not_run=run.not_run,
             changes=run.changes.to_dict() if run.changes is not None else None,
+            full=run.full,
         )
-        written += write_agent_results(out_dir, run.results)
+        written += write_agent_results(out_dir, run.results, full=run.full)
         # what `python -m pytest_weval merge` rebuilds every file from
-        write_run_record(out_dir, run.blueprints, run.results, run.usage, gates=json.dumps(run.gates.to_dict()))
+        write_run_record(
+            out_dir, run.blueprints, run.results, run.usage, gates=json.dumps(run.gates.to_dict()), full=run.full
+        )
     if html_path is not None:
         written.append(
             write_html(
@@ -149,6 +157,7 @@ def write_run_files(
                 facts=facts,
                 comparison=run.comparison,
                 history=run.history,
+                full=run.full,
             )
         )
     return written

@@ -32,7 +32,7 @@ import math
 import os
 import re
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,7 @@ from pytest_weval.report.rollup import (
     usage_dict,
 )
 from pytest_weval.report.similarity import similarity_tables
+from pytest_weval.report.spool import FullResults
 from pytest_weval.report.terminal import short_model_name
 from pytest_weval.report.weval_json import conversation_history, generation_failed
 from pytest_weval.results import ItemResult, PointAssessment
@@ -820,11 +821,31 @@ def build_html(
     facts: RunFacts | None = None,
     comparison: Comparison | None = None,
     history: HistoryView | None = None,
+    full: FullResults | None = None,
 ) -> str:
     """The page for a run. ``blueprints_by_path`` is keyed by ``ItemResult.blueprint_path``, as
     for ``write_outputs``; a file missing from it (an agent eval file) is drawn from its results.
     ``comparison`` (``--weval-baseline``) is shown beside the means and in the run's facts;
     ``history`` (the store's recorded runs) as trends and the items changed since the last run."""
+    return "".join(
+        page_parts(
+            blueprints_by_path, results, rollup=rollup, facts=facts, comparison=comparison, history=history, full=full
+        )
+    )
+
+
+def page_parts(
+    blueprints_by_path: Mapping[str, Blueprint],
+    results: Sequence[ItemResult],
+    *,
+    rollup: Rollup | None = None,
+    facts: RunFacts | None = None,
+    comparison: Comparison | None = None,
+    history: HistoryView | None = None,
+    full: FullResults | None = None,
+) -> Iterator[str]:
+    """``build_html``'s page in pieces, one blueprint's data at a time: ``full`` gives each
+    blueprint's results their texts back as its piece is made (``report/spool.py``)."""
     rollup = rollup if rollup is not None else build_rollup(results)
     facts = facts or RunFacts()
     groups: dict[str, list[ItemResult]] = {}
@@ -882,14 +903,15 @@ def build_html(
         blob = script_json(history_data(history))
         parts.append(f'<script type="application/json" id="weval-history-data">{blob}</script>\n')
         parts.append(f'<script nonce="{nonce}">{HISTORY_JS}</script>\n')
+    yield "".join(parts)
     for path in sorted(groups):
         bp_rollup = rollup.blueprints.get(path)
         if bp_rollup is None:
             continue
-        data = blueprint_json(path, groups[path], bp_rollup, blueprints_by_path.get(path))
-        parts.append(f'<script type="application/json" id="{blob_ids[path]}">{script_json(data)}</script>\n')
-    parts.append("</body></html>\n")
-    return "".join(parts)
+        items = full.of(groups[path]) if full is not None else groups[path]
+        data = blueprint_json(path, items, bp_rollup, blueprints_by_path.get(path))
+        yield f'<script type="application/json" id="{blob_ids[path]}">{script_json(data)}</script>\n'
+    yield "</body></html>\n"
 
 
 def write_html(
@@ -901,11 +923,15 @@ def write_html(
     facts: RunFacts | None = None,
     comparison: Comparison | None = None,
     history: HistoryView | None = None,
+    full: FullResults | None = None,
 ) -> Path:
-    """Write the page (to a temporary name, then renamed into place); returns its path."""
+    """Write the page (to a temporary name, then renamed into place), a blueprint at a time;
+    returns its path."""
     target = Path(path)
-    page = build_html(blueprints_by_path, results, rollup=rollup, facts=facts, comparison=comparison, history=history)
-    write_atomic(target, page.encode("utf-8"))
+    parts = page_parts(
+        blueprints_by_path, results, rollup=rollup, facts=facts, comparison=comparison, history=history, full=full
+    )
+    write_atomic(target, (part.encode("utf-8") for part in parts))
     return target
 
 

@@ -21,6 +21,7 @@ from pytest_weval.blueprint.model import Blueprint
 from pytest_weval.errors import WevalError
 from pytest_weval.files import write_atomic
 from pytest_weval.report.rollup import item_key
+from pytest_weval.report.spool import FullResults
 from pytest_weval.results import ItemResult, Usage
 
 RECORD_DIR = ".weval"
@@ -41,20 +42,23 @@ def write_run_record(
     usage: Mapping[str, Usage] | None = None,
     *,
     gates: str | None = None,
+    full: FullResults | None = None,
 ) -> None:
     """``<out_dir>/.weval/``: the records the folder's other files are made from; ``gates`` is
-    the JSON of the run's ``RunGates``."""
+    the JSON of the run's ``RunGates``. ``full`` gives the results their texts back, one at a
+    time as the items' file is written."""
     folder = Path(out_dir) / RECORD_DIR
     ordered = sorted(results, key=item_key)
     used = {r.blueprint_path for r in ordered}
-    items = "".join(r.model_dump_json() + "\n" for r in ordered)
+    whole = full.each(ordered) if full is not None else ordered
+    items = ((r.model_dump_json() + "\n").encode("utf-8", errors="backslashreplace") for r in whole)
     blueprints = "".join(
         json.dumps({"path": path, "blueprint": json.loads(blueprints_by_path[path].model_dump_json())}) + "\n"
         for path in sorted(used)
         if path in blueprints_by_path
     )
     usage_data = {model: json.loads(u.model_dump_json()) for model, u in sorted((usage or {}).items())}
-    write_atomic(folder / ITEMS, items.encode("utf-8", errors="backslashreplace"))
+    write_atomic(folder / ITEMS, items)
     write_atomic(folder / BLUEPRINTS, blueprints.encode("utf-8", errors="backslashreplace"))
     write_atomic(folder / USAGE, json.dumps(usage_data, indent=2, sort_keys=True).encode("utf-8"))
     if gates is not None:

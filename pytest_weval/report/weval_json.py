@@ -17,7 +17,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from pytest_weval.report._fmt import utf16_key
 from pytest_weval.report.baseline import Comparison
 from pytest_weval.report.rollup import Rollup, build_rollup, item_key
 from pytest_weval.report.similarity import similarity_tables
+from pytest_weval.report.spool import FullResults
 from pytest_weval.results import ItemResult, PointAssessment, weval_kept
 from pytest_weval.scoring.aggregate import aggregate, prompt_weight, round2
 from pytest_weval.scoring.similarity import IDEAL_MODEL_ID
@@ -407,13 +408,25 @@ def build_run_summary(
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write, then rename into place: a reader never sees half a file."""
-    text = json.dumps(data, indent=2, ensure_ascii=False)
+    """Write, then rename into place: a reader never sees half a file. Written in pieces as it
+    is encoded: a large run's ``summary.json`` is megabytes, never whole in memory."""
     try:
-        payload = text.encode("utf-8")
+        write_atomic(path, _json_pieces(data, ensure_ascii=False))
     except UnicodeEncodeError:  # lone surrogates: escape them, as JSON.stringify does
-        payload = json.dumps(data, indent=2, ensure_ascii=True).encode("ascii")
-    write_atomic(path, payload)
+        write_atomic(path, _json_pieces(data, ensure_ascii=True))
+
+
+def _json_pieces(data: Any, *, ensure_ascii: bool, size: int = 1 << 16) -> Iterator[bytes]:
+    """``json.dumps(data, indent=2)`` encoded, in pieces of about ``size`` characters."""
+    pieces: list[str] = []
+    held = 0
+    for chunk in json.JSONEncoder(indent=2, ensure_ascii=ensure_ascii).iterencode(data):
+        pieces.append(chunk)
+        held += len(chunk)
+        if held >= size:
+            yield "".join(pieces).encode("utf-8")
+            pieces, held = [], 0
+    yield "".join(pieces).encode("utf-8")
 
 
 def file_stem(blueprint_id: str) -> str:
@@ -435,6 +448,7 @@ def write_outputs(
     comparison: Comparison | None = None,
     not_run: int | None = None,
     changes: Mapping[str, Any] | None = None,
+    full: FullResults | None = None,
 ) -> list[Path]:
     """Write ``<blueprint-id>.json`` per blueprint that has results, then ``summary.json``.
 
@@ -443,6 +457,8 @@ def write_outputs(
     are still in ``summary.json``. A ``run_label`` becomes ``<label>_<contentHash>`` per
     blueprint, as the reference's ``--run-label`` does. Two blueprints with the same id
     (``a.yml`` and ``a.json``) get ``a.json`` and ``a.2.json``. Returns the paths written.
+    ``full`` gives ``results`` their texts back, one blueprint's at a time (``report/spool.py``):
+    one comparison file's data is in memory at once.
     """
     out = Path(out_dir)
     stamp = safe_timestamp(timestamp)  # one timestamp for the whole run
@@ -454,10 +470,10 @@ def write_outputs(
     files: dict[str, str] = {}
     used: dict[str, int] = {}
     for path in sorted(groups):
-        items = groups[path]
         bp = blueprints_by_path.get(path)
         if bp is None:
             continue  # the blueprint could not be reloaded: its items still go in the summary
+        items = full.of(groups[path]) if full is not None else groups[path]
         label = f"{run_label}_{bp.content_hash}" if run_label else None
         data = build_comparison(
             bp, items, run_label=label, timestamp=stamp, include_prompt_weights=include_prompt_weights

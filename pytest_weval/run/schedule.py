@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import dataclasses
 import enum
 import logging
@@ -90,6 +91,13 @@ class ItemScheduler:
             for position, work in enumerate(works)
         }
         self._window = max(1, window)
+        # Serial: results wait for pytest to take them, so the feeder starts no item further than
+        # this past the last one pytest asked for (a cached run evaluates far faster than pytest
+        # reports: its results would all wait in memory). Under xdist another worker may report
+        # what is evaluated here: the window alone bounds it.
+        self._ahead = None if exchange else 2 * self._window
+        self._asked = -1  # the position of the furthest item pytest asked for
+        self._taken: asyncio.Event | None = None  # set when pytest asks further (on the engine loop)
         coordinator: Coordinator | None = engine.coordinator
         self._coordinator = coordinator if exchange else None
         self._item_prefix = f"item:{engine.run_id}:"
@@ -109,8 +117,16 @@ class ItemScheduler:
             loop.call_soon_threadsafe(self._start_urgent, item)
 
     def result(self, nodeid: str) -> ItemResult:
+        """The item's result, once: the scheduler lets go of it then, so a run holds no item's
+        answers beyond the one pytest is reporting (a rerun is evaluated anew, ``Runner``)."""
         self.hurry(nodeid)
-        return self._items[nodeid].future.result()
+        item = self._items[nodeid]
+        result = item.future.result()
+        loop = self.engine.loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: it holds nothing any more
+                loop.call_soon_threadsafe(self._forget, nodeid)
+        return result
 
     def __contains__(self, nodeid: str) -> bool:
         return nodeid in self._items
@@ -169,7 +185,14 @@ class ItemScheduler:
             if self._stop_after_failures is not None and self._failures >= self._stop_after_failures:
                 return  # pytest will not ask for what follows; an item it does ask for is hurried
             batch = [next(order, None)]
-            while batch[-1] is not None and len(batch) < _CLAIM_RUN and not slots.locked():
+            if batch[0] is not None:
+                await self._room_for(batch[0].position)
+            while (
+                batch[-1] is not None
+                and len(batch) < _CLAIM_RUN
+                and not slots.locked()
+                and self._has_room(batch[-1].position + 1)
+            ):
                 await slots.acquire()  # free at once: the window has room for more
                 batch.append(next(order, None))
             taken = [item for item in batch if item is not None and item.phase is Phase.WAITING]
@@ -331,6 +354,29 @@ class ItemScheduler:
         self._write_failures_said.add(what)
         log.warning("weval: could not %s %s: %s (further such failures are not repeated)", what, nodeid, exc)
 
+    def _forget(self, nodeid: str) -> None:
+        # A running evaluation (still publishing the result) holds the future it resolved.
+        item = self._items.get(nodeid)
+        if item is None:
+            return
+        if item.future.done():
+            item.future = _TAKEN
+        if item.position > self._asked:
+            self._asked = item.position
+            if self._taken is not None:
+                self._taken.set()
+
+    def _has_room(self, position: int) -> bool:
+        return self._ahead is None or position <= self._asked + self._ahead
+
+    async def _room_for(self, position: int) -> None:
+        """Wait until pytest has come within ``_ahead`` of ``position``."""
+        while not self._has_room(position):
+            if self._taken is None:
+                self._taken = asyncio.Event()
+            self._taken.clear()
+            await self._taken.wait()
+
     def _receive(self, item: ScheduledItem, landed: Landed) -> None:
         if item.future.done():
             return
@@ -374,6 +420,11 @@ class ItemScheduler:
         except BaseException as exc:  # noqa: BLE001 - surfaced on the item that asked
             if not future.done():
                 future.set_exception(exc)
+
+
+# What a taken item's future becomes: done, holding no result (nothing asks it again).
+_TAKEN: concurrent.futures.Future[ItemResult] = concurrent.futures.Future()
+_TAKEN.cancel()
 
 
 def _log_failure(future: concurrent.futures.Future[None]) -> None:

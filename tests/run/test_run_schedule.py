@@ -3,6 +3,7 @@ worker processes so each item is evaluated once (engine/schedule.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -107,6 +108,34 @@ def test_serial_scheduler_answers_items_in_any_order(tmp_path):
     assert last.response == "echo: question 11"
     assert [r.outcome for r in firsts] == ["passed"] * 11
     assert scheduler.evaluated_here == 12 and scheduler.received == 0
+
+
+def test_serial_scheduler_runs_no_further_ahead_of_pytest_than_twice_its_window(tmp_path):
+    # Results wait in memory until pytest takes them: a cached run, far faster than pytest
+    # reports, would otherwise hold every item's answers at once.
+    blueprint = parse_blueprint_text(blueprint_text(40), fmt="yaml", rel_path="sched.yml")
+    works = [
+        ItemWork(nodeid=f"n{i}", blueprint=blueprint, prompt=p, model=blueprint.models[0], temperature=None,
+                 system_index=0)
+        for i, p in enumerate(blueprint.prompts)
+    ]  # fmt: skip
+    with FakeServer() as server:
+        engine = Engine(EngineSettings(cache_dir=str(tmp_path / "cache"), env=server.env())).start()
+        try:
+            scheduler = ItemScheduler(engine, Pipeline(engine, PipelineSettings()), works, window=4)
+            wait_until(lambda: server.count >= 8)
+            first = scheduler.result("n0")  # pytest reached item 0: item 8 may start, no further
+            wait_until(lambda: server.count >= 9)
+            scheduler.result("n1")
+            engine.run_coroutine(asyncio.sleep(0.3)).result()  # room for a wrong start to show
+            started = server.count
+            rest = [scheduler.result(f"n{i}") for i in range(2, 40)]
+            scheduler.close(drain=True)
+        finally:
+            engine.close()
+    assert started == 10
+    assert first.outcome == "passed" and [r.outcome for r in rest] == ["passed"] * 38
+    assert server.count == 40
 
 
 def test_items_of_a_peer_that_dies_go_back_to_the_feeder_not_to_pytest(tmp_path):
