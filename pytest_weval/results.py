@@ -51,6 +51,15 @@ class PointAssessment(BaseModel):
     # A judged point no judge scored: what the judges' requests failed of (a missing key, a refused
     # one, ...), so the item's error can say what to do without reading the reasons back.
     judge_error_kinds: list[ErrorKind] = Field(default_factory=list, exclude_if=lambda kinds: not kinds)
+    # The reflection only restates the score ("Function 'f' evaluated to 0.50.", the reference's
+    # words when a function explains nothing): reports that show the score leave it out.
+    default_reflection: bool = Field(default=False, exclude_if=lambda flag: not flag)
+    # A panel's point: what its reflection adds to the reference's fixed consensus sentence (a
+    # partial consensus's warning, the backup's note), shown beside the judges' own reflections.
+    consensus_note: str | None = Field(default=None, exclude_if=lambda note: note is None)
+    # A panel's point: the judges whose requests failed, "judge: why" (the reflection lists them
+    # under "Judge failures:", as the reference's does not; the roll-up names them).
+    failed_judges: list[str] = Field(default_factory=list, exclude_if=lambda judges: not judges)
 
 
 class Usage(BaseModel):

@@ -23,7 +23,6 @@ from .consensus import (
     Ask,
     JudgeOutcome,
     consensus_assessment,
-    failed_judges,
     judge_points,
     judge_points_with,
 )
@@ -53,7 +52,6 @@ __all__ = [
     "build_transcript",
     "consensus_assessment",
     "extract_key_points",
-    "failed_judges",
     "get_scale",
     "judge_agreement",
     "judge_points",

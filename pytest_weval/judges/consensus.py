@@ -30,7 +30,6 @@ __all__ = [
     "JudgeOutcome",
     "backup_needed",
     "consensus_assessment",
-    "failed_judges",
     "judge_points",
     "judge_points_with",
 ]
@@ -80,8 +79,13 @@ def _score(outcome: JudgeOutcome) -> float:
 _FAILURES = "Judge failures:"
 
 
-def _failure_lines(outcomes: Iterable[JudgeOutcome]) -> list[str]:
-    return [f"- {o.judge.label}: {o.error}" for o in outcomes if not o.ok]
+def _failures(outcomes: Iterable[JudgeOutcome]) -> list[str]:
+    """ "judge: why" for each judge that failed."""
+    return [f"{o.judge.label}: {o.error}" for o in outcomes if not o.ok]
+
+
+def _failures_text(failures: list[str]) -> str:
+    return _FAILURES + "\n" + "\n".join(f"- {failure}" for failure in failures)
 
 
 def _error_kind(exc: BaseException) -> ErrorKind | None:
@@ -89,15 +93,6 @@ def _error_kind(exc: BaseException) -> ErrorKind | None:
     engine: ``ModelCallError.error_kind`` is read by name)."""
     kind: ErrorKind | None = getattr(exc, "error_kind", None)
     return kind
-
-
-def failed_judges(reflection: str | None) -> list[str]:
-    """The "judge: why" entries a consensus reflection lists under "Judge failures:" (the
-    point's ``error`` keeps the reference's fixed sentence, which names no judge)."""
-    if not reflection or _FAILURES not in reflection:
-        return []
-    tail = reflection.split(_FAILURES, 1)[1]
-    return [line[2:].strip() for line in tail.splitlines() if line.startswith("- ")]
 
 
 def consensus_assessment(
@@ -138,10 +133,12 @@ def consensus_assessment(
     )
 
     if not successes:
-        details = _failure_lines(considered)
-        reflection = (_FAILURES + "\n" + "\n".join(details)) if details else None
+        failures = _failures(considered)
+        reflection = _failures_text(failures) if failures else None
         kinds = sorted({o.error_kind for o in considered if o.error_kind is not None})
-        return PointAssessment(error=ALL_FAILED, reflection=reflection, judge_error_kinds=kinds, **common)
+        return PointAssessment(
+            error=ALL_FAILED, reflection=reflection, judge_error_kinds=kinds, failed_judges=failures, **common
+        )
 
     average = sum(_score(o) for o in successes) / len(successes)
     reflection = (
@@ -149,18 +146,22 @@ def consensus_assessment(
         "See breakdown for individual reflections."
     )
     error = None
+    note: str | None = None
+    failures = []
     if len(successes) < attempted and not backup_used:
         failed = attempted - len(successes)
         error = (
             f"{failed} of {attempted} judges failed to return a valid assessment. The backup judge "
             "was not used or also failed. The final score is based on a partial consensus."
         )
-        reflection += f"\n\nWARNING: {error}"
-        details = _failure_lines(considered)
-        if details:
-            reflection += "\n\n" + _FAILURES + "\n" + "\n".join(details)
+        note = f"WARNING: {error}"
+        failures = _failures(considered)
+        if failures:
+            note += "\n\n" + _failures_text(failures)
     elif backup_used:
-        reflection += "\n\nNOTE: Backup judge was used to supplement failed primary judges."
+        note = "NOTE: Backup judge was used to supplement failed primary judges."
+    if note is not None:
+        reflection += "\n\n" + note
 
     score = round2(average)
     if point.is_inverted:
@@ -176,6 +177,8 @@ def consensus_assessment(
             JudgeVerdict(judge_model_id=o.judge.label, coverage_extent=_score(o), reflection=o.reflection)
             for o in successes
         ],
+        consensus_note=note,
+        failed_judges=failures,
         **common,
     )
 

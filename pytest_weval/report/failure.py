@@ -12,7 +12,6 @@ nothing. ``crash_line`` is the one line pytest shows for ``--tb=line`` and in th
 
 from __future__ import annotations
 
-import re
 import textwrap
 from typing import Literal
 
@@ -30,7 +29,6 @@ SHORT_RESPONSE_CHARS = 300
 CRASH_DETAIL_CHARS = 200  # an error's details in its one-line summary (the report has them whole)
 
 Detail = Literal["short", "normal", "full"]
-_DEFAULT_REFLECTION = re.compile(r"Function '[^']*' evaluated to -?[\d.]+\.")
 
 
 def detail_for(tbstyle: str, verbosity: int) -> Detail:
@@ -136,7 +134,7 @@ def _point_lines(index: int, p: PointAssessment, detail: Detail, source: str = "
     elif (
         p.reflection
         and not (p.error and p.reflection == f"Error: {p.error}")
-        and not _DEFAULT_REFLECTION.fullmatch(p.reflection)  # says no more than the score
+        and not p.default_reflection  # says no more than the score
     ):
         label = "function result" if p.kind == "function" else "reason"
         lines.append(f"       {label}: {shorten(one_line(p.reflection), limit)}")

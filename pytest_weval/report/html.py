@@ -246,12 +246,6 @@ def _generated_flags(history: list[dict[str, Any]], result: ItemResult, prompt: 
     return flags
 
 
-# The judges layer's consensus sentence says only what the score and the judges' list show.
-_CONSENSUS = re.compile(
-    r"^(?:\[INVERTED\] )?Consensus from \d+ judge\(s\)\. Average score: \S+\. See breakdown for individual reflections\.\s*"
-)
-
-
 def _point_json(p: PointAssessment, judges: dict[str, int]) -> dict[str, Any]:
     """One point; judges by their index in the blueprint's ``judges`` list (an id is long, and
     the same few judge every point)."""
@@ -264,9 +258,9 @@ def _point_json(p: PointAssessment, judges: dict[str, int]) -> dict[str, Any]:
     }
     if p.is_inverted:
         data["inverted"] = True
-    reflection = p.reflection
-    if reflection and p.individual_judgements:
-        reflection = _CONSENSUS.sub("", reflection)
+    # a panel's reflection is the reference's fixed sentence, which says only what the score and
+    # the judges' list show, and its note
+    reflection = p.consensus_note if p.individual_judgements else p.reflection
     if reflection:
         data["reflection"] = reflection
     if p.error:

@@ -23,7 +23,6 @@ from typing import Any
 
 from pytest_weval.errors import ErrorKind
 from pytest_weval.judges.agreement import judge_agreement
-from pytest_weval.judges.consensus import failed_judges
 from pytest_weval.report.stats import MeanInterval, clustered_mean
 from pytest_weval.results import ItemResult, PointAssessment, Usage, weval_kept
 from pytest_weval.scoring.aggregate import prompt_weight
@@ -349,10 +348,8 @@ def _problems(results: Sequence[ItemResult]) -> tuple[tuple[PointProblem, ...], 
             if p.error and not p.authoring_error:  # an authoring mistake is the item's error
                 score_kept = p.coverage_extent is not None
                 error = p.error
-                if score_kept:  # partial consensus: say which judges failed, and why
-                    failures = failed_judges(p.reflection)
-                    if failures:
-                        error = f"{error} Failed: {'; '.join(failures)}."
+                if score_kept and p.failed_judges:  # partial consensus: say which judges failed, and why
+                    error = f"{error} Failed: {'; '.join(p.failed_judges)}."
                 points.append(
                     PointProblem(
                         r.blueprint_path,

@@ -112,8 +112,10 @@ def to_assessment(point: EvalPoint, raw: RawResult) -> PointAssessment:
     score = (1.0 if raw else 0.0) if isinstance(raw, bool) else clamp01(float(raw))
     if point.is_inverted:
         score = 1.0 - score
-    reflection = explain or f"Function '{point.fn}' evaluated to {to_fixed(score, 2)}."
-    return PointAssessment(**base, coverage_extent=score, reflection=reflection)
+    if explain:
+        return PointAssessment(**base, coverage_extent=score, reflection=explain)
+    reflection = f"Function '{point.fn}' evaluated to {to_fixed(score, 2)}."
+    return PointAssessment(**base, coverage_extent=score, reflection=reflection, default_reflection=True)
 
 
 def authoring_assessment(point: EvalPoint) -> PointAssessment:

@@ -45,6 +45,7 @@ def test_mean_of_successes_rounded_like_tofixed():
     assert b.coverage_extent == 0.69
     assert b.reflection == ("Consensus from 2 judge(s). Average score: 0.69. See breakdown for individual reflections.")
     assert b.error is None and b.kind == "judged"
+    assert b.consensus_note is None and b.failed_judges == []  # the sentence alone: nothing to add
 
 
 def test_labels_and_individual_judgements_keep_completion_order():
@@ -67,6 +68,10 @@ def test_partial_failure_keeps_score_and_records_warning():
     assert f"\n\nWARNING: {expected}" in a.reflection
     assert "standard(test:b): Client/Network error: boom" in a.reflection  # which judge, and why
     assert len(a.individual_judgements) == 1
+    # typed, so reports never read the sentences back
+    assert a.failed_judges == ["standard(test:b): Client/Network error: boom"]
+    assert a.consensus_note is not None and a.consensus_note.startswith(f"WARNING: {expected}")
+    assert a.reflection.endswith("\n\n" + a.consensus_note)
 
 
 def test_all_fail_has_no_score_and_says_why():
@@ -75,6 +80,7 @@ def test_all_fail_has_no_score_and_says_why():
     assert a.error == ALL_FAILED == "All judges failed in consensus mode."
     assert a.judge_model_id is None and a.individual_judgements is None
     assert "judge-a(test:a): Empty response" in a.reflection
+    assert a.failed_judges == ["judge-a(test:a): Empty response", "standard(test:b): Client/Network error: boom"]
 
 
 def test_backup_supplements_default_panel():
@@ -87,6 +93,7 @@ def test_backup_supplements_default_panel():
     assert a.coverage_extent == 0.5
     assert a.error is None
     assert a.reflection.endswith("\n\nNOTE: Backup judge was used to supplement failed primary judges.")
+    assert a.consensus_note == "NOTE: Backup judge was used to supplement failed primary judges."
     assert a.judge_model_id.endswith(", backup-claude-4-5-haiku(openrouter:anthropic/claude-haiku-4.5))")
 
 

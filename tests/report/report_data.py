@@ -64,6 +64,7 @@ def function(name, args, score, *, multiplier=1.0, path_id=None, error=None, inv
         key_point_text=f"Function: {name}({args})",
         coverage_extent=score,
         reflection=(f"Error: {error}" if error else f"Function '{name}' evaluated to {score:.2f}."),
+        default_reflection=not error,
         error=error,
         multiplier=multiplier,
         path_id=path_id,

@@ -388,6 +388,9 @@ def test_the_consensus_sentence_goes_but_what_follows_it_stays():
         "[INVERTED] Consensus from 1 judge(s). Average score: 0.50. See breakdown for individual reflections."
         "\n\nWARNING: 1 of 2 judges failed to return a valid assessment."
     )
+    point.consensus_note = (
+        "WARNING: 1 of 2 judges failed to return a valid assessment."  # as the judges' layer flags it
+    )
     result = _result(path, "evil", A, points=[point], score=0.5)
     _, page = _page({path: _chat_blueprint(path)}, [result])
     [item] = _blueprint_blob(page, path)["items"]

@@ -81,6 +81,7 @@ def test_assessments_keep_definition_order_and_invert_should_not() -> None:
     assert out[0].multiplier == 2.0 and out[0].citation == "c1" and out[0].path_id == "path_0"
     assert out[1].is_inverted and out[1].reflection == "Function 'contains' evaluated to 1.00."
     assert out[2].reflection == "Function 'contains_all_of' evaluated to 0.50."
+    assert out[2].default_reflection  # says only the score: the failure report leaves it out
     assert all(a.kind == "function" and a.error is None for a in out)
 
 
