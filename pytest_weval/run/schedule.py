@@ -67,6 +67,12 @@ class ScheduledItem:
     follower: asyncio.Task[None] | None = None  # ``ELSEWHERE``: takes the result in when it lands
     urgent: bool = False  # pytest is about to ask for it
 
+    def decide(self) -> None:
+        """Its claim attempt ended: wake whoever waits for the outcome."""
+        decided, self.decided = self.decided, None
+        if decided is not None:
+            decided.set()
+
 
 class ItemScheduler:
     def __init__(
@@ -224,7 +230,7 @@ class ItemScheduler:
         except BaseException:
             for item in items:
                 item.phase = Phase.WAITING
-                self._decide(item)
+                item.decide()
             raise
         for item in items:
             outcome = outcomes[item.work.nodeid]
@@ -235,7 +241,7 @@ class ItemScheduler:
                 item.phase = Phase.DONE
             else:
                 item.phase = Phase.ELSEWHERE
-            self._decide(item)
+            item.decide()
             if item.phase is Phase.ELSEWHERE:
                 self._follow(item)
 
@@ -249,12 +255,6 @@ class ItemScheduler:
             if not (is_full(exc) or is_unwritable(exc)):
                 raise
             item.phase = Phase.LOCAL
-
-    @staticmethod
-    def _decide(item: ScheduledItem) -> None:
-        decided, item.decided = item.decided, None
-        if decided is not None:
-            decided.set()
 
     def _follow(self, item: ScheduledItem) -> asyncio.Task[None]:
         """Take in the item's result as soon as its holder publishes it, so it is at hand

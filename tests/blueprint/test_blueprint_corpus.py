@@ -127,6 +127,7 @@ def test_parsing_the_corpus_costs_a_few_plain_yaml_loads() -> None:
         parse_s = min(parse_s, _cpu_seconds(load_all))
         floor_s = min(floor_s, _cpu_seconds(_plain_yaml_load_all))
     print(f"\nparsed {len(FILES)} files in {parse_s:.2f} s of CPU, {parse_s / floor_s:.1f}x a plain C YAML load")
-    # About 2x. The bound is a guard against a lost fast path (PyYAML's pure-Python loader is
-    # about 10x the C one) or an accidental quadratic; the time itself is bench/collect.py's.
-    assert parse_s < 6 * floor_s
+    # 4-4.5x on a quiet machine, 6.3x once seen beside seven busy processes. The bound is a guard
+    # against a lost fast path (PyYAML's pure-Python loader is about 10x the C one, which alone
+    # would put this above 13x) or an accidental quadratic; the time itself is bench/collect.py's.
+    assert parse_s < 9 * floor_s
