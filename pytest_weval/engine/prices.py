@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import contextvars
 import dataclasses
+import datetime
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any, Protocol
 
@@ -28,12 +29,13 @@ GENAI_PROVIDERS = {
 # How genai-prices reads each provider's reply body (``extract_usage``'s api_flavor).
 GENAI_FLAVORS = {"openai": "chat"}
 MILLION = 1_000_000
-# What a provider's batch API charges, as a share of its live price, for the models genai-prices
-# has no batch price of (it prices batches itself where it has: ``processing: batch``): OpenAI's
-# Batch API and Anthropic's Message Batches both take half, as their pricing pages say
-# (https://platform.openai.com/docs/guides/batch, https://docs.anthropic.com/en/docs/build-with-claude/batch-processing#pricing;
-# docs/batch.md, 'Money').
-BATCH_SHARE = {"openai": 0.5, "anthropic": 0.5}
+# What a provider's batch API charges, as a share of its live price, for the providers genai-prices
+# has no batch price of at all (it prices batches itself where it has: ``processing: batch``).
+# Together's Batch API bills half its serverless price, as its docs say
+# (https://docs.together.ai/docs/batch-inference#pricing; docs/batch.md, 'Money'). A model of a
+# provider the library does price batches for, but not this model, is billed at its live price:
+# an upper bound of the bill.
+BATCH_SHARE = {"together": 0.5}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +92,21 @@ class PriceBook:
         if price is None:
             return None
         cost = price.cost(input_tokens, output_tokens)
-        return cost * batch_share(model_id) if batch else cost
+        if not batch:
+            return cost
+        if price.source == "genai-prices":
+            usage = _usage(input_tokens=round(input_tokens), output_tokens=round(output_tokens))
+            batched = _genai_batch_cost(model_id, usage, {}, None)
+            if batched is not None:
+                return batched
+        return cost * batch_share(model_id)
+
+    def batch_ratio(self, model_id: str) -> float:
+        """What a batched request of ``model_id`` costs as a share of its live price (1 where
+        it has no price, or no batch price)."""
+        live = self.cost(model_id, MILLION, MILLION)
+        batched = self.cost(model_id, MILLION, MILLION, batch=True)
+        return batched / live if live and batched is not None else 1.0
 
     def reply_cost(self, model_id: str, reply: ModelReply, *, batch: bool = False) -> float | None:
         """What the provider bills for ``reply``: its own usage (cached reads and cache writes
@@ -109,8 +125,8 @@ class PriceBook:
 
 
 def batch_share(model_id: str) -> float:
-    """The share of the live price a batched request of ``model_id`` costs (1 where its
-    provider has no batch API)."""
+    """The share of the live price a batched request of ``model_id`` costs where genai-prices
+    has no batch price of its provider (``BATCH_SHARE``); 1 elsewhere."""
     return BATCH_SHARE.get(model_id.partition(":")[0].strip().lower(), 1.0)
 
 
@@ -148,6 +164,19 @@ def billed_usage(model_id: str, reply: ModelReply) -> Any:
     return genai_prices.Usage(input_tokens=reply.input_tokens, output_tokens=reply.output_tokens)
 
 
+def _usage(**counts: int) -> Any:
+    import genai_prices
+
+    return genai_prices.Usage(**counts)
+
+
+def request_time(reply: ModelReply) -> datetime.datetime | None:
+    """When ``reply``'s request was made (a dated price applies from its day), if known."""
+    if reply.requested_at is None:
+        return None
+    return datetime.datetime.fromtimestamp(reply.requested_at, tz=datetime.timezone.utc)
+
+
 def _genai_reply_cost(model_id: str, reply: ModelReply, *, batch: bool) -> float | None:
     import genai_prices
 
@@ -155,22 +184,79 @@ def _genai_reply_cost(model_id: str, reply: ModelReply, *, batch: bool) -> float
     provider_id = GENAI_PROVIDERS[provider.lower()]
     usage = billed_usage(model_id, reply)
     context: dict[str, str] = {}
-    tier = (reply.billing or {}).get("service_tier")
-    if isinstance(tier, str) and tier:
+    tier = reported_tier(reply)
+    if tier:
         context["service_tier"] = tier
+    when = request_time(reply)
     try:
-        live = genai_prices.calc_price(usage, name, provider_id=provider_id, price_context=context or None)
-        if not batch:
-            return float(live.total_price)
-        batched = genai_prices.calc_price(
-            usage, name, provider_id=provider_id, price_context={**context, "processing": "batch"}
+        live = float(
+            genai_prices.calc_price(
+                usage, name, provider_id=provider_id, price_context=context or None, genai_request_timestamp=when
+            ).total_price
         )
     except LookupError:
         return None
-    if batched.total_price < live.total_price:
-        return float(batched.total_price)
-    # The library has no batch price of this model: the provider's published share (BATCH_SHARE).
-    return float(live.total_price) * batch_share(model_id)
+    if not batch:
+        return live
+    batched = _genai_batch_cost(model_id, usage, context, when)
+    # No batch price of this model in the library: its provider's published share (BATCH_SHARE)
+    # where the library has none of that provider, else the live price.
+    return batched if batched is not None else live * batch_share(model_id)
+
+
+def _genai_batch_cost(
+    model_id: str, usage: Any, context: Mapping[str, str], when: datetime.datetime | None
+) -> float | None:
+    """The library's batch price of ``usage`` (``processing: batch``), or None where it has
+    none for this model (it then answers the live price)."""
+    import genai_prices
+
+    provider, _, name = model_id.partition(":")
+    provider_id = GENAI_PROVIDERS[provider.lower()]
+    try:
+        live, batched = (
+            genai_prices.calc_price(
+                usage, name, provider_id=provider_id, price_context=ctx or None, genai_request_timestamp=when
+            ).total_price
+            for ctx in (dict(context), {**context, "processing": "batch"})
+        )
+    except LookupError:
+        return None
+    return float(batched) if batched < live else None
+
+
+def tier_priced(model_id: str, tier: str) -> bool:
+    """genai-prices has a price of ``model_id`` at service tier ``tier`` (one that differs from
+    its default tier's)."""
+    provider, _, name = model_id.partition(":")
+    provider_id = GENAI_PROVIDERS.get(provider.strip().lower())
+    if provider_id is None or not name:
+        return False
+    import genai_prices
+
+    usage = genai_prices.Usage(input_tokens=MILLION, output_tokens=MILLION)
+    try:
+        default, tiered = (
+            genai_prices.calc_price(usage, name, provider_id=provider_id, price_context=context).total_price
+            for context in (None, {"service_tier": tier})
+        )
+    except LookupError:
+        return False
+    return tiered != default
+
+
+def reported_tier(reply: ModelReply) -> str | None:
+    """The service tier the reply says answered it, in genai-prices' terms: OpenAI's
+    ``service_tier``, Gemini's ``usageMetadata.serviceTier`` ('standard' is the default tier)."""
+    billing = reply.billing or {}
+    tier = billing.get("service_tier")
+    if not tier:
+        meta = billing.get("usageMetadata")
+        tier = meta.get("serviceTier") if isinstance(meta, dict) else None
+    if not isinstance(tier, str) or not tier:
+        return None
+    tier = tier.lower()
+    return "default" if tier in ("standard", "unspecified") else tier
 
 
 class Verdict(Protocol):

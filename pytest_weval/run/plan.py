@@ -29,7 +29,7 @@ from typing import Any
 from pytest_weval import judges as judging
 from pytest_weval.blueprint.model import EvalPoint, ModelSpec
 from pytest_weval.engine import Engine, ModelCallError, ModelReply, ModelRequest
-from pytest_weval.engine.prices import Price, PriceBook, batch_share, estimate_input_tokens
+from pytest_weval.engine.prices import Price, PriceBook, estimate_input_tokens
 from pytest_weval.run import sampling
 from pytest_weval.run.embedding import embedding_model, embedding_request
 from pytest_weval.run.generation import answers_asked, first_generation
@@ -473,6 +473,8 @@ class Plan:
     unusable_models: list[str] = dataclasses.field(default_factory=list)
     auto: AutoPlan | None = None  # --weval-repeat=auto: the rows count every item at its most samples
     batch: bool = False  # --weval-batch: the cost through the batch APIs beside the live cost
+    # model id -> its batch price as a share of its live one (``PriceBook.batch_ratio``)
+    batch_ratios: dict[str, float] = dataclasses.field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -490,7 +492,7 @@ class Plan:
         if self.batch:
             for model, row in by_model.items():
                 if row["cost_usd"] is not None:
-                    row["cost_usd"]["batch"] = _batch_range(model, row["cost_usd"])
+                    row["cost_usd"]["batch"] = _batch_range(self.batch_ratios.get(model, 1.0), row["cost_usd"])
             batch_cost = {
                 "batch": {
                     end: round(sum(r["cost_usd"]["batch"][end] for r in by_model.values() if r["cost_usd"]), 6)
@@ -613,11 +615,10 @@ def _money(cost: dict[str, Any]) -> str:
     return f"${cost['low']:,.4f}-${cost['high']:,.4f}"
 
 
-def _batch_range(model_id: str, cost: dict[str, Any]) -> dict[str, float]:
-    """The cost range through the provider's batch API (its share of the live price; a provider
-    without one goes live, at the live price)."""
-    share = batch_share(model_id)
-    return {end: round(cost[end] * share, 6) for end in ("low", "high")}
+def _batch_range(ratio: float, cost: dict[str, Any]) -> dict[str, float]:
+    """The cost range through the provider's batch API (the library's batch price of the model,
+    as a share of its live price; a provider without one goes live, at the live price)."""
+    return {end: round(cost[end] * ratio, 6) for end in ("low", "high")}
 
 
 def make_plan(
@@ -667,6 +668,7 @@ def make_plan(
         sorted((checked.bad_models if checked else {}).values()),
         auto,
         batch=batch,
+        batch_ratios={model: prices.batch_ratio(model) for model in client.by_model} if batch else {},
     )
 
 

@@ -1,5 +1,8 @@
 """The fake's prompt-cache switch (issue 45): replies report a share of their prompt tokens as
-cached reads (and, for Anthropic, cache writes) in each provider's own usage fields; every reply body sent is kept in ``sent`` so a test can price it."""
+cached reads (and, for Anthropic, cache writes) in each provider's own usage fields; every reply body sent is kept in ``sent`` so a test can price it.
+And its service tiers: a reply says the tier its request asked for, as OpenAI (``service_tier``)
+and Gemini (``usageMetadata.serviceTier``) do, and flex requests can be refused as OpenAI
+refuses them when it has no capacity (429, ``resource_unavailable``)."""
 
 from __future__ import annotations
 
@@ -41,4 +44,55 @@ class PromptCache:
                 usage["cachedContentTokenCount"] = cached
         with self._lock:
             self.sent.append(reply)
+        return reply
+
+
+# OpenAI's answer to a flex request it has no capacity for (its flex processing guide: "429
+# Resource Unavailable"; it is not charged).
+FLEX_UNAVAILABLE = {
+    "error": {
+        "message": "Resource unavailable: flex processing has no capacity right now, please retry later",
+        "type": "resource_unavailable",
+        "code": "resource_unavailable",
+    }
+}
+
+
+def asked_tier(body: Any) -> str | None:
+    """The service tier a request body asks for (OpenAI ``service_tier``, Gemini ``serviceTier``)."""
+    if not isinstance(body, dict):
+        return None
+    tier = body.get("service_tier", body.get("serviceTier"))
+    return tier if isinstance(tier, str) else None
+
+
+@dataclasses.dataclass
+class ServiceTiers:
+    unavailable: int = 0  # the next flex requests answered 429 resource unavailable
+    refused: int = 0  # how many were
+    _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
+
+    def refuses(self, body: Any) -> bool:
+        """Whether this request is a flex one to refuse now (counted down)."""
+        if asked_tier(body) != "flex":
+            return False
+        with self._lock:
+            if self.unavailable <= 0:
+                return False
+            self.unavailable -= 1
+            self.refused += 1
+            return True
+
+    @staticmethod
+    def echo(body: Any, reply: dict[str, Any]) -> dict[str, Any]:
+        """``reply`` saying the tier that served it, when its request asked for one (OpenAI's
+        'auto' is served at 'default'); a request that asks none gets the reply it always got,
+        as the batch fake's lines do."""
+        tier = asked_tier(body)
+        if tier is None:
+            return reply
+        if "choices" in reply:
+            reply["service_tier"] = "default" if tier == "auto" else tier
+        elif "usageMetadata" in reply:
+            reply["usageMetadata"]["serviceTier"] = tier
         return reply
