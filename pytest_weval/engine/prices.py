@@ -29,6 +29,9 @@ GENAI_PROVIDERS = {
 # How genai-prices reads each provider's reply body (``extract_usage``'s api_flavor).
 GENAI_FLAVORS = {"openai": "chat"}
 MILLION = 1_000_000
+# Rates per million tokens are read off the price of this many, times MILLION / SAMPLE: a million
+# tokens at once would be a prompt past every long-context tier (Claude Sonnet 4.5 above 200k).
+SAMPLE = 1000
 # What a provider's batch API charges, as a share of its live price, for the providers genai-prices
 # has no batch price of at all (it prices batches itself where it has: ``processing: batch``).
 # Together's Batch API bills half its serverless price, as its docs say
@@ -101,11 +104,34 @@ class PriceBook:
                 return batched
         return cost * batch_share(model_id)
 
+    def cache_rates(self, model_id: str) -> tuple[float, float, float] | None:
+        """USD per million input tokens: uncached, read from the provider's prompt cache, and
+        written to it, as genai-prices has them (None for a ``weval_prices`` line, which has no
+        cached rate, or an unknown model)."""
+        price = self.price(model_id)
+        if price is None or price.source != "genai-prices":
+            return None
+        import genai_prices
+
+        provider, _, name = model_id.partition(":")
+        provider_id = GENAI_PROVIDERS[provider.lower()]
+        try:
+            read, write = (
+                float(genai_prices.calc_price(usage, name, provider_id=provider_id).input_price) * MILLION / SAMPLE
+                for usage in (
+                    genai_prices.Usage(input_tokens=SAMPLE, cache_read_tokens=SAMPLE),
+                    genai_prices.Usage(input_tokens=SAMPLE, cache_write_tokens=SAMPLE),
+                )
+            )
+        except LookupError:
+            return None
+        return price.input_per_mtok, read, write
+
     def batch_ratio(self, model_id: str) -> float:
         """What a batched request of ``model_id`` costs as a share of its live price (1 where
         it has no price, or no batch price)."""
-        live = self.cost(model_id, MILLION, MILLION)
-        batched = self.cost(model_id, MILLION, MILLION, batch=True)
+        live = self.cost(model_id, SAMPLE, SAMPLE)
+        batched = self.cost(model_id, SAMPLE, SAMPLE, batch=True)
         return batched / live if live and batched is not None else 1.0
 
     def reply_cost(self, model_id: str, reply: ModelReply, *, batch: bool = False) -> float | None:
@@ -140,11 +166,12 @@ def _genai_price(model_id: str) -> Price | None:
     import genai_prices
 
     try:
-        per_in = genai_prices.calc_price(genai_prices.Usage(input_tokens=MILLION), name, provider_id=provider_id)
-        per_out = genai_prices.calc_price(genai_prices.Usage(output_tokens=MILLION), name, provider_id=provider_id)
+        per_in = genai_prices.calc_price(genai_prices.Usage(input_tokens=SAMPLE), name, provider_id=provider_id)
+        per_out = genai_prices.calc_price(genai_prices.Usage(output_tokens=SAMPLE), name, provider_id=provider_id)
     except LookupError:
         return None
-    return Price(float(per_in.total_price), float(per_out.total_price), source="genai-prices")
+    scale = MILLION / SAMPLE
+    return Price(float(per_in.total_price) * scale, float(per_out.total_price) * scale, source="genai-prices")
 
 
 def billed_usage(model_id: str, reply: ModelReply) -> Any:
@@ -234,7 +261,7 @@ def tier_priced(model_id: str, tier: str) -> bool:
         return False
     import genai_prices
 
-    usage = genai_prices.Usage(input_tokens=MILLION, output_tokens=MILLION)
+    usage = genai_prices.Usage(input_tokens=SAMPLE, output_tokens=SAMPLE)
     try:
         default, tiered = (
             genai_prices.calc_price(usage, name, provider_id=provider_id, price_context=context).total_price

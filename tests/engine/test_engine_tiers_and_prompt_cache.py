@@ -155,3 +155,19 @@ def test_the_tier_is_sent_to_the_models_that_take_it(make_engine, server, model_
     complete_sync(engine, request(model_id, "q"))
     (body,) = _bodies(server)
     assert body.get(field) == sent
+
+
+def test_inside_a_batch_anthropic_marks_the_prefix_for_the_one_hour_cache():
+    # A batch may take longer than the 5-minute cache lives; its lines ask for the 1-hour one.
+    from pytest_weval.engine.transport.providers import adapter_for
+
+    requests = _judge_requests("anthropic:claude-sonnet-4-5")
+    adapter = adapter_for(requests[0].model, frozenset())
+    assert isinstance(adapter.batch_body(requests[0])["messages"][-1]["content"], str)  # alone: the reference's
+    adapter.prompt_cache = "auto"
+    for req in requests:
+        live, batched = adapter.body(req), adapter.batch_body(req)
+        assert live["messages"][-1]["content"][0]["cache_control"] == {"type": "ephemeral"}
+        blocks = batched["messages"][-1]["content"]
+        assert blocks[0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+        assert "".join(b["text"] for b in blocks) == req.messages[-1].content

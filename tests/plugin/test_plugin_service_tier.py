@@ -81,3 +81,27 @@ def test_an_unknown_service_tier_is_a_usage_error(project: Project):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--weval-service-tier*cheap*auto, default, flex, priority*"])
     assert not project.requests()
+
+
+@pytest.mark.parametrize("points", [1, 3])
+def test_the_plan_shows_the_prompt_cached_cost_where_judge_calls_share_a_prefix(project: Project, points: int):
+    # The judge calls of one answer share system prompt, transcript and answer; with several
+    # criteria the plan shows a second, prompt-cached figure beside its no-caching upper bound.
+    lines = [f"models: [openai:{PLAIN}]", "---"]
+    for n in range(ITEMS):
+        lines += [f"- id: p{n}", f"  prompt: Question {n}, please answer it at length.", "  should:"]
+        lines += [f"    - makes point {k} about question {n}" for k in range(points)]
+    project.write("blueprints/suite.yml", "\n".join(lines) + "\n")
+    result = project.run(
+        "--collect-only", "--weval-out=out", "--weval-check-models=off", "--weval-judges=anthropic:claude-sonnet-4-5"
+    )
+    assert result.ret == 0
+    cost = project.json("out/plan.json")["cost_usd"]
+    if points == 1:
+        assert "prompt_cached" not in cost
+        assert not any("prompt-cached" in line for line in result.outlines)
+        return
+    assert 0 < cost["prompt_cached"]["high"] < cost["high"]
+    row = project.json("out/plan.json")["requests"]["by_model"]["anthropic:claude-sonnet-4-5"]["cost_usd"]
+    assert row["prompt_cached"]["high"] < row["high"]
+    result.stdout.fnmatch_lines(["*no prompt caching assumed (an upper bound*", "*prompt-cached: the judge calls*"])
