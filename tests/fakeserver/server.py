@@ -114,7 +114,10 @@ def _last_user(path: str, body: Any) -> str:
     if isinstance(body.get("messages"), list):
         for message in reversed(body["messages"]):
             if isinstance(message, dict) and message.get("role") == "user":
-                return str(message.get("content") or "")
+                content = message.get("content")
+                if isinstance(content, list):  # content blocks (a prompt-cache mark splits the text)
+                    return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+                return str(content or "")
     if isinstance(body.get("contents"), list):
         for content in reversed(body["contents"]):
             if isinstance(content, dict) and content.get("role") == "user":
@@ -737,7 +740,7 @@ class FakeServer:
             await self._send(writer, 200, json.dumps(render_embedding(model, vector, last_user)), rate_headers)
             return True
         text = self.reply_text(rule, fault, model, last_user)
-        reply = self.prompt_cache.apply(self.service_tiers.echo(body, render_reply(path, model, text, last_user)))
+        reply = self.prompt_cache.apply(self.service_tiers.echo(body, render_reply(path, model, text, last_user)), body)
         await self._send(writer, 200, json.dumps(reply), rate_headers)
         return True
 
