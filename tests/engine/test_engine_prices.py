@@ -268,3 +268,17 @@ def test_a_reply_is_priced_at_the_price_of_the_day_its_request_was_made():
         for day in days
     ]
     assert got == pytest.approx(then, rel=1e-9)
+
+
+def test_the_rates_per_million_are_not_a_long_context_tier():
+    # Claude Sonnet 4.5: $3 / $15 per million tokens up to 200k prompt tokens, $6 / $22.50 above
+    # (https://docs.anthropic.com/en/docs/about-claude/pricing). The estimates' rates are the
+    # ordinary ones: a million tokens at once would be priced at the long-context tier.
+    from pytest_weval.engine.prices import PriceBook
+
+    prices = PriceBook()
+    price = prices.price("anthropic:claude-sonnet-4-5")
+    assert price is not None
+    assert (price.input_per_mtok, price.output_per_mtok) == pytest.approx((3.0, 15.0))
+    # and its prompt cache: reads at a tenth, 5-minute writes at 1.25 times the input price
+    assert prices.cache_rates("anthropic:claude-sonnet-4-5") == pytest.approx((3.0, 0.3, 3.75))
