@@ -7,7 +7,9 @@ budget')."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+from pathlib import Path
 
 import pytest
 from engine_helpers import request
@@ -171,3 +173,25 @@ def test_inside_a_batch_anthropic_marks_the_prefix_for_the_one_hour_cache():
         blocks = batched["messages"][-1]["content"]
         assert blocks[0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
         assert "".join(b["text"] for b in blocks) == req.messages[-1].content
+
+
+# sha256 of each body the engine sent for these judge calls at commit 0d64641, before
+# --weval-prompt-cache existed (recorded by running that commit's engine against the fake).
+RECORDED = Path(__file__).parent / "data" / "judge_body_digests_0d64641.json"
+
+
+@pytest.mark.parametrize("mode", ["off", "auto"])
+def test_prompt_cache_off_sends_the_bodies_sent_before_it_existed(make_engine, server, mode):
+    recorded = json.loads(RECORDED.read_text())
+    engine = make_engine(prompt_cache=mode, cache_mode="off")
+    for model_id, digests in recorded.items():
+        server.reset()
+        for req in _judge_requests(model_id):
+            complete_sync(engine, dataclasses.replace(req, max_tokens=2000))
+        sent = [hashlib.sha256(r.raw_body.encode()).hexdigest() for r in server.requests]
+        if mode == "off":
+            assert sent == digests, model_id
+        elif model_id.startswith(("anthropic:", "openrouter:anthropic/", "openai:")):
+            assert not set(sent) & set(digests), model_id  # marked: the hints reach these bodies
+        else:
+            assert sent == digests, model_id  # Gemini: nothing to mark
