@@ -22,11 +22,12 @@ def default_corpus() -> Path:
     return EXAMPLES
 
 
-def write_judged_suite(folder: Path, items: int, name: str) -> None:
-    """``folder``/blueprints/``name``.yml: ``items`` prompts of one judged point each, on MODEL."""
-    lines = [f"models: [{MODEL}]", "---"]
+def write_judged_suite(folder: Path, items: int, name: str, *, points: int = 1, model: str = MODEL) -> None:
+    """``folder``/blueprints/``name``.yml: ``items`` prompts of ``points`` judged points each, on ``model``."""
+    lines = [f"models: [{model}]", "---"]
     for n in range(items):
-        lines += [f"- id: q{n}", f"  prompt: Question {n}, please answer.", "  should:", f"    - answers question {n}"]
+        lines += [f"- id: q{n}", f"  prompt: Question {n}, please answer.", "  should:"]
+        lines += [f"    - answers question {n}" + (f" (part {k})" if k else "") for k in range(points)]
     path = folder / "blueprints" / f"{name}.yml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

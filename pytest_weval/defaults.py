@@ -18,6 +18,10 @@ STORE_RETRY_S = 30.0  # --weval-store-retry
 STOP_GRACE_S = 5.0  # --weval-stop-grace
 BATCH = "off"  # --weval-batch
 BATCH_POLL_S = 30.0  # --weval-batch-poll
+SERVICE_TIER = "auto"  # --weval-service-tier: none sent, the provider's own default (the reference's bodies)
+PROMPT_CACHE = "auto"  # --weval-prompt-cache: mark the judge calls' shared prefix cacheable where it pays
+# A flex request's timeout per attempt: OpenAI's flex guide raises its SDK's to 15 minutes.
+FLEX_TIMEOUT_S = 900.0
 MISSING_KEYS = "stop"  # --weval-missing-keys
 CHECK_MODELS = "on"  # --weval-check-models
 BORDERLINE = "pass"  # --weval-borderline

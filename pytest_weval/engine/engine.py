@@ -343,6 +343,8 @@ class Engine:
         adapter = self._adapters.get(ident)
         if adapter is None:
             adapter = adapter_for(model, self.settings.allowed_env, endpoint)
+            adapter.service_tier = self.settings.service_tier
+            adapter.prompt_cache = self.settings.prompt_cache
             self._adapters[ident] = adapter
         return adapter
 

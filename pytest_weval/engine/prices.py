@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import contextvars
 import dataclasses
+import datetime
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any, Protocol
 
@@ -28,12 +29,22 @@ GENAI_PROVIDERS = {
 # How genai-prices reads each provider's reply body (``extract_usage``'s api_flavor).
 GENAI_FLAVORS = {"openai": "chat"}
 MILLION = 1_000_000
-# What a provider's batch API charges, as a share of its live price, for the models genai-prices
-# has no batch price of (it prices batches itself where it has: ``processing: batch``): OpenAI's
-# Batch API and Anthropic's Message Batches both take half, as their pricing pages say
-# (https://platform.openai.com/docs/guides/batch, https://docs.anthropic.com/en/docs/build-with-claude/batch-processing#pricing;
-# docs/batch.md, 'Money').
-BATCH_SHARE = {"openai": 0.5, "anthropic": 0.5}
+# Rates per million tokens are read off the price of this many, times MILLION / SAMPLE: a million
+# tokens at once would be a prompt past every long-context tier (Claude Sonnet 4.5 above 200k).
+SAMPLE = 1000
+# What a provider's batch API charges, as a share of its live price, where genai-prices cannot say
+# (it prices batches itself where it can: ``processing: batch``): a model it has no price of (one
+# priced by a ``weval_prices`` line), and every model of a provider it has no batch price of
+# (``UNBATCHED_IN_LIBRARY``). From the providers' pages (docs/batch.md, 'Money'):
+BATCH_SHARE = {
+    "openai": 0.5,  # https://platform.openai.com/docs/guides/batch
+    "anthropic": 0.5,  # https://docs.anthropic.com/en/docs/build-with-claude/batch-processing#pricing
+    "google": 0.5,  # https://ai.google.dev/gemini-api/docs/batch-mode
+    "together": 0.5,  # https://docs.together.ai/docs/batch-inference#pricing
+}
+# The providers genai-prices (0.2.3) has no batch price of for any model. A model of another
+# provider the library has no batch price of is billed at its live price: an upper bound.
+UNBATCHED_IN_LIBRARY = frozenset({"together"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +101,45 @@ class PriceBook:
         if price is None:
             return None
         cost = price.cost(input_tokens, output_tokens)
-        return cost * batch_share(model_id) if batch else cost
+        if not batch:
+            return cost
+        if price.source == "genai-prices":
+            usage = _usage(input_tokens=round(input_tokens), output_tokens=round(output_tokens))
+            batched = _genai_batch_cost(model_id, usage, {}, None)
+            if batched is not None:
+                return batched
+            return cost * unbatched_share(model_id)
+        return cost * batch_share(model_id)
+
+    def cache_rates(self, model_id: str) -> tuple[float, float, float] | None:
+        """USD per million input tokens: uncached, read from the provider's prompt cache, and
+        written to it, as genai-prices has them (None for a ``weval_prices`` line, which has no
+        cached rate, or an unknown model)."""
+        price = self.price(model_id)
+        if price is None or price.source != "genai-prices":
+            return None
+        import genai_prices
+
+        provider, _, name = model_id.partition(":")
+        provider_id = GENAI_PROVIDERS[provider.lower()]
+        try:
+            read, write = (
+                float(genai_prices.calc_price(usage, name, provider_id=provider_id).input_price) * MILLION / SAMPLE
+                for usage in (
+                    genai_prices.Usage(input_tokens=SAMPLE, cache_read_tokens=SAMPLE),
+                    genai_prices.Usage(input_tokens=SAMPLE, cache_write_tokens=SAMPLE),
+                )
+            )
+        except LookupError:
+            return None
+        return price.input_per_mtok, read, write
+
+    def batch_ratio(self, model_id: str) -> float:
+        """What a batched request of ``model_id`` costs as a share of its live price (1 where
+        it has no price, or no batch price)."""
+        live = self.cost(model_id, SAMPLE, SAMPLE)
+        batched = self.cost(model_id, SAMPLE, SAMPLE, batch=True)
+        return batched / live if live and batched is not None else 1.0
 
     def reply_cost(self, model_id: str, reply: ModelReply, *, batch: bool = False) -> float | None:
         """What the provider bills for ``reply``: its own usage (cached reads and cache writes
@@ -109,9 +158,16 @@ class PriceBook:
 
 
 def batch_share(model_id: str) -> float:
-    """The share of the live price a batched request of ``model_id`` costs (1 where its
-    provider has no batch API)."""
+    """The share of the live price a batched request of ``model_id`` costs, by its provider's
+    page (``BATCH_SHARE``; 1 where it has no batch API), for a price genai-prices does not have."""
     return BATCH_SHARE.get(model_id.partition(":")[0].strip().lower(), 1.0)
+
+
+def unbatched_share(model_id: str) -> float:
+    """For a model genai-prices prices live but not batched: its provider's share where the
+    library has no batch price of that provider at all, else 1 (the live price)."""
+    provider = model_id.partition(":")[0].strip().lower()
+    return batch_share(model_id) if provider in UNBATCHED_IN_LIBRARY else 1.0
 
 
 def _genai_price(model_id: str) -> Price | None:
@@ -124,11 +180,12 @@ def _genai_price(model_id: str) -> Price | None:
     import genai_prices
 
     try:
-        per_in = genai_prices.calc_price(genai_prices.Usage(input_tokens=MILLION), name, provider_id=provider_id)
-        per_out = genai_prices.calc_price(genai_prices.Usage(output_tokens=MILLION), name, provider_id=provider_id)
+        per_in = genai_prices.calc_price(genai_prices.Usage(input_tokens=SAMPLE), name, provider_id=provider_id)
+        per_out = genai_prices.calc_price(genai_prices.Usage(output_tokens=SAMPLE), name, provider_id=provider_id)
     except LookupError:
         return None
-    return Price(float(per_in.total_price), float(per_out.total_price), source="genai-prices")
+    scale = MILLION / SAMPLE
+    return Price(float(per_in.total_price) * scale, float(per_out.total_price) * scale, source="genai-prices")
 
 
 def billed_usage(model_id: str, reply: ModelReply) -> Any:
@@ -148,6 +205,19 @@ def billed_usage(model_id: str, reply: ModelReply) -> Any:
     return genai_prices.Usage(input_tokens=reply.input_tokens, output_tokens=reply.output_tokens)
 
 
+def _usage(**counts: int) -> Any:
+    import genai_prices
+
+    return genai_prices.Usage(**counts)
+
+
+def request_time(reply: ModelReply) -> datetime.datetime | None:
+    """When ``reply``'s request was made (a dated price applies from its day), if known."""
+    if reply.requested_at is None:
+        return None
+    return datetime.datetime.fromtimestamp(reply.requested_at, tz=datetime.timezone.utc)
+
+
 def _genai_reply_cost(model_id: str, reply: ModelReply, *, batch: bool) -> float | None:
     import genai_prices
 
@@ -155,22 +225,79 @@ def _genai_reply_cost(model_id: str, reply: ModelReply, *, batch: bool) -> float
     provider_id = GENAI_PROVIDERS[provider.lower()]
     usage = billed_usage(model_id, reply)
     context: dict[str, str] = {}
-    tier = (reply.billing or {}).get("service_tier")
-    if isinstance(tier, str) and tier:
+    tier = reported_tier(reply)
+    if tier:
         context["service_tier"] = tier
+    when = request_time(reply)
     try:
-        live = genai_prices.calc_price(usage, name, provider_id=provider_id, price_context=context or None)
-        if not batch:
-            return float(live.total_price)
-        batched = genai_prices.calc_price(
-            usage, name, provider_id=provider_id, price_context={**context, "processing": "batch"}
+        live = float(
+            genai_prices.calc_price(
+                usage, name, provider_id=provider_id, price_context=context or None, genai_request_timestamp=when
+            ).total_price
         )
     except LookupError:
         return None
-    if batched.total_price < live.total_price:
-        return float(batched.total_price)
-    # The library has no batch price of this model: the provider's published share (BATCH_SHARE).
-    return float(live.total_price) * batch_share(model_id)
+    if not batch:
+        return live
+    batched = _genai_batch_cost(model_id, usage, context, when)
+    # No batch price of this model in the library: its provider's published share where the
+    # library has none of that provider, else the live price.
+    return batched if batched is not None else live * unbatched_share(model_id)
+
+
+def _genai_batch_cost(
+    model_id: str, usage: Any, context: Mapping[str, str], when: datetime.datetime | None
+) -> float | None:
+    """The library's batch price of ``usage`` (``processing: batch``), or None where it has
+    none for this model (it then answers the live price)."""
+    import genai_prices
+
+    provider, _, name = model_id.partition(":")
+    provider_id = GENAI_PROVIDERS[provider.lower()]
+    try:
+        live, batched = (
+            genai_prices.calc_price(
+                usage, name, provider_id=provider_id, price_context=ctx or None, genai_request_timestamp=when
+            ).total_price
+            for ctx in (dict(context), {**context, "processing": "batch"})
+        )
+    except LookupError:
+        return None
+    return float(batched) if batched < live else None
+
+
+def tier_priced(model_id: str, tier: str) -> bool:
+    """genai-prices has a price of ``model_id`` at service tier ``tier`` (one that differs from
+    its default tier's)."""
+    provider, _, name = model_id.partition(":")
+    provider_id = GENAI_PROVIDERS.get(provider.strip().lower())
+    if provider_id is None or not name:
+        return False
+    import genai_prices
+
+    usage = genai_prices.Usage(input_tokens=SAMPLE, output_tokens=SAMPLE)
+    try:
+        default, tiered = (
+            genai_prices.calc_price(usage, name, provider_id=provider_id, price_context=context).total_price
+            for context in (None, {"service_tier": tier})
+        )
+    except LookupError:
+        return False
+    return tiered != default
+
+
+def reported_tier(reply: ModelReply) -> str | None:
+    """The service tier the reply says answered it, in genai-prices' terms: OpenAI's
+    ``service_tier``, Gemini's ``usageMetadata.serviceTier`` ('standard' is the default tier)."""
+    billing = reply.billing or {}
+    tier = billing.get("service_tier")
+    if not tier:
+        meta = billing.get("usageMetadata")
+        tier = meta.get("serviceTier") if isinstance(meta, dict) else None
+    if not isinstance(tier, str) or not tier:
+        return None
+    tier = tier.lower()
+    return "default" if tier in ("standard", "unspecified") else tier
 
 
 class Verdict(Protocol):

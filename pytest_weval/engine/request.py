@@ -19,6 +19,8 @@ from pytest_weval.results import Usage
 
 CACHE_MODES = ("rw", "ro", "refresh", "off")
 BATCH_MODES = ("off", "wait", "submit")  # --weval-batch (docs/batch.md)
+SERVICE_TIERS = ("auto", "default", "flex", "priority")  # --weval-service-tier (docs/engine.md, 'Prices')
+PROMPT_CACHE_MODES = ("auto", "off")  # --weval-prompt-cache
 CACHE_STORES = ("sqlite", "files")  # or a postgresql:// URL (engine/stores.py)
 
 
@@ -47,6 +49,13 @@ class ModelRequest:
     # "chat" (a completion) or "embeddings" (the vector of the one message's text, as the
     # reply's text in JSON: docs/engine.md, 'Embeddings').
     endpoint: str = "chat"
+    # The start of the request shared with other calls of the run (the judge calls of one
+    # answer: system prompt, transcript and answer; only the criterion differs): every message
+    # but the last, and this many characters of the last. ``shared_by``: how many calls of the
+    # run share it. A provider's prompt cache may be told (``--weval-prompt-cache``); neither is
+    # part of the cache key.
+    shared_prefix_chars: int = 0
+    shared_by: int = 0
 
     def __post_init__(self) -> None:
         # Accept lists and dicts for convenience; store an immutable tuple of ChatMessage.
@@ -69,6 +78,8 @@ class ModelReply:
     # The reply body's usage and service tier as the provider sent them (``billing_of``), priced
     # by ``PriceBook.reply_cost``: cached reads and cache writes bill at their own rates.
     billing: dict[str, Any] | None = None
+    # When its request was sent (epoch seconds): a dated price applies from its day.
+    requested_at: float | None = None
 
     def usage(self) -> Usage:
         """What this reply adds to an item's usage record."""
@@ -145,6 +156,8 @@ class EngineSettings:
     batch: str = defaults.BATCH
     batch_poll_s: float = defaults.BATCH_POLL_S  # how often an open batch's status is asked
     batch_round_s: float = 1.0  # a round is submitted once no request joined it for this long
+    service_tier: str = defaults.SERVICE_TIER  # --weval-service-tier: auto | default | flex | priority
+    prompt_cache: str = defaults.PROMPT_CACHE  # --weval-prompt-cache: auto | off
 
     def __post_init__(self) -> None:
         if self.cache_mode not in CACHE_MODES:
@@ -155,6 +168,10 @@ class EngineSettings:
             raise ValueError("cache_store: choose sqlite, files or a postgresql://user@host:port/database URL")
         if self.max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
+        if self.service_tier not in SERVICE_TIERS:
+            raise ValueError(f"service_tier {self.service_tier!r}: choose one of {', '.join(SERVICE_TIERS)}")
+        if self.prompt_cache not in PROMPT_CACHE_MODES:
+            raise ValueError(f"prompt_cache {self.prompt_cache!r}: choose auto or off")
         if self.worker_count < 1:
             raise ValueError("worker_count must be at least 1")
         if self.batch not in BATCH_MODES:

@@ -28,7 +28,7 @@ from .consensus import (
 )
 from .keypoints import extract_key_points, parse_key_points
 from .parse import SCALE_5, SCALE_9, JudgeReplyError, Scale, get_scale, parse_judge_reply
-from .prompts import build_judge_messages, build_transcript, prompt_context_text
+from .prompts import build_judge_messages, build_transcript, prompt_context_text, shared_prefix_chars
 
 __all__ = [
     "ALL_FAILED",
@@ -62,4 +62,5 @@ __all__ = [
     "prompt_context_text",
     "run_judge_agreement",
     "select_judges",
+    "shared_prefix_chars",
 ]

@@ -149,6 +149,24 @@ def build_system_prompt(scale: str | Scale, approach: str = "holistic", descript
     return "\n\n".join(parts)
 
 
+# The line that asks for the judgement, by approach; all before it is the same for every
+# criterion asked about one answer (``shared_prefix_chars``).
+ASK_AWARE = "Judge how well THIS SPECIFIC <CRITERION> is satisfied by the generated assistant content:"
+ASK_STANDARD = "Judge how well the following <CRITERION> is satisfied by the generated assistant content:"
+
+
+def shared_prefix_chars(user_prompt: str) -> int:
+    """How much of a judge's user prompt (``build_user_prompt``) every criterion asked about the
+    same answer shares: the transcript and the text, up to and with the ask line (0: not a
+    judge prompt). A provider's prompt cache can keep it for the next criterion."""
+    for ask_line in (ASK_AWARE, ASK_STANDARD):
+        marker = "\n</TEXT>\n\n" + ask_line + "\n"
+        at = user_prompt.rfind(marker)
+        if at >= 0:
+            return at + len(marker)
+    return 0
+
+
 def build_user_prompt(
     criterion: str,
     *,
@@ -159,9 +177,9 @@ def build_user_prompt(
 ) -> str:
     table = get_scale(scale)
     if approach in ("prompt-aware", "holistic"):
-        ask_line = "Judge how well THIS SPECIFIC <CRITERION> is satisfied by the generated assistant content:"
+        ask_line = ASK_AWARE
     else:  # 'standard' and anything unrecognised
-        ask_line = "Judge how well the following <CRITERION> is satisfied by the generated assistant content:"
+        ask_line = ASK_STANDARD
     guidelines = "\n".join(f"- {entry.name}: {entry.description}" for entry in table.classes)
     return (
         "Below are a conversation transcript and a criterion. Judge ONLY what the candidate model "

@@ -149,6 +149,24 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
         defaults.BATCH,
     ),
     (
+        "--weval-service-tier",
+        "weval_service_tier",
+        "the service tier asked of the providers: auto (none sent: the provider's default), default, "
+        "flex (OpenAI's and Gemini's cheaper, slower tier, to the models that take it) or priority; "
+        f"each reply is priced at the tier it reports; default {defaults.SERVICE_TIER}",
+        "str",
+        defaults.SERVICE_TIER,
+    ),
+    (
+        "--weval-prompt-cache",
+        "weval_prompt_cache",
+        "auto: mark the prefix the judge calls of one answer share as cacheable where it pays "
+        "(Anthropic cache_control, OpenAI prompt_cache_key); off: send the reference's request bodies "
+        f"exactly; default {defaults.PROMPT_CACHE}",
+        "str",
+        defaults.PROMPT_CACHE,
+    ),
+    (
         "--weval-batch-poll",
         "weval_batch_poll",
         f"seconds between status checks of an open batch (default {defaults.BATCH_POLL_S:g})",

@@ -141,7 +141,8 @@ def plan_header(plan: Plan) -> str:
 
 def start_notices(inputs: RunInputs, checked: Preflight, *, batch_checked: bool) -> Iterator[str]:
     """What the person watching should know as the items start: keys withheld from programs,
-    models with no batch API (said by the planning process only), missing keys."""
+    models with no batch API or not served at the asked service tier (said by the planning
+    process only), missing keys."""
     settings = inputs.settings
     withheld = [name for name in sorted(settings.allow_env) if provider_key_reason(name)]
     if settings.allow_exec and withheld:
@@ -154,6 +155,12 @@ def start_notices(inputs: RunInputs, checked: Preflight, *, batch_checked: bool)
         yield (
             f"weval: --weval-batch: no batch API for {', '.join(live)}: "
             f"{'its' if len(live) == 1 else 'their'} requests are sent live, at the live price"
+        )
+    untiered = checked.without_tier(settings.service_tier, inputs.custom_models) if batch_checked else []
+    if untiered:
+        yield (
+            f"weval: --weval-service-tier={settings.service_tier}: not offered for {', '.join(untiered)}: "
+            f"{'it is' if len(untiered) == 1 else 'they are'} sent at the default tier and priced so"
         )
     if checked.missing:
         yield (

@@ -22,7 +22,7 @@ from pytest_weval.blueprint.fixtures import ResponseFixtures
 from pytest_weval.blueprint.model import Blueprint
 from pytest_weval.engine import EngineSettings
 from pytest_weval.engine.prices import Price, PriceBook, parse_price_lines
-from pytest_weval.engine.request import BATCH_MODES, CACHE_MODES, CACHE_STORES
+from pytest_weval.engine.request import BATCH_MODES, CACHE_MODES, CACHE_STORES, PROMPT_CACHE_MODES, SERVICE_TIERS
 from pytest_weval.engine.store.backends import is_postgres, redact_url, state_file
 from pytest_weval.engine.store.history import History, history_for
 from pytest_weval.engine.store.sqlite_health import fix_command
@@ -96,6 +96,8 @@ class WevalSettings:
     store_retry_s: float = defaults.STORE_RETRY_S  # --weval-store-retry
     batch: str = defaults.BATCH  # --weval-batch (docs/batch.md)
     batch_poll_s: float = defaults.BATCH_POLL_S  # --weval-batch-poll
+    service_tier: str = defaults.SERVICE_TIER  # --weval-service-tier
+    prompt_cache: str = defaults.PROMPT_CACHE  # --weval-prompt-cache
     eval_methods: tuple[str, ...] = defaults.EVAL_METHODS  # --weval-eval-methods
 
     @property
@@ -117,6 +119,8 @@ class WevalSettings:
             stop_grace_s=self.stop_grace_s,
             batch=self.batch,
             batch_poll_s=self.batch_poll_s,
+            service_tier=self.service_tier,
+            prompt_cache=self.prompt_cache,
             max_reply_mb=self.max_reply_mb,
             store_retry_s=self.store_retry_s,
             budget_usd=self.budget_usd,
@@ -409,6 +413,8 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
         max_reply_mb=_number(config, "weval_max_reply_mb", float, positive=True),
         store_retry_s=_number(config, "weval_store_retry", float, minimum=0),
         **_batch(config, cache_mode),
+        service_tier=_choice(config, "weval_service_tier", SERVICE_TIERS),
+        prompt_cache=_choice(config, "weval_prompt_cache", PROMPT_CACHE_MODES),
         eval_methods=_eval_methods(config),
     )
 

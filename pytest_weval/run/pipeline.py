@@ -274,7 +274,7 @@ class Pipeline:
             config=work.blueprint.config,
             description=work.blueprint.description,
             panel=panel,
-            ask=self.asker(work.priority, usage, purpose="judge", stops=stops),
+            ask=self.asker(work.priority, usage, purpose="judge", stops=stops, shared_by=_judged_count(points)),
         )
         if not _pending(result, stops):
             _score_into(result, assessments, stops)
@@ -371,13 +371,24 @@ class Pipeline:
         _add_usage(usage, work.model.id, conversation.usage)
         return conversation
 
-    def asker(self, priority: int, usage: dict[str, Usage], *, purpose: str, stops: list[ModelCallError] | None = None):
+    def asker(
+        self,
+        priority: int,
+        usage: dict[str, Usage],
+        *,
+        purpose: str,
+        stops: list[ModelCallError] | None = None,
+        shared_by: int = 0,
+    ):
         """How judges ask: through the engine, counted in ``usage``; a request the budget
         refused, or one waiting in a batch, is noted in ``stops`` (the item's judges then failed
-        for that reason alone)."""
+        for that reason alone). ``shared_by``: how many criteria each judge is asked about this
+        answer, every call sharing all of its prompt but the criterion (a provider's prompt cache
+        may keep that prefix: ``ModelRequest.shared_prefix_chars``)."""
 
         async def ask(judge: Any, messages: list[dict], temperature: float, max_tokens: int) -> str:
             model = self.model_spec(judge.model)
+            prefix = judging.shared_prefix_chars(messages[-1]["content"] or "") if shared_by > 1 and messages else 0
             request = ModelRequest(
                 model=model,
                 messages=tuple(ChatMessage(m["role"], m["content"]) for m in messages),
@@ -385,6 +396,8 @@ class Pipeline:
                 max_tokens=max_tokens,
                 priority=priority,
                 purpose=purpose,
+                shared_prefix_chars=prefix,
+                shared_by=shared_by if prefix else 0,
             )
             try:
                 reply = await self.engine.complete(request)
@@ -396,6 +409,11 @@ class Pipeline:
             return reply.text
 
         return ask
+
+
+def _judged_count(points: list[EvalPoint]) -> int:
+    """How many criteria a judge is asked about one answer: its text points."""
+    return sum(1 for point in points if not (point.is_function or point.authoring_error))
 
 
 def content_digest(work: ItemWork, threshold: float) -> str:

@@ -29,7 +29,7 @@ from typing import Any
 from pytest_weval import judges as judging
 from pytest_weval.blueprint.model import EvalPoint, ModelSpec
 from pytest_weval.engine import Engine, ModelCallError, ModelReply, ModelRequest
-from pytest_weval.engine.prices import Price, PriceBook, batch_share, estimate_input_tokens
+from pytest_weval.engine.prices import Price, PriceBook, estimate_input_tokens
 from pytest_weval.run import sampling
 from pytest_weval.run.embedding import embedding_model, embedding_request
 from pytest_weval.run.generation import answers_asked, first_generation
@@ -70,6 +70,9 @@ class PlanClient:
         self.by_model: dict[str, ModelPlan] = {}
         self._replies: dict[Any, Any] = {}  # key -> the cached reply, None, or a Future while read
         self._foreseen: set[int] = set()
+        # shared prompt prefixes met -> the tokens of the first call's, until a second call reads
+        # it (a prefix no second call shares is never marked for a cache, so never written)
+        self._prefixes: dict[int, float] = {}
         # --weval-repeat=auto: requests of samples an item takes only while its samples disagree
         self.later_samples = 0
         self.first_samples: int | None = None  # samples every item takes, under auto
@@ -90,6 +93,13 @@ class PlanClient:
             self._count(
                 request.model.id, request.purpose, estimate_input_tokens(request), max_output, reply is not None
             )
+            if reply is None and request.shared_by > 1 and request.shared_prefix_chars:
+                head = tuple(request.messages[:-1])
+                last = request.messages[-1].content or ""
+                tokens = (sum(len(m.content or "") for m in head) + request.shared_prefix_chars) / 4
+                self.shared_prefix(
+                    hash((request.model.id, head, last[: request.shared_prefix_chars])), request.model.id, tokens
+                )
             if self.first_samples is not None and request.sample % self.max_samples >= self.first_samples:
                 self.later_samples += 1
         else:
@@ -114,13 +124,35 @@ class PlanClient:
 
     def foresee(
         self, stand_in: tuple[Any, ...], model_id: str, purpose: str, input_tokens: float, max_output: int
-    ) -> None:
+    ) -> bool:
         """A request that will be built from an answer the cache does not hold yet; ``stand_in``
-        is what it will be made of (kept as its hash: 2^-64 odds that two differ and meet)."""
+        is what it will be made of (kept as its hash: 2^-64 odds that two differ and meet).
+        Whether it was new."""
         marker = hash(stand_in)
-        if marker not in self._foreseen:
-            self._foreseen.add(marker)
-            self._count(model_id, purpose, input_tokens, max_output, cached=False)
+        if marker in self._foreseen:
+            return False
+        self._foreseen.add(marker)
+        self._count(model_id, purpose, input_tokens, max_output, cached=False)
+        return True
+
+    def note_prefix(self, group: int, pending: float) -> None:
+        """A shared prefix counted elsewhere (``_Share``): met from now on; ``pending``, the
+        tokens of its one call so far, written to the cache when a second call comes (0: it was)."""
+        self._prefixes[group] = pending
+
+    def shared_prefix(self, group: int, model_id: str, tokens: float) -> None:
+        """A request to send whose first ``tokens`` it shares with others of the run (``group``):
+        once a second comes, the first writes them to the provider's prompt cache and the others
+        read them from it."""
+        pending = self._prefixes.get(group)
+        if pending is None:
+            self._prefixes[group] = tokens
+            return
+        row = self.row(model_id)
+        if pending:
+            row.prefix_writes += pending
+            self._prefixes[group] = 0.0
+        row.prefix_reads += tokens
 
     def _count(self, model_id: str, purpose: str, input_tokens: float, max_output: int, cached: bool) -> None:
         self.row(model_id).add(purpose, input_tokens, max_output, cached)
@@ -128,7 +160,9 @@ class PlanClient:
     def row(self, model_id: str) -> ModelPlan:
         row = self.by_model.get(model_id)
         if row is None:
-            row = self.by_model[model_id] = ModelPlan(price=self.prices.price(model_id))
+            row = self.by_model[model_id] = ModelPlan(
+                price=self.prices.price(model_id), cache_rates=self.prices.cache_rates(model_id)
+            )
         return row
 
 
@@ -141,6 +175,20 @@ class ModelPlan:
     input_tokens: float = 0.0  # of the requests still to send
     cost_low: float | None = 0.0
     cost_high: float | None = 0.0
+    # Input tokens of the requests to send that a provider's prompt cache would serve (a prefix
+    # shared with an earlier request of the run), and those the first of each writes to it.
+    prefix_reads: float = 0.0
+    prefix_writes: float = 0.0
+    # USD per million input tokens: (uncached, cached read, cache write), where known
+    cache_rates: tuple[float, float, float] | None = None
+
+    @property
+    def cache_saving(self) -> float:
+        """What prompt caching takes off the estimate (a cache write's premium counted against it)."""
+        if self.cache_rates is None or self.cost_low is None:
+            return 0.0
+        per_in, per_read, per_write = self.cache_rates
+        return (self.prefix_reads * (per_in - per_read) - self.prefix_writes * (per_write - per_in)) / 1_000_000
 
     def add(self, purpose: str, input_tokens: float, max_output: int, cached: bool) -> None:
         self.requests += 1
@@ -162,6 +210,8 @@ class ModelPlan:
         self.requests += share.count
         self.by_purpose[share.purpose] = self.by_purpose.get(share.purpose, 0) + share.count
         self.input_tokens += share.input_tokens
+        self.prefix_reads += share.prefix_reads
+        self.prefix_writes += share.prefix_writes
         if self.price is None or self.cost_low is None:
             self.cost_low = self.cost_high = None
             return
@@ -180,10 +230,16 @@ class ModelPlan:
             "to_send": self.requests - self.cached,
             "by_purpose": dict(sorted(self.by_purpose.items())),
             "estimated_input_tokens": round(self.input_tokens),
-            "cost_usd": None
-            if self.cost_low is None
-            else {"low": round(self.cost_low, 6), "high": round(self.cost_high or 0, 6)},
+            "cost_usd": None if self.cost_low is None else self._costs(),
         }
+
+    def _costs(self) -> dict[str, Any]:
+        low, high = self.cost_low or 0.0, self.cost_high or 0.0
+        costs: dict[str, Any] = {"low": round(low, 6), "high": round(high, 6)}
+        saving = self.cache_saving
+        if saving > 0:
+            costs["prompt_cached"] = {"low": round(max(0.0, low - saving), 6), "high": round(high - saving, 6)}
+        return costs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,6 +252,8 @@ class _Share:
     input_tokens: float
     lows: tuple[float, ...]
     highs: tuple[float, ...]
+    prefix_reads: float = 0.0  # as ``ModelPlan.prefix_reads``
+    prefix_writes: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,6 +265,9 @@ class _StandIn:
     purpose: str
     input_tokens: float
     max_output: int
+    # the judge calls of one answer by one judge share all but the criterion (0: none shared)
+    prefix_group: int = 0
+    prefix_tokens: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,6 +285,9 @@ class _Shape:
     extract: bool  # key points are extracted from the ideal answer
     judged: tuple[_StandIn, ...]  # distinct judge calls, in the order the pipeline meets them
     shares: tuple[tuple[str, _Share], ...]  # ``judged`` by model row
+    # ``judged``'s shared prefixes (``_StandIn.prefix_group``), each with what is left pending of
+    # it (``PlanClient.note_prefix``)
+    prefix_groups: tuple[tuple[int, float], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -314,8 +378,11 @@ class DirectCount:
         if added is None:
             for model_id, share in shape.shares:
                 client.row(model_id).add_uncached(share)
+            for group, pending in shape.prefix_groups:
+                client.note_prefix(hash((identity, group)), pending)
         for stand_in in added or ():
             client.row(stand_in.model_id).add(stand_in.purpose, stand_in.input_tokens, stand_in.max_output, False)
+            client.shared_prefix(hash((identity, stand_in.prefix_group)), stand_in.model_id, stand_in.prefix_tokens)
 
     def _join(self, met: _Shape | _Met, shape: _Shape) -> tuple[_Met, int, tuple[_StandIn, ...]]:
         """The stand-ins of ``met`` and ``shape`` together, how many turns and which judge
@@ -434,6 +501,8 @@ class DirectCount:
                             # the judge prompt, the answer unknown
                             400 + turn_tokens + len(point.text or "") / 4,
                             judging.JUDGE_MAX_TOKENS,
+                            prefix_group=hash((judge.model, judge.approach, panel.scale, description)),
+                            prefix_tokens=400 + turn_tokens,
                         )
                     )
         return _Shape(
@@ -446,6 +515,7 @@ class DirectCount:
             extract=extract,
             judged=tuple(judged),
             shares=self._shares(judged),
+            prefix_groups=_prefix_groups(judged),
         )
 
     def _shares(self, judged: list[_StandIn]) -> tuple[tuple[str, _Share], ...]:
@@ -461,8 +531,22 @@ class DirectCount:
                 lows = tuple(price.cost(c.input_tokens, min(OUTPUT_LOW, c.max_output)) for c in calls)
                 highs = tuple(price.cost(c.input_tokens, c.max_output) for c in calls)
             tokens = sum(c.input_tokens for c in calls)
-            shares.append((model_id, _Share("judge", len(calls), tokens, lows, highs)))
+            groups: dict[int, list[_StandIn]] = {}
+            for call in calls:
+                groups.setdefault(call.prefix_group, []).append(call)
+            # the first call of a prefix shared writes it to the provider's cache, the others read it
+            shared = [group for group in groups.values() if len(group) > 1]
+            writes = sum(group[0].prefix_tokens for group in shared)
+            reads = sum(c.prefix_tokens for group in shared for c in group[1:])
+            shares.append((model_id, _Share("judge", len(calls), tokens, lows, highs, reads, writes)))
         return tuple(shares)
+
+
+def _prefix_groups(judged: list[_StandIn]) -> tuple[tuple[int, float], ...]:
+    calls: dict[int, list[_StandIn]] = {}
+    for stand_in in judged:
+        calls.setdefault(stand_in.prefix_group, []).append(stand_in)
+    return tuple((group, 0.0 if len(met) > 1 else met[0].prefix_tokens) for group, met in calls.items())
 
 
 @dataclasses.dataclass
@@ -473,6 +557,8 @@ class Plan:
     unusable_models: list[str] = dataclasses.field(default_factory=list)
     auto: AutoPlan | None = None  # --weval-repeat=auto: the rows count every item at its most samples
     batch: bool = False  # --weval-batch: the cost through the batch APIs beside the live cost
+    # model id -> its batch price as a share of its live one (``PriceBook.batch_ratio``)
+    batch_ratios: dict[str, float] = dataclasses.field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -490,10 +576,25 @@ class Plan:
         if self.batch:
             for model, row in by_model.items():
                 if row["cost_usd"] is not None:
-                    row["cost_usd"]["batch"] = _batch_range(model, row["cost_usd"])
+                    row["cost_usd"]["batch"] = _batch_range(self.batch_ratios.get(model, 1.0), row["cost_usd"])
             batch_cost = {
                 "batch": {
                     end: round(sum(r["cost_usd"]["batch"][end] for r in by_model.values() if r["cost_usd"]), 6)
+                    for end in ("low", "high")
+                }
+            }
+        cached_cost: dict[str, Any] = {}
+        if any(m.cache_saving > 0 for m in priced):
+            cached_cost = {
+                "prompt_cached": {
+                    end: round(
+                        sum(
+                            (r["cost_usd"].get("prompt_cached") or r["cost_usd"])[end]
+                            for r in by_model.values()
+                            if r["cost_usd"]
+                        ),
+                        6,
+                    )
                     for end in ("low", "high")
                 }
             }
@@ -511,29 +612,36 @@ class Plan:
                 "high": round(sum(m.cost_high or 0 for m in priced), 6),
                 "unpriced_models": unpriced,
                 **batch_cost,
+                **cached_cost,
             },
         }
 
     def lines(self) -> list[str]:
         totals = self.to_dict()
         rows = [["model", "requests", "cached", "to send", "input tokens", "estimated cost"]]
+        cost = totals["cost_usd"]
+        prompt_cached = "prompt_cached" in cost
+        if prompt_cached:
+            rows[0].append("prompt-cached")
         if self.batch:
             rows[0].append("through batches")
         for model, m in sorted(self.by_model.items()):
-            cost = "no price" if m.cost_low is None else f"${m.cost_low:,.4f}-${m.cost_high or 0:,.4f}"
+            shown = "no price" if m.cost_low is None else f"${m.cost_low:,.4f}-${m.cost_high or 0:,.4f}"
             row = [
                 model,
                 f"{m.requests:,}",
                 f"{m.cached:,}",
                 f"{m.requests - m.cached:,}",
                 f"{m.input_tokens:,.0f}",
-                cost,
+                shown,
             ]
+            if prompt_cached:
+                own = totals["requests"]["by_model"][model]["cost_usd"]
+                row.append("no price" if own is None else _money(own.get("prompt_cached") or own))
             if self.batch:
                 batch = totals["requests"]["by_model"][model]["cost_usd"]
                 row.append("no price" if batch is None else _money(batch["batch"]))
             rows.append(row)
-        cost = totals["cost_usd"]
         unpriced = " + unpriced" if cost["unpriced_models"] else ""
         total = [
             "total",
@@ -543,6 +651,8 @@ class Plan:
             "",
             _money(cost) + unpriced,
         ]
+        if prompt_cached:
+            total.append(_money(cost["prompt_cached"]) + unpriced)
         if self.batch:
             total.append(_money(cost["batch"]) + unpriced)
         rows.append(total)
@@ -556,6 +666,12 @@ class Plan:
             out.append(
                 "estimated cost: list prices, no prompt caching assumed (an upper bound; each reply "
                 "is then billed at its own usage, cached tokens at their rates)"
+            )
+        if prompt_cached:
+            out.append(
+                "prompt-cached: the judge calls of one answer share all but the criterion; after the "
+                "first, that prefix at the provider's cached rate (the first at its cache-write rate), "
+                "where the provider caches it"
             )
         for missing in self.missing_keys:
             needed = [
@@ -613,11 +729,10 @@ def _money(cost: dict[str, Any]) -> str:
     return f"${cost['low']:,.4f}-${cost['high']:,.4f}"
 
 
-def _batch_range(model_id: str, cost: dict[str, Any]) -> dict[str, float]:
-    """The cost range through the provider's batch API (its share of the live price; a provider
-    without one goes live, at the live price)."""
-    share = batch_share(model_id)
-    return {end: round(cost[end] * share, 6) for end in ("low", "high")}
+def _batch_range(ratio: float, cost: dict[str, Any]) -> dict[str, float]:
+    """The cost range through the provider's batch API (the library's batch price of the model,
+    as a share of its live price; a provider without one goes live, at the live price)."""
+    return {end: round(cost[end] * ratio, 6) for end in ("low", "high")}
 
 
 def make_plan(
@@ -667,6 +782,7 @@ def make_plan(
         sorted((checked.bad_models if checked else {}).values()),
         auto,
         batch=batch,
+        batch_ratios={model: prices.batch_ratio(model) for model in client.by_model} if batch else {},
     )
 
 
@@ -752,7 +868,7 @@ async def _plan_item(pipeline: Pipeline, client: PlanClient, direct: DirectCount
             generated_indices=conversation.generated_indices,
             description=work.blueprint.description,
             panel=panel,
-            ask=pipeline.asker(0, {}, purpose="judge"),
+            ask=pipeline.asker(0, {}, purpose="judge", shared_by=len(text_points)),
         )
         return
     # The answer (or the key points) is not in the cache: the judge calls it will need, under
@@ -762,13 +878,16 @@ async def _plan_item(pipeline: Pipeline, client: PlanClient, direct: DirectCount
     description = work.blueprint.description
     for point in text_points:
         for judge in panel.judges:
-            client.foresee(
+            new = client.foresee(
                 (answer, judge.model, judge.approach, panel.scale, point.text, description),
                 judge.model,
                 "judge",
                 input_tokens=400 + prompt_tokens + len(point.text or "") / 4,  # the judge prompt, the answer unknown
                 max_output=judging.JUDGE_MAX_TOKENS,
             )
+            if new:  # the first call of each prefix writes it to the provider's cache, the others read it
+                group = hash((answer, judge.model, judge.approach, panel.scale, description))
+                client.shared_prefix(group, judge.model, 400 + prompt_tokens)
 
 
 def _answer_identity(pipeline: Pipeline, work: ItemWork) -> tuple[Any, ...]:

@@ -83,6 +83,24 @@ class Preflight:
                 live.add(provider)
         return sorted(live)
 
+    def without_tier(self, tier: str, custom_models: Mapping[str, dict]) -> list[str]:
+        """Under --weval-service-tier=flex or priority: the models the run asks that are not
+        served at that tier (sent at the provider's default tier, and priced so)."""
+        if tier not in ("flex", "priority"):
+            return []
+        left: set[str] = set()
+        for model_id in self.asked - set(self.bad_models):
+            if model_id in custom_models or model_id in BUILTIN_MODELS:
+                continue
+            try:
+                adapter = adapter_for(ModelSpec(id=model_id), frozenset())
+            except ConfigError:
+                continue
+            adapter.service_tier = tier
+            if adapter.tier_sent() != tier:
+                left.add(model_id)
+        return sorted(left)
+
     @property
     def must_stop(self) -> bool:
         """Whatever --weval-missing-keys says: the run cannot go as asked."""

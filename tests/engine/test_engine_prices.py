@@ -165,6 +165,18 @@ def test_the_budget_settles_each_reply_at_its_billed_price(make_engine, server):
             True,
         ),
         (
+            "anthropic:claude-sonnet-4-5",
+            {
+                "usage": {
+                    "input_tokens": 3000,
+                    "output_tokens": 500,
+                    "cache_read_input_tokens": 6000,
+                    "cache_creation_input_tokens": 1000,
+                }
+            },
+            True,
+        ),
+        (
             "anthropic:claude-3-5-haiku-latest",
             {
                 "usage": {
@@ -179,8 +191,9 @@ def test_the_budget_settles_each_reply_at_its_billed_price(make_engine, server):
     ],
 )
 def test_a_batched_reply_costs_the_batch_price_of_its_own_usage(model_id, body, library_has_batch):
-    # The library's batch price where it has one; else half the live price (BATCH_SHARE: OpenAI's
-    # and Anthropic's batch pricing pages), cached reads and writes included.
+    # The library's batch price where it has one, cached reads and writes included; a model of a
+    # provider the library prices batches for, but not this model, at its live price (an upper
+    # bound: no share table of ours stands in for the library).
     from pytest_weval.engine.prices import PriceBook
     from pytest_weval.engine.request import ModelReply
 
@@ -193,7 +206,79 @@ def test_a_batched_reply_costs_the_batch_price_of_its_own_usage(model_id, body, 
         genai_prices.calc_price(usage, model, provider_id=provider, price_context={"processing": "batch"}).total_price
     )
     assert (batch < live) == library_has_batch
-    expected = batch if library_has_batch else live / 2
+    expected = batch if library_has_batch else live
     prices = PriceBook()
     assert prices.reply_cost(model_id, reply) == pytest.approx(live, rel=1e-9)
     assert prices.reply_cost(model_id, reply, batch=True) == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_batched_reply_of_a_provider_the_library_has_no_batch_price_of_costs_its_published_share():
+    # Together's Batch API bills half its serverless price (https://docs.together.ai/docs/batch-inference#pricing):
+    # genai-prices has no batch price of any Together model, so BATCH_SHARE keeps that one number.
+    from pytest_weval.engine.prices import PriceBook
+    from pytest_weval.engine.request import ModelReply
+
+    model_id = "together:meta-llama/Llama-3.3-70B-Instruct-Turbo"
+    body = {"usage": {"prompt_tokens": 10_000, "completion_tokens": 500}}
+    reply = ModelReply(text="ok", input_tokens=10_000, output_tokens=500, billing=body)
+    usage = genai_prices.Usage(input_tokens=10_000, output_tokens=500)
+    live = float(genai_prices.calc_price(usage, model_id.partition(":")[2], provider_id="together").total_price)
+    prices = PriceBook()
+    assert prices.reply_cost(model_id, reply) == pytest.approx(live, rel=1e-9)
+    assert prices.reply_cost(model_id, reply, batch=True) == pytest.approx(live / 2, rel=1e-9)
+
+
+def test_the_batch_estimate_is_the_library_batch_price():
+    # The batcher's reservation and the plan's batch column: the library's batch price of the
+    # estimated tokens (gpt-4o-mini: $0.075 / $0.30 per million through the Batch API).
+    from pytest_weval.engine.prices import PriceBook
+
+    prices = PriceBook()
+    assert prices.cost("openai:gpt-4o-mini", 1_000_000, 1_000_000, batch=True) == pytest.approx(0.375)
+    assert prices.batch_ratio("openai:gpt-4o-mini") == pytest.approx(0.5)
+    assert prices.batch_ratio("anthropic:claude-3-5-haiku-latest") == pytest.approx(1.0)
+
+
+def test_a_reply_is_priced_at_the_price_of_the_day_its_request_was_made():
+    # genai-prices dates its prices; a reply is priced at the one in force when its request was
+    # sent (ModelReply.requested_at, stamped by the sending stage), not the day it is priced.
+    # Claude Opus 4.6 billed prompts over 200k tokens at $10 per million until 2026-03-13, then
+    # every prompt at $5 (https://docs.anthropic.com/en/docs/about-claude/pricing).
+    import datetime
+
+    from pytest_weval.engine.prices import PriceBook
+    from pytest_weval.engine.request import ModelReply
+
+    body = {"usage": {"input_tokens": 300_000, "output_tokens": 1_000}}
+    days = [datetime.datetime(2026, 3, d, 12, tzinfo=datetime.timezone.utc) for d in (10, 16)]
+    usage = genai_prices.Usage(input_tokens=300_000, output_tokens=1_000)
+    then = [
+        float(
+            genai_prices.calc_price(
+                usage, "claude-opus-4-6", provider_id="anthropic", genai_request_timestamp=day
+            ).total_price
+        )
+        for day in days
+    ]
+    assert then[0] > then[1]
+    got = [
+        PriceBook().reply_cost(
+            "anthropic:claude-opus-4-6", ModelReply(text="ok", billing=body, requested_at=day.timestamp())
+        )
+        for day in days
+    ]
+    assert got == pytest.approx(then, rel=1e-9)
+
+
+def test_the_rates_per_million_are_not_a_long_context_tier():
+    # Claude Sonnet 4.5: $3 / $15 per million tokens up to 200k prompt tokens, $6 / $22.50 above
+    # (https://docs.anthropic.com/en/docs/about-claude/pricing). The estimates' rates are the
+    # ordinary ones: a million tokens at once would be priced at the long-context tier.
+    from pytest_weval.engine.prices import PriceBook
+
+    prices = PriceBook()
+    price = prices.price("anthropic:claude-sonnet-4-5")
+    assert price is not None
+    assert (price.input_per_mtok, price.output_per_mtok) == pytest.approx((3.0, 15.0))
+    # and its prompt cache: reads at a tenth, 5-minute writes at 1.25 times the input price
+    assert prices.cache_rates("anthropic:claude-sonnet-4-5") == pytest.approx((3.0, 0.3, 3.75))

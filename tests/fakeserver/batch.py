@@ -741,5 +741,5 @@ def answer_line(server: FakeServer, live_path: str, body: dict[str, Any], header
             message += f": you sent {rule.echo_header}={headers.get(rule.echo_header.lower(), '')}"
         return status, {"error": {"message": message, "type": "fake_error", "code": status}}
     return 200, server.prompt_cache.apply(
-        render_reply(live_path, model, server.reply_text(rule, fault, model, last_user), last_user)
+        render_reply(live_path, model, server.reply_text(rule, fault, model, last_user), last_user), body
     )

@@ -21,7 +21,7 @@ from typing import Any
 
 from tests.fakeserver.batch import SETTINGS as BATCH_SETTINGS
 from tests.fakeserver.batch import BatchAPI, BatchJob
-from tests.fakeserver.caching import PromptCache
+from tests.fakeserver.caching import FLEX_UNAVAILABLE, PromptCache, ServiceTiers
 
 FAULTS = ("500", "429", "malformed", "hang", "drop", "blank")
 
@@ -114,7 +114,10 @@ def _last_user(path: str, body: Any) -> str:
     if isinstance(body.get("messages"), list):
         for message in reversed(body["messages"]):
             if isinstance(message, dict) and message.get("role") == "user":
-                return str(message.get("content") or "")
+                content = message.get("content")
+                if isinstance(content, list):  # content blocks (a prompt-cache mark splits the text)
+                    return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+                return str(content or "")
     if isinstance(body.get("contents"), list):
         for content in reversed(body["contents"]):
             if isinstance(content, dict) and content.get("role") == "user":
@@ -328,6 +331,7 @@ class FakeServer:
         self.batches: dict[str, BatchJob] = {}
         self._batch = BatchAPI(self)
         self.prompt_cache = PromptCache()  # caching.py: cached tokens in the replies' usage
+        self.service_tiers = ServiceTiers()  # caching.py: the tier a reply reports; flex refusals
 
     # -- lifecycle ------------------------------------------------------------------------
     @property
@@ -570,6 +574,13 @@ class FakeServer:
                     method, path, headers, body, text_body, model, last_user, rate_headers, writer
                 )
             limited = rate_headers
+        if self.service_tiers.refuses(body):
+            with self._lock:
+                self.requests.append(
+                    RecordedRequest(method, path, headers, body, text_body, model, last_user, "429-flex", time.time())
+                )
+            await self._send(writer, 429, json.dumps(FLEX_UNAVAILABLE), {"Retry-After": "0"})
+            return True
         rule, fault = self.rule_and_fault(model, last_user, path)
         outcome = fault or (str(rule.status) if rule is not None and rule.status else "200")
         record = RecordedRequest(
@@ -588,7 +599,7 @@ class FakeServer:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            return await self._answer(rule, fault, path, model, last_user, headers, writer, limited or {})
+            return await self._answer(rule, fault, path, model, last_user, headers, writer, limited or {}, body)
         finally:
             with self._lock:
                 self.in_flight -= 1
@@ -690,6 +701,7 @@ class FakeServer:
         headers: dict[str, str],
         writer: asyncio.StreamWriter,
         rate_headers: dict[str, str],
+        body: Any = None,
     ) -> bool:
         latency = self.latency_ms + ((rule.latency_ms or 0) if rule is not None else 0)
         if latency:
@@ -728,7 +740,7 @@ class FakeServer:
             await self._send(writer, 200, json.dumps(render_embedding(model, vector, last_user)), rate_headers)
             return True
         text = self.reply_text(rule, fault, model, last_user)
-        reply = self.prompt_cache.apply(render_reply(path, model, text, last_user))
+        reply = self.prompt_cache.apply(self.service_tiers.echo(body, render_reply(path, model, text, last_user)), body)
         await self._send(writer, 200, json.dumps(reply), rate_headers)
         return True
 

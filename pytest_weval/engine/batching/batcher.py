@@ -24,7 +24,7 @@ from pytest_weval.engine.batching.rounds import Rounds
 from pytest_weval.engine.batching.waiting import Waiters
 from pytest_weval.engine.claims import ROLE_PREFIX, Coordinator
 from pytest_weval.engine.errors import ModelCallError, RunInterrupted, StoreDownError
-from pytest_weval.engine.prices import Budget, PriceBook, batch_share, estimate_input_tokens
+from pytest_weval.engine.prices import Budget, PriceBook, estimate_input_tokens
 from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.store.batches import BatchStore, Line
@@ -119,18 +119,15 @@ class Batcher:
     async def obtain(self, adapter: Adapter, request: ModelRequest, key: str, summary: dict[str, Any]) -> ModelReply:
         """The reply to ``request``, through a batch: queued in the store, then waited for."""
         api = self.apis.api(adapter.provider)
-        price = self.prices.price(request.model.id)
-        estimate = 0.0
-        if price is not None:
-            output = adapter.max_tokens(request) or 1000
-            estimate = price.cost(estimate_input_tokens(request), output) * batch_share(request.model.id)
+        output = adapter.max_tokens(request) or 1000
+        estimate = self.prices.cost(request.model.id, estimate_input_tokens(request), output, batch=True) or 0.0
         line = Line(
             key=key,
             provider=adapter.provider,
             account=api.account,
             model=request.model.id,
             request=json.dumps(summary, sort_keys=True, separators=(",", ":")),
-            body=json.dumps(adapter.body(request), separators=(",", ":")),
+            body=json.dumps(adapter.batch_body(request), separators=(",", ":")),
             estimate=estimate,
         )
         self.rounds.take(line)

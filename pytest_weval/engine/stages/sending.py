@@ -18,6 +18,7 @@ import time
 
 import httpx
 
+import pytest_weval.defaults as defaults
 from pytest_weval.engine.errors import ProviderError, ReplyTooLargeError, UnknownModelError
 from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
@@ -220,7 +221,9 @@ class Sender:
         """One HTTP exchange: a reply or a failure, and the provider's rate-limit headers."""
         model_id = request.model.id
         timeout = request.timeout_s or self.settings.timeout_s
-        started = time.monotonic()
+        if adapter.tier_sent() == "flex":  # flex queues: OpenAI's guide waits 15 minutes for it
+            timeout = max(timeout, defaults.FLEX_TIMEOUT_S)
+        started, sent_at = time.monotonic(), time.time()
         self.usage.counts["http_requests"] += 1
         self.usage.of(model_id).http_requests += 1
         # As httpx encodes a json= body, so a request's bytes do not depend on the client.
@@ -251,6 +254,7 @@ class Sender:
         outcome, info = self._read(adapter, response, model_id)
         if isinstance(outcome, ModelReply):
             outcome.latency_s = time.monotonic() - started
+            outcome.requested_at = sent_at
         return outcome, info
 
     def _read(self, adapter: Adapter, response: Exchange, model_id: str) -> Outcome:

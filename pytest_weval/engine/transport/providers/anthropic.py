@@ -15,7 +15,9 @@ from pytest_weval.engine.transport.providers.base import (
     as_int,
     dig,
     reply_from_blocks,
+    split_text,
 )
+from pytest_weval.engine.transport.providers.openai_compat import anthropic_cache_min
 
 ANTHROPIC_VERSION = "2023-06-01"
 
@@ -83,6 +85,23 @@ class Anthropic(Adapter):
         }
         if system:
             body["system"] = system
+        return self._mark_prefix(body, request, {"type": "ephemeral"})
+
+    def batch_body(self, request: ModelRequest) -> dict[str, Any]:
+        # A batch may take longer than the 5-minute cache lives: the 1-hour cache, inside a batch.
+        return self._mark_prefix(self.body(request), request, {"type": "ephemeral", "ttl": "1h"})
+
+    def _mark_prefix(
+        self, body: dict[str, Any], request: ModelRequest, cache_control: dict[str, str]
+    ) -> dict[str, Any]:
+        """The shared prefix marked for the prompt cache (``Adapter.caches_prefix``): the last
+        message's text as two blocks, the first ending the prefix, with ``cache_control``."""
+        at = self.caches_prefix(request, anthropic_cache_min(self.model_name))
+        if not at or not body["messages"]:
+            return body
+        last = body["messages"][-1]
+        text = last["content"] if isinstance(last["content"], str) else "".join(b["text"] for b in last["content"])
+        last["content"] = split_text(text, at, cache_control)
         return body
 
     def parse(self, data: Any) -> ModelReply:

@@ -8,10 +8,13 @@ cache key is made of: everything that changes the answer, never a secret.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_weval.engine.prices import tier_priced
 from pytest_weval.engine.request import ChatMessage, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor, masked_headers
 from pytest_weval.errors import WevalError
@@ -48,6 +51,10 @@ class Adapter:
     # A batch API at the provider (transport/batch_api.py BATCH_APIS) that this adapter's
     # requests may go through at the batch price (docs/batch.md); a custom model's never do.
     has_batch_api: bool = False
+    # Set by the engine from its settings: --weval-service-tier and --weval-prompt-cache. An
+    # adapter built alone sends the reference's bodies.
+    service_tier: str = "auto"
+    prompt_cache: str = "off"
 
     def __init__(self, model_id: str):
         self.model_id = model_id
@@ -75,6 +82,25 @@ class Adapter:
     def body(self, request: ModelRequest) -> dict[str, Any]:
         raise NotImplementedError
 
+    def batch_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The body of ``request`` as a line of a batch (a prompt cache lives longer there)."""
+        return self.body(request)
+
+    def tier_sent(self) -> str | None:
+        """The service tier this adapter asks its provider for (None: the provider's default)."""
+        return None
+
+    def caches_prefix(self, request: ModelRequest, min_tokens: int) -> int:
+        """Where the prompt cache should end in the last message of ``request`` (characters), or
+        0: under --weval-prompt-cache=auto, a prefix more than one call of the run shares, long
+        enough for the model to cache (``min_tokens``, four characters a token)."""
+        if self.prompt_cache != "auto" or request.shared_by < 2 or not request.shared_prefix_chars:
+            return 0
+        before = sum(len(m.content or "") for m in request.messages[:-1])
+        if (before + request.shared_prefix_chars) / 4 < min_tokens:
+            return 0
+        return request.shared_prefix_chars
+
     def parse(self, data: Any) -> ModelReply:
         raise NotImplementedError
 
@@ -90,6 +116,32 @@ class Adapter:
 
 
 # -- shared helpers --------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def offers_tier(model_id: str, tier: str) -> bool:
+    """Whether ``model_id`` is served at ``tier`` (flex, priority): genai-prices prices that tier
+    for it, as the provider's pricing page lists the models each tier takes."""
+    return tier_priced(model_id, tier)
+
+
+def prefix_key(request: ModelRequest, chars: int) -> str:
+    """A name for the prefix ``request`` shares with other calls (OpenAI's ``prompt_cache_key``):
+    the same judge asked about the same answer gets the same one."""
+    head = [[m.role, m.content or ""] for m in request.messages[:-1]]
+    last = request.messages[-1]
+    head.append([last.role, (last.content or "")[:chars]])
+    digest = hashlib.sha256(json.dumps([request.model.id, head]).encode()).hexdigest()
+    return "weval-" + digest[:32]
+
+
+def split_text(text: str, at: int, cache_control: dict[str, str]) -> list[dict[str, Any]]:
+    """``text`` as content blocks, the first (up to ``at``) marked for the prompt cache: the
+    same text, in two pieces."""
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text[:at], "cache_control": cache_control}]
+    if text[at:]:
+        blocks.append({"type": "text", "text": text[at:]})
+    return blocks
 
 
 def openai_messages(messages: tuple[ChatMessage, ...]) -> list[dict[str, str]]:

@@ -9,7 +9,13 @@ from urllib.parse import quote
 from pytest_weval.engine.request import ChatMessage, ModelReply, ModelRequest
 from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.transport.keys import api_key, base_url
-from pytest_weval.engine.transport.providers.base import Adapter, BodyError, MalformedReply, reply_from_blocks
+from pytest_weval.engine.transport.providers.base import (
+    Adapter,
+    BodyError,
+    MalformedReply,
+    offers_tier,
+    reply_from_blocks,
+)
 
 
 def google_contents(messages: tuple[ChatMessage, ...]) -> tuple[list[str], list[dict[str, Any]]]:
@@ -81,7 +87,18 @@ class Google(Adapter):
         }
         if systems:
             body["systemInstruction"] = {"parts": [{"text": "\n\n".join(systems)}]}
+        tier = self.tier_sent()
+        if tier is not None:
+            body["serviceTier"] = tier  # as google-genai sends GenerateContentConfig.service_tier
         return body
+
+    def tier_sent(self) -> str | None:
+        """Gemini's flex and priority tiers, to the models that take them; ``default`` is its
+        ``standard`` tier, what it serves when asked nothing."""
+        tier = self.service_tier
+        if tier in ("flex", "priority") and offers_tier(self.model_id, tier):
+            return tier
+        return None
 
     def parse(self, data: Any) -> ModelReply:
         return parse_generate_content(data)

@@ -15,12 +15,30 @@ from pytest_weval.engine.transport.providers.base import (
     billing_of,
     body_error,
     dig,
+    offers_tier,
     openai_messages,
+    prefix_key,
+    split_text,
     tool_call_line,
 )
 
 # OpenAI reasoning families: max_completion_tokens instead of max_tokens, no temperature.
 _REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+# Anthropic's smallest cacheable prompt, by model (its prompt-caching guide): 1,024 tokens
+# unless listed here (first match wins).
+ANTHROPIC_CACHE_MIN = (
+    ("haiku-4-5", 4096),
+    ("opus-4-5", 4096),
+    ("opus-4-6", 4096),
+    ("sonnet-4-6", 2048),
+    ("3-5-haiku", 2048),
+    ("3-haiku", 2048),
+)
+
+
+def anthropic_cache_min(model_name: str) -> int:
+    name = model_name.lower()
+    return next((tokens for part, tokens in ANTHROPIC_CACHE_MIN if part in name), 1024)
 
 
 class OpenAICompat(Adapter):
@@ -58,7 +76,29 @@ class OpenAICompat(Adapter):
         max_tokens = self.max_tokens(request)
         if max_tokens is not None:
             body["max_completion_tokens" if self.use_max_completion_tokens else "max_tokens"] = max_tokens
+        tier = self.tier_sent()
+        if tier is not None:
+            body["service_tier"] = tier
+        if self.provider == "openai":
+            # OpenAI caches any prompt of 1,024 tokens or more by itself; the key keeps the calls
+            # that share a prefix on the same cache.
+            if self.caches_prefix(request, 1024):
+                body["prompt_cache_key"] = prefix_key(request, request.shared_prefix_chars)
+        elif self.provider == "openrouter" and self.model_name.startswith("anthropic/"):
+            at = self.caches_prefix(request, anthropic_cache_min(self.model_name))
+            if at:  # Anthropic through OpenRouter: the same cache_control marks, on content parts
+                last = body["messages"][-1]
+                last["content"] = split_text(last["content"], at, {"type": "ephemeral"})
         return body
+
+    def tier_sent(self) -> str | None:
+        """OpenAI only: ``default`` as asked; ``flex`` and ``priority`` to the models that take them."""
+        tier = self.service_tier
+        if self.provider != "openai" or tier == "auto":
+            return None
+        if tier == "default" or offers_tier(self.model_id, tier):
+            return tier
+        return None
 
     def adapt(self, status: int, data: Any) -> bool:
         """OpenAI: a 400 naming max_tokens/temperature as unsupported adapts once per model."""
