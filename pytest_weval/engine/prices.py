@@ -34,17 +34,16 @@ MILLION = 1_000_000
 SAMPLE = 1000
 # What a provider's batch API charges, as a share of its live price, where genai-prices cannot say
 # (it prices batches itself where it can: ``processing: batch``): a model it has no price of (one
-# priced by a ``weval_prices`` line), and every model of a provider it has no batch price of
-# (``UNBATCHED_IN_LIBRARY``). From the providers' pages (docs/batch.md, 'Money'):
+# priced by a ``weval_prices`` line), and a model it prices live but not batched (every Together
+# model, older Anthropic ones such as Claude Haiku 3.5, in genai-prices 0.2.3). Each provider's
+# discount applies to every model its batch API takes. From the providers' pages
+# (docs/batch.md, 'Money'):
 BATCH_SHARE = {
     "openai": 0.5,  # https://platform.openai.com/docs/guides/batch
     "anthropic": 0.5,  # https://docs.anthropic.com/en/docs/build-with-claude/batch-processing#pricing
     "google": 0.5,  # https://ai.google.dev/gemini-api/docs/batch-mode
     "together": 0.5,  # https://docs.together.ai/docs/batch-inference#pricing
 }
-# The providers genai-prices (0.2.3) has no batch price of for any model. A model of another
-# provider the library has no batch price of is billed at its live price: an upper bound.
-UNBATCHED_IN_LIBRARY = frozenset({"together"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,7 +107,7 @@ class PriceBook:
             batched = _genai_batch_cost(model_id, usage, {}, None)
             if batched is not None:
                 return batched
-            return cost * unbatched_share(model_id)
+            return cost * batch_share(model_id)
         return cost * batch_share(model_id)
 
     def cache_rates(self, model_id: str) -> tuple[float, float, float] | None:
@@ -161,13 +160,6 @@ def batch_share(model_id: str) -> float:
     """The share of the live price a batched request of ``model_id`` costs, by its provider's
     page (``BATCH_SHARE``; 1 where it has no batch API), for a price genai-prices does not have."""
     return BATCH_SHARE.get(model_id.partition(":")[0].strip().lower(), 1.0)
-
-
-def unbatched_share(model_id: str) -> float:
-    """For a model genai-prices prices live but not batched: its provider's share where the
-    library has no batch price of that provider at all, else 1 (the live price)."""
-    provider = model_id.partition(":")[0].strip().lower()
-    return batch_share(model_id) if provider in UNBATCHED_IN_LIBRARY else 1.0
 
 
 def _genai_price(model_id: str) -> Price | None:
@@ -240,9 +232,8 @@ def _genai_reply_cost(model_id: str, reply: ModelReply, *, batch: bool) -> float
     if not batch:
         return live
     batched = _genai_batch_cost(model_id, usage, context, when)
-    # No batch price of this model in the library: its provider's published share where the
-    # library has none of that provider, else the live price.
-    return batched if batched is not None else live * unbatched_share(model_id)
+    # No batch price of this model in the library: its provider's published share.
+    return batched if batched is not None else live * batch_share(model_id)
 
 
 def _genai_batch_cost(

@@ -191,9 +191,9 @@ def test_the_budget_settles_each_reply_at_its_billed_price(make_engine, server):
     ],
 )
 def test_a_batched_reply_costs_the_batch_price_of_its_own_usage(model_id, body, library_has_batch):
-    # The library's batch price where it has one, cached reads and writes included; a model of a
-    # provider the library prices batches for, but not this model, at its live price (an upper
-    # bound: no share table of ours stands in for the library).
+    # The library's batch price where it has one, cached reads and writes included; a model it
+    # prices live but not batched, at its provider's published batch share of the live price
+    # (Anthropic's Batch API bills every model at half).
     from pytest_weval.engine.prices import PriceBook
     from pytest_weval.engine.request import ModelReply
 
@@ -206,7 +206,7 @@ def test_a_batched_reply_costs_the_batch_price_of_its_own_usage(model_id, body, 
         genai_prices.calc_price(usage, model, provider_id=provider, price_context={"processing": "batch"}).total_price
     )
     assert (batch < live) == library_has_batch
-    expected = batch if library_has_batch else live
+    expected = batch if library_has_batch else live * 0.5
     prices = PriceBook()
     assert prices.reply_cost(model_id, reply) == pytest.approx(live, rel=1e-9)
     assert prices.reply_cost(model_id, reply, batch=True) == pytest.approx(expected, rel=1e-9)
@@ -236,7 +236,9 @@ def test_the_batch_estimate_is_the_library_batch_price():
     prices = PriceBook()
     assert prices.cost("openai:gpt-4o-mini", 1_000_000, 1_000_000, batch=True) == pytest.approx(0.375)
     assert prices.batch_ratio("openai:gpt-4o-mini") == pytest.approx(0.5)
-    assert prices.batch_ratio("anthropic:claude-3-5-haiku-latest") == pytest.approx(1.0)
+    # the library has no batch price of Claude Haiku 3.5: Anthropic's Batch API bills every model
+    # at half (BATCH_SHARE), not the live price
+    assert prices.batch_ratio("anthropic:claude-3-5-haiku-latest") == pytest.approx(0.5)
 
 
 def test_a_reply_is_priced_at_the_price_of_the_day_its_request_was_made():
