@@ -8,7 +8,7 @@ from __future__ import annotations
 
 THRESHOLD = 0.5  # --weval-threshold: the pass mark when neither prompt nor blueprint sets one
 CACHE_MODE = "rw"  # --weval-cache
-CACHE_FOLDER = ".weval_cache"  # --weval-cache-dir: found in the rootdir or above it (plugin/options.py)
+CACHE_FOLDER = ".weval_cache"  # --weval-cache-dir: found in the rootdir or above it (plugin/settings.py)
 CACHE_STORE = "sqlite"  # --weval-cache-store
 TIMEOUT_S = 60.0  # --weval-timeout: per attempt, whole request
 MAX_ATTEMPTS = 5  # --weval-max-attempts: per request, for faults; rate-limit refusals spend none

@@ -20,7 +20,7 @@ run together never reserve past the budget (docs/engine.md, 'Prices, spend and t
 
 Where the rows live is a ``ClaimsStore``: SQLite on one machine (``claims_sqlite.py``, the
 cache's own file or a claims file beside it) or PostgreSQL shared by several machines
-(``store_pg.py``). The policy (leases, waiting, renewal, who is dead) is here, once.
+(``store/postgres.py``). The policy (leases, waiting, renewal, who is dead) is here, once.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ CACHE_MODES = ("rw", "ro", "refresh", "off")
 BATCH_MODES = ("off", "wait", "submit")  # --weval-batch (docs/batch.md)
 SERVICE_TIERS = ("auto", "default", "flex", "priority")  # --weval-service-tier (docs/engine.md, 'Prices')
 PROMPT_CACHE_MODES = ("auto", "off")  # --weval-prompt-cache
-CACHE_STORES = ("sqlite", "files")  # or a postgresql:// URL (engine/stores.py)
+CACHE_STORES = ("sqlite", "files")  # or a postgresql:// URL (engine/store/backends.py)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

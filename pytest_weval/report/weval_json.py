@@ -27,7 +27,7 @@ from pytest_weval.files import write_atomic
 from pytest_weval.report._fmt import utf16_key
 from pytest_weval.report.baseline import Comparison
 from pytest_weval.report.rollup import Rollup, build_rollup, item_key
-from pytest_weval.report.similarity import similarity_tables
+from pytest_weval.report.similarity import SimilarityTables, similarity_tables
 from pytest_weval.report.spool import FullResults
 from pytest_weval.results import ItemResult, PointAssessment, weval_kept
 from pytest_weval.scoring.aggregate import aggregate, prompt_weight, round2
@@ -294,14 +294,7 @@ def build_comparison(
         weights = {p.id: p.weight for p in blueprint.prompts if prompt_weight(p.weight) is not None}
         if weights:
             coverage["__promptWeights"] = weights
-    similarities = similarity_tables(prompt_ids, ordered)
-    evaluation: dict[str, Any] = {"llmCoverageScores": coverage}
-    if similarities is not None:  # the embedding evaluator's keys come first, as it runs first
-        evaluation = {
-            "similarityMatrix": similarities.matrix,
-            "perPromptSimilarities": similarities.per_prompt,
-            **evaluation,
-        }
+    evaluation = _evaluation_results(coverage, similarity_tables(prompt_ids, ordered))
 
     out = _drop_absent(
         {
@@ -313,7 +306,7 @@ def build_comparison(
             "sourceCommitSha": source_commit_sha,
             "sourceBlueprintFileName": source_blueprint_file_name,
             "config": effective_config(blueprint, ordered),
-            "evalMethodsUsed": (["embedding"] if similarities is not None else []) + EVAL_METHODS,
+            "evalMethodsUsed": (["embedding"] if "similarityMatrix" in evaluation else []) + EVAL_METHODS,
             "effectiveModels": _sorted_keys(effective),
             "modelSystemPrompts": {k: system_prompts[k] for k in _sorted_keys(system_prompts)},
             "promptIds": _sorted_keys(prompt_ids),
@@ -329,6 +322,17 @@ def build_comparison(
     )
     # modelSystemPrompts keeps its nulls: the reference writes ``systemPromptUsed ?? null``.
     return js_data(out)
+
+
+def _evaluation_results(coverage: dict[str, Any], similarities: SimilarityTables | None) -> dict[str, Any]:
+    if similarities is None:
+        return {"llmCoverageScores": coverage}
+    # the embedding evaluator's keys come first, as it runs first
+    return {
+        "similarityMatrix": similarities.matrix,
+        "perPromptSimilarities": similarities.per_prompt,
+        "llmCoverageScores": coverage,
+    }
 
 
 # ---------------------------------------------------------------- the run summary

@@ -1,6 +1,6 @@
 """What the claims store holds and how it is asked (``claims.py`` says the policy): the
 records of a run's outcomes and spend, and ``ClaimsStore``, the interface SQLite
-(``claims_sqlite.py``) and PostgreSQL (``store_pg.py``) implement."""
+(``claims_sqlite.py``) and PostgreSQL (``postgres.py``) implement."""
 
 from __future__ import annotations
 
