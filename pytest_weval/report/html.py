@@ -180,7 +180,7 @@ WRITTEN, GENERATED, NO_ANSWER, FIXTURE = 0, 1, 2, 3
 
 # Error kinds of an item nothing was asked for: no turn stands for its answer (the item's error
 # says why), where the Weval JSON keeps the reference's error turn.
-_NOTHING_ASKED = frozenset({"blueprint", "no_points", "missing_key", "not_allowed", "config"})
+_NOTHING_ASKED = frozenset({"blueprint", "no_points", "missing_key", "not_allowed", "config", "no_fixture"})
 
 # The reference's error turn, ``<<error>>message<</error>>``: the page shows the message.
 _ERROR_TURN = re.compile(r"^<<error>>(.*)<</error>>$", re.DOTALL)
