@@ -411,11 +411,13 @@ def test_strict_fixtures_error_where_the_file_has_no_answer_and_send_nothing_for
     assert len(judged) == 1 and "Paris is the capital of France." in judged[0]  # the `live` judge never asked
 
 
-def test_strict_fixtures_from_the_ini(project: Project) -> None:
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_strict_fixtures_from_the_ini(project: Project, workers: tuple[str, ...]) -> None:
+    """The ini twin; under xdist each worker reads the setting as the controller does."""
     _project(project)
     project.ini("weval_fixtures = fixtures.json\nweval_fixtures_strict = true")
-    result = project.run(f"--weval-judges={JUDGE_ID}", "-k", "live", "-rA")
-    result.assert_outcomes(errors=2)
+    result = project.run(f"--weval-judges={JUDGE_ID}", "-k", "live or chat", "-rA", *workers, sub=bool(workers))
+    result.assert_outcomes(errors=4)
     assert _generations(project) == []
 
 
