@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from plugin_helpers import MODEL, MODEL_ID, Project, answer_rule
+from test_plugin_html_report import _wait, browser  # noqa: F401 - the fixture, shared
 
 from pytest_weval.report._fmt import fmt_signed
 
@@ -128,14 +129,18 @@ def _command(project: Project, store: str, *args: str) -> Any:
     return json.loads(done.stdout)
 
 
-def test_the_page_shows_the_regression_pain_point_and_deltas_of_a_hand_worked_history(
-    project: Project, store: str
-) -> None:
+def _two_runs(project: Project, store: str = "sqlite") -> None:
     project.write("blueprints/words.yml", SUITE)
     for n, (mode, rules) in enumerate((("rw", FIRST), ("refresh", SECOND)), start=1):
         project.rules(*rules)
         result = project.run(f"--weval-cache={mode}", f"--weval-cache-store={store}", f"--weval-html=report{n}.html")
         assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.outlines[-15:]
+
+
+def test_the_page_shows_the_regression_pain_point_and_deltas_of_a_hand_worked_history(
+    project: Project, store: str
+) -> None:
+    _two_runs(project, store)
 
     first = _page(project.path / "report1.html")
     assert "weval-analyses" not in first.sections  # no earlier run: nothing to analyse against
@@ -169,3 +174,23 @@ def test_the_page_shows_the_regression_pain_point_and_deltas_of_a_hand_worked_hi
     assert [p["nodeid"] for p in said["painPoints"]] == [Q1.format(OTHER_ID)]
     said = _command(project, store, "deltas")
     assert [d["model"] for d in said["deltas"]] == [m for m, _ in deltas]
+
+
+def test_the_sections_show_in_a_browser_under_the_pages_policy(
+    project: Project,
+    browser: Any,  # noqa: F811 - the fixture imported above
+) -> None:
+    """Server-rendered, no script of their own: in Chromium the three tables are shown, with
+    nothing refused by the page's content security policy."""
+    from selenium.webdriver.common.by import By
+
+    _two_runs(project)
+    browser.get((project.path / "report2.html").resolve().as_uri())
+    _wait(lambda: browser.execute_script("return document.documentElement.dataset.wevalReady === 'true'"))
+    for name in ("regressions", "pain-points", "deltas"):
+        [table] = browser.find_elements(By.CSS_SELECTOR, f'[data-weval-analysis="{name}"]')
+        assert table.is_displayed()
+    row = browser.find_element(By.CSS_SELECTOR, f'[data-weval-pain="{Q1.format(OTHER_ID)}"]')
+    assert row.is_displayed() and 'contains("delta")' in row.text
+    logs = browser.get_log("browser")
+    assert [e for e in logs if e["level"] in ("SEVERE", "WARNING")] == [], logs
