@@ -60,6 +60,7 @@ ErrorKind = Literal[
     "program",  # a program named by an agent eval file (code judge, cli target) failed
     "not_allowed",  # programs from eval files are not allowed in this run
     "no_points",  # nothing to score
+    "no_fixture",  # --weval-fixtures-strict: the fixture file has no answer for it
     "internal",  # our own bug
 ]
 

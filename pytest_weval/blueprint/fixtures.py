@@ -40,6 +40,8 @@ class ResponseFixtures:
     seed: str
     responses: Mapping[str, Mapping[str, Any]]  # prompt id -> {"default"?, "byModel"?}
     lines: Mapping[str, int]  # prompt id -> the line its entry starts on
+    # --weval-fixtures-strict: an answer the file does not give is an error, never generated live
+    strict: bool = False
 
     def pick(self, prompt_id: str, model_id: str, effective_model_id: str, run_label: str) -> FixturePick | None:
         """The fixture for one item; None when the file has none for it (generated live).
@@ -68,6 +70,11 @@ class ResponseFixtures:
         key = f"{self.seed}|{run_label}|{prompt_id}|{effective_model_id}"
         return answers[fnv1a_32(key) % len(answers)]
 
+    def place(self, prompt_id: str) -> str:
+        """Where a prompt's entry is (``file:line``), or the file when it has none."""
+        line = self.lines.get(prompt_id)
+        return f"{self.path}:{line}" if line else self.path
+
 
 def fnv1a_32(text: str) -> int:
     """FNV-1a over UTF-16 code units, as the reference hashes a JavaScript string."""
@@ -90,9 +97,9 @@ def _by_model(by_model: Any, model_id: str) -> Any:
     return None
 
 
-def load_fixtures(path: str | Path, *, display_path: str | None = None) -> ResponseFixtures:
+def load_fixtures(path: str | Path, *, display_path: str | None = None, strict: bool = False) -> ResponseFixtures:
     """Read and check a fixture file (YAML or JSON by its suffix); a BlueprintError names the
-    file, the line and the field of the first problem."""
+    file, the line and the field of the first problem. ``strict``: --weval-fixtures-strict."""
     shown = display_path or str(path)
     try:
         source = read_blueprint_file(path, display_path=shown, what="fixture file")
@@ -122,6 +129,7 @@ def load_fixtures(path: str | Path, *, display_path: str | None = None) -> Respo
         seed=_js_string(seed),
         responses={str(k): v for k, v in responses.items()},
         lines={str(k): source.key_position(responses, k)[0] for k in responses},
+        strict=strict,
     )
 
 

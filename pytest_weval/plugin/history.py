@@ -22,6 +22,7 @@ from typing import Any
 from pytest_weval.engine.store.common import StoreError
 from pytest_weval.engine.store.history import History
 from pytest_weval.plugin.settings import WevalSettings
+from pytest_weval.report.analyses import RunAnalyses, run_analyses
 from pytest_weval.report.baseline import Baseline
 from pytest_weval.report.finish import FinishedRun
 from pytest_weval.report.history import (
@@ -182,12 +183,29 @@ class RunHistory:
             except StoreError as exc:
                 self._say("could not record this run", exc)
         try:
-            view = history_view(runs, current, changes, lambda earlier: run_selections(earlier, self.items))
+            view = history_view(
+                runs,
+                current,
+                changes,
+                lambda earlier: run_selections(earlier, self.items),
+                analyses=self._analyses(run.results, current, items),
+            )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             self._say("cannot draw the trends", exc)
             view = None
         self._say_damage()
         return dataclasses.replace(run, changes=changes, history=view)
+
+    def _analyses(
+        self, results: Sequence[ItemResult], current: dict[str, Any], items: Sequence[dict[str, Any]]
+    ) -> RunAnalyses | None:
+        """The history commands' analyses of this run for the page (docs/history.md, 'In the
+        HTML report'): against the run recorded before it, which the changes read already;
+        None when there is none."""
+        earlier = self._newest_scores(results)
+        if earlier.newest is None:
+            return None
+        return run_analyses(earlier.newest, earlier.newest_items, current, items)
 
     def baseline(self, setting: str, results: Sequence[ItemResult]) -> tuple[Baseline | None, str | None]:
         """``--weval-baseline=last[:<branch>]``: each item's newest earlier score (of that

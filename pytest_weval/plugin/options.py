@@ -230,6 +230,14 @@ _OPTIONS: list[tuple[str, str, str, str, object]] = [
         None,
     ),
     (
+        "--weval-fixtures-strict",
+        "weval_fixtures_strict",
+        "an item whose prompt x model has no answer in the --weval-fixtures file errors instead of asking the "
+        "model; nothing is sent for it (the reference's --fixtures-strict; docs/fixtures.md)",
+        "flag",
+        False,
+    ),
+    (
         "--weval-eval-methods",
         "weval_eval_methods",
         "evaluation methods, the reference's --eval-method: llm-coverage, embedding,llm-coverage "

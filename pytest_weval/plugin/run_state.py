@@ -54,9 +54,14 @@ def read_inputs(settings: WevalSettings, args: Iterable[str]) -> RunInputs:
 def _fixtures(settings: WevalSettings) -> ResponseFixtures | None:
     """--weval-fixtures, read before anything is collected or sent: a bad file stops the run."""
     if settings.fixtures is None:
+        if settings.fixtures_strict:  # strict about no file would error every item: say so once
+            raise pytest.UsageError(
+                f"{option_name('weval_fixtures_strict')} needs a fixture file: "
+                f"give it with {option_name('weval_fixtures')}"
+            )
         return None
     try:
-        return load_fixtures(settings.fixtures)
+        return load_fixtures(settings.fixtures, strict=settings.fixtures_strict)
     except BlueprintError as exc:
         raise pytest.UsageError(f"{option_name('weval_fixtures')}: {exc}") from None
 

@@ -91,6 +91,7 @@ class WevalSettings:
     fail_flaky: bool = False  # --weval-fail-flaky
     run_id: str | None = None  # --weval-run-id / WEVAL_RUN_ID: a run shared by several machines
     fixtures: Path | None = None  # --weval-fixtures
+    fixtures_strict: bool = False  # --weval-fixtures-strict
     check_models: bool = True  # --weval-check-models
     max_reply_mb: float = defaults.MAX_REPLY_MB  # --weval-max-reply-mb
     store_retry_s: float = defaults.STORE_RETRY_S  # --weval-store-retry
@@ -409,6 +410,7 @@ def settings_from_config(config: pytest.Config) -> WevalSettings:
         fail_flaky=bool(_raw(config, "weval_fail_flaky")),
         run_id=_run_id(config),
         fixtures=_path(config, _raw(config, "weval_fixtures")),
+        fixtures_strict=bool(_raw(config, "weval_fixtures_strict")),
         check_models=_choice(config, "weval_check_models", ON_OFF) == "on",
         max_reply_mb=_number(config, "weval_max_reply_mb", float, positive=True),
         store_retry_s=_number(config, "weval_store_retry", float, minimum=0),

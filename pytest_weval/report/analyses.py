@@ -7,6 +7,7 @@ the history's plain dicts (``engine/store/history.py``); nothing here reads a st
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -251,3 +252,42 @@ def delta_lines(found: Sequence[Mapping[str, Any]]) -> list[str]:
             f"rank {d['rank']})  {d['blueprint']} prompt {d['prompt']}"
         )
     return lines
+
+
+@dataclasses.dataclass(frozen=True)
+class RunAnalyses:
+    """The analyses of one run against its store's history, as the HTML report shows them: the
+    regressions since ``previous`` (the run recorded before it), and the run's own pain points
+    and deltas (its blueprints' newest run is itself). Each list at most ``limit`` long, worst
+    first, as the commands order them; ``totals`` says how many there were before the cap."""
+
+    previous: Mapping[str, Any]
+    regressions: list[dict[str, Any]]
+    pain_points: list[dict[str, Any]]
+    deltas: list[dict[str, Any]]
+    totals: Mapping[str, int]
+    limit: int
+
+
+def run_analyses(
+    previous: Mapping[str, Any],
+    previous_items: Sequence[Mapping[str, Any]],
+    current: Mapping[str, Any],
+    current_items: Sequence[Mapping[str, Any]],
+    *,
+    limit: int = PAIN_LIMIT,
+) -> RunAnalyses:
+    """``history regressions`` (the newest run, ``current``, against ``previous``),
+    ``history pain-points`` and ``history deltas`` with their defaults, for this run's
+    blueprints: the same functions the commands call."""
+    found = regressions(previous_items, current_items)["regressions"]
+    pains = pain_points([current], lambda _run_id: current_items, limit=len(current_items))
+    peers = deltas([current], lambda _run_id: current_items)
+    return RunAnalyses(
+        previous=previous,
+        regressions=found[:limit],
+        pain_points=pains[:limit],
+        deltas=peers[:limit],
+        totals={"regressions": len(found), "painPoints": len(pains), "deltas": len(peers)},
+        limit=limit,
+    )

@@ -310,6 +310,11 @@ _CAUSES: dict[ErrorKind, tuple[str, str]] = {
         "Pass --weval-allow-exec if you trust the file.",
     ),
     "no_points": ("This prompt has nothing to score.", "Add points or an ideal answer to the {source}."),
+    "no_fixture": (
+        "The fixture file has no answer for this prompt and model, and --weval-fixtures-strict "
+        "forbids asking the model, so nothing was sent.",
+        "Add the answer to the fixture file (default or byModel), or run without --weval-fixtures-strict.",
+    ),
     "internal": (
         "pytest-weval itself failed on this item (a bug).",
         "Please report it with the details below.",

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest_weval.defaults as defaults
 from pytest_weval.report._fmt import fmt_score, fmt_signed, plural
+from pytest_weval.report.analyses import RunAnalyses
 from pytest_weval.report.baseline import Baseline, BaselineItem
 from pytest_weval.report.rollup import Rollup, tally
 from pytest_weval.report.weval_json import js_data
@@ -525,6 +526,7 @@ class HistoryView:
     trends: dict[str, list[float]]  # model -> means, oldest first (this run last)
     trend_runs: dict[str, list[str]]  # model -> the run ids of those means
     changes: Changes | None
+    analyses: RunAnalyses | None = None  # regressions, pain points, deltas: when an earlier run exists
 
 
 def history_view(
@@ -532,6 +534,7 @@ def history_view(
     current: Mapping[str, Any],
     changes: Changes | None,
     selections_of: Callable[[Mapping[str, Any]], Mapping[str, str]] = lambda run: {},
+    analyses: RunAnalyses | None = None,
 ) -> HistoryView:
     """Like with like: a model's trend holds the earlier runs whose mean is over the very items
     of this run's (``selections_of`` gives a run's, per model), and only models of this run."""
@@ -554,7 +557,7 @@ def history_view(
     for name, figure in now.items():
         trends.setdefault(name, []).append(figure["mean"])
         trend_runs.setdefault(name, []).append(str(current["id"]))
-    return HistoryView(trends=trends, trend_runs=trend_runs, changes=changes)
+    return HistoryView(trends=trends, trend_runs=trend_runs, changes=changes, analyses=analyses)
 
 
 __all__ = [

@@ -44,6 +44,7 @@ from pytest_weval.report._fmt import SURROGATE, fmt_duration, fmt_p, fmt_score, 
 from pytest_weval.report._fmt import html_text as _e
 from pytest_weval.report.baseline import Comparison, ModelComparison, fmt_difference
 from pytest_weval.report.history import HistoryView
+from pytest_weval.report.html_analyses import analyses_section
 from pytest_weval.report.html_assets import CSS, JS
 from pytest_weval.report.html_history import CSS as HISTORY_CSS
 from pytest_weval.report.html_history import JS as HISTORY_JS
@@ -180,7 +181,7 @@ WRITTEN, GENERATED, NO_ANSWER, FIXTURE = 0, 1, 2, 3
 
 # Error kinds of an item nothing was asked for: no turn stands for its answer (the item's error
 # says why), where the Weval JSON keeps the reference's error turn.
-_NOTHING_ASKED = frozenset({"blueprint", "no_points", "missing_key", "not_allowed", "config"})
+_NOTHING_ASKED = frozenset({"blueprint", "no_points", "missing_key", "not_allowed", "config", "no_fixture"})
 
 # The reference's error turn, ``<<error>>message<</error>>``: the page shows the message.
 _ERROR_TURN = re.compile(r"^<<error>>(.*)<</error>>$", re.DOTALL)
@@ -879,6 +880,7 @@ def page_parts(
         '<main><div id="weval-overview-view">',
         _facts(rollup, results, facts, comparison),
         history_section(history) if history is not None and has_content(history) else "",
+        analyses_section(history),
         '<section id="weval-heatmap"><h2>Mean score per blueprint and model</h2><div class="controls">',
         '<label><input type="checkbox" id="weval-group" checked> group by folder</label>',
         '<label>models: <select id="weval-model-order"><option value="name">by id</option>'

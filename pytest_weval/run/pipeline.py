@@ -35,6 +35,7 @@ from pytest_weval.run.generation import (
     asks_model,
     generate_conversation,
     generation_request,
+    planned_answers,
 )
 from pytest_weval.run.outcome import decide, mistakes_message
 from pytest_weval.run.programs.runner import ProgramRunner
@@ -246,7 +247,7 @@ class Pipeline:
         return self.settings.threshold if override is None else override
 
     async def _evaluate_into(self, work: ItemWork, result: ItemResult, usage: dict[str, Usage]) -> None:
-        if _refused(work, result, self._context(work, [])):
+        if _refused(work, result, self._context(work, []), self.settings.fixtures):
             return
         prompt = work.prompt
         conversation = await self.generate(work, usage)
@@ -450,9 +451,12 @@ def blank_result(work: ItemWork, threshold: float) -> ItemResult:
     )
 
 
-def _refused(work: ItemWork, result: ItemResult, context: scoring.PointContext) -> bool:
+def _refused(
+    work: ItemWork, result: ItemResult, context: scoring.PointContext, fixtures: ResponseFixtures | None
+) -> bool:
     """Decide the items known before any answer is paid for (not run for a missing key, a prompt
-    that cannot run, mistaken points, nothing to score); True when ``result`` is decided."""
+    that cannot run, mistaken points, nothing to score, no fixture under
+    --weval-fixtures-strict); True when ``result`` is decided."""
     if work.blocked is not None:
         result.outcome, result.error, result.not_run = work.blocked_outcome, work.blocked, True
         result.error_kind = "missing_key"
@@ -474,6 +478,10 @@ def _refused(work: ItemWork, result: ItemResult, context: scoring.PointContext) 
         return True
     if not prompt.points and not prompt.ideal:  # nothing to score: nothing is paid for
         _nothing_to_score(result)
+        return True
+    missing = missing_fixture(work, fixtures)
+    if missing is not None:
+        result.error, result.error_kind = missing, "no_fixture"
         return True
     return False
 
@@ -550,13 +558,40 @@ def fixture_pick(work: ItemWork, fixtures: ResponseFixtures | None) -> FixturePi
 
 def asks_tested_model(work: ItemWork, fixtures: ResponseFixtures | None) -> bool:
     """The item sends its tested model a request: it is not a built-in, it gets as far as
-    generating, and some answer is not the fixture file's. The pre-flight asks for the model's
+    generating, and some answer is not the fixture file's (under --weval-fixtures-strict such an
+    answer is the item's error instead: nothing is sent). The pre-flight asks for the model's
     key and price, and the budget holds room for it, only then."""
-    if work.model.id in BUILTIN_MODELS and work.model.custom is None:
-        return False
-    if sends_nothing(work.prompt):
+    if _is_builtin(work) or sends_nothing(work.prompt) or (fixtures is not None and fixtures.strict):
         return False
     return asks_model([(m.role, m.content) for m in work.prompt.messages], fixture_pick(work, fixtures))
+
+
+def missing_fixture(work: ItemWork, fixtures: ResponseFixtures | None) -> str | None:
+    """Under --weval-fixtures-strict, the item's error when some answer of its conversation is
+    not in the fixture file (the reference's documented ``--fixtures-strict``: an error instead
+    of a live generation); None when the file gives every answer, or the run is not strict.
+    The item errors before anything is sent, its judges included; the pre-flight and the plan
+    count nothing for it (docs/fixtures.md, 'Strict fixtures')."""
+    if fixtures is None or not fixtures.strict or _is_builtin(work):
+        return None
+    pick = fixture_pick(work, fixtures)
+    answers = planned_answers([(m.role, m.content) for m in work.prompt.messages], pick)
+    if all(answer is not None for answer in answers):
+        return None
+    where = fixtures.place(work.prompt.id)
+    item = f"{work.prompt.id} x {work.model.id}"
+    if pick is None:
+        return f"{where}: no fixture for {item} (--weval-fixtures-strict: nothing is generated live)"
+    first = next(i for i, answer in enumerate(answers) if answer is None)
+    return (
+        f"{where}: no fixture for {item}: its answers cover {first} of the {len(answers)} assistant turns "
+        "(--weval-fixtures-strict: nothing is generated live)"
+    )
+
+
+def _is_builtin(work: ItemWork) -> bool:
+    """``ideal`` and ``echo`` answer as always: fixtures apply to real models."""
+    return work.model.id in BUILTIN_MODELS and work.model.custom is None
 
 
 def mistaken_points(prompt: Prompt) -> list[tuple[EvalPoint, str]]:

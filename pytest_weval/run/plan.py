@@ -39,6 +39,7 @@ from pytest_weval.run.pipeline import (
     Pipeline,
     PipelineSettings,
     judged_subject,
+    missing_fixture,
     sends_nothing,
 )
 from pytest_weval.run.preflight import Preflight, needs_judges
@@ -798,12 +799,14 @@ async def _plan_embeddings(
             continue
         model = ModelSpec(id=embedding_model(work.blueprint))
         texts = [work.prompt.ideal] if work.prompt.ideal else []
-        conversation = await pipeline.generate(work, {}) if direct is None else None
-        if conversation is not None and conversation.error is None:
-            texts.append(conversation.final_text or "")
-        else:
-            stand_in = ("embed", model.id, _answer_identity(pipeline, work))
-            client.foresee(stand_in, model.id, "embed", OUTPUT_HIGH_DEFAULT, 0)
+        # An item that errors unsent (--weval-fixtures-strict) has no answer to embed.
+        if missing_fixture(work, pipeline.settings.fixtures) is None:
+            conversation = await pipeline.generate(work, {}) if direct is None else None
+            if conversation is not None and conversation.error is None:
+                texts.append(conversation.final_text or "")
+            else:
+                stand_in = ("embed", model.id, _answer_identity(pipeline, work))
+                client.foresee(stand_in, model.id, "embed", OUTPUT_HIGH_DEFAULT, 0)
         for text in texts:
             if text.strip():
                 with contextlib.suppress(ModelCallError):  # counted; not in the cache
@@ -822,7 +825,7 @@ async def _plan_item(pipeline: Pipeline, client: PlanClient, direct: DirectCount
         await direct.count(work, how)
         return
     prompt = work.prompt
-    if work.blocked is not None or sends_nothing(prompt):
+    if work.blocked is not None or sends_nothing(prompt) or missing_fixture(work, pipeline.settings.fixtures):
         return  # the run sends nothing for these items
     conversation = await pipeline.generate(work, {})
     if conversation.error is not None:

@@ -23,7 +23,14 @@ from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.transport.batch_api import BATCH_APIS
 from pytest_weval.engine.transport.providers import adapter_for
 from pytest_weval.run.agent import AgentWork, judge_models
-from pytest_weval.run.pipeline import BUILTIN_MODELS, ItemWork, Work, asks_tested_model, sends_nothing
+from pytest_weval.run.pipeline import (
+    BUILTIN_MODELS,
+    ItemWork,
+    Work,
+    asks_tested_model,
+    missing_fixture,
+    sends_nothing,
+)
 
 
 class ModelLists(Protocol):
@@ -227,7 +234,8 @@ def preflight(
     (docs/engine.md, 'Model lists'). Only what the pipeline will send is checked: an item that
     ends before sending (nothing to score, a mistake in its prompt) needs no key, and a tested
     model whose every answer comes from ``fixtures`` needs no key, no price and no place in its
-    provider's list (docs/fixtures.md)."""
+    provider's list (docs/fixtures.md); under --weval-fixtures-strict an item with an answer the
+    file lacks errors unsent, so it needs nothing either."""
     checker = _Checker(env, allowed_env, custom_models)
     result = Preflight()
     panels: dict[str, judging.JudgePanel] = {}
@@ -249,8 +257,8 @@ def preflight(
             prompt = prompts[id(work.prompt)] = (
                 None if sends_nothing(work.prompt) else (needs_judges(work.prompt), not work.prompt.points)
             )
-        if prompt is None:
-            continue
+        if prompt is None or missing_fixture(work, fixtures) is not None:
+            continue  # it ends before sending: no key, no price, no judge
         asked = asks.get((id(work.prompt), work.model.id))
         if asked is None:
             asked = asks[id(work.prompt), work.model.id] = asks_tested_model(work, fixtures)

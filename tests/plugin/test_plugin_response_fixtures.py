@@ -374,3 +374,94 @@ def test_canned_answers_hold_no_budget(project: Project) -> None:
         f"blueprints/greeting.yml::clarify[{MODEL_ID}]": "PASSED",
     }, result.stdout.str()
     assert project.requests() == []
+
+
+# -- --weval-fixtures-strict (issue 44, item 2) ---------------------------------------------------
+
+
+def test_strict_fixtures_error_where_the_file_has_no_answer_and_send_nothing_for_them(project: Project) -> None:
+    """`live` has no entry, `chat`'s fixture leaves its trailing turn to the model: under
+    --weval-fixtures-strict both error, located at the fixture file, and neither their model
+    nor their judges are asked; the canned items run as without the option."""
+    _project(project)
+    project.server.rules.append(judge_rule("says live", "CLASS_EXACT"))
+    project.write(
+        "blueprints/f.yml", BLUEPRINT.replace("    - $icontains: live", "    - $icontains: live\n    - says live")
+    )
+    result = project.run(
+        f"--weval-judges={JUDGE_ID}",
+        "--weval-fixtures=fixtures.json",
+        "--weval-fixtures-strict",
+        "--weval-out=out",
+        "-rA",
+        "-p",
+        "no:randomly",
+    )
+    outcomes = outcomes_by_id(result)
+    text = " ".join(result.stdout.str().split())  # the summary wraps long lines
+    for model in (MODEL_ID, OTHER_ID):
+        assert outcomes[f"blueprints/f.yml::live[{model}]"] == "ERROR", text
+        assert outcomes[f"blueprints/f.yml::chat[{model}]"] == "ERROR", text
+        assert outcomes[f"blueprints/f.yml::capital[{model}]"] == "PASSED", text
+        assert f"fixtures.json: no fixture for live x {model}" in text, text
+    chat_line = next(i for i, s in enumerate(json.dumps(FIXTURES, indent=2).splitlines(), 1) if '"chat"' in s)
+    assert f"fixtures.json:{chat_line}: no fixture for chat x {MODEL_ID}" in text, text
+    assert _generations(project) == []  # nothing generated live
+    judged = [r.raw_body for r in project.requests() if r.model == "judge-model"]
+    assert len(judged) == 1 and "Paris is the capital of France." in judged[0]  # the `live` judge never asked
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_strict_fixtures_from_the_ini(project: Project, workers: tuple[str, ...]) -> None:
+    """The ini twin; under xdist each worker reads the setting as the controller does."""
+    _project(project)
+    project.ini("weval_fixtures = fixtures.json\nweval_fixtures_strict = true")
+    result = project.run(f"--weval-judges={JUDGE_ID}", "-k", "live or chat", "-rA", *workers, sub=bool(workers))
+    result.assert_outcomes(errors=4)
+    assert _generations(project) == []
+
+
+def test_strict_fixtures_are_not_planned_nor_need_a_key_or_price(project: Project) -> None:
+    """The plan and the pre-flight: an item that will error under strict is not counted, not
+    priced, and needs no key."""
+    _project(project)
+    _no_keys(project)
+    project.run(
+        "--collect-only",
+        f"--weval-judges={JUDGE_ID}",
+        "--weval-fixtures=fixtures.json",
+        "--weval-fixtures-strict",
+        "--weval-out=plan",
+        sub=True,
+    )
+    plan = project.json("plan/plan.json")
+    assert list(plan["requests"]["by_model"]) == [JUDGE_ID], plan["requests"]  # the canned Paris, judged once
+    assert plan["missing_keys"] == [{"variable": "OPENAI_API_KEY", "models": [], "judges": [JUDGE_ID], "items": 2}], (
+        plan["missing_keys"]
+    )
+    # No key and a budget with no price for the models: the strict run still runs its canned items.
+    result = project.run(
+        "--weval-fixtures=fixtures.json",
+        "--weval-fixtures-strict",
+        "--weval-budget=1",
+        "-k",
+        "not capital",
+        "-rA",
+        sub=True,
+    )
+    text = result.stdout.str() + result.stderr.str()
+    assert "is not set" not in text and "no known price" not in text, text
+    outcomes = outcomes_by_id(result)
+    assert sorted(i for i, o in outcomes.items() if o == "ERROR") == sorted(
+        f"blueprints/f.yml::{p}[{m}]" for p in ("chat", "live") for m in (MODEL_ID, OTHER_ID)
+    ), text
+    assert outcomes[f"blueprints/f.yml::colour[{OTHER_ID}]"] == "PASSED", text
+    assert project.requests() == []
+
+
+def test_strict_fixtures_without_a_fixture_file_is_a_usage_error(project: Project) -> None:
+    _project(project)
+    result = project.run("--weval-fixtures-strict")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--weval-fixtures-strict (ini weval_fixtures_strict) needs a fixture file" in result.stderr.str()
+    assert project.requests() == []
