@@ -8,6 +8,7 @@ import datetime as dt
 import html
 import json
 import os
+import random
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -558,3 +559,38 @@ def test_an_items_samples_and_flakiness_are_in_its_detail(results, blueprints):
     assert items[flaky.nodeid]["samples"] == flaky.sample_scores and items[flaky.nodeid]["flaky"] is True
     assert items[steady.nodeid]["samples"] == [1.0, 1.0] and "flaky" not in items[steady.nodeid]
     assert not any("samples" in item for nodeid, item in items.items() if nodeid not in (flaky.nodeid, steady.nodeid))
+
+
+def test_a_large_runs_page_stays_compact_and_its_blocks_decode_to_every_answer():
+    # issue 43: each blueprint's items (answers, conversations, reflections: the bulk) are a
+    # compressed block, so the page stays under 200 bytes per item; decoded, the blocks hold
+    # every answer as it was given.
+    words = "the model answer should consider context safety patient law risk evidence guidance".split()
+    rng = random.Random(43)
+    results, answers = [], {}
+    for b in range(10):
+        path = f"blueprints/group{b % 3}/bulk{b}.yml"
+        for n in range(50):
+            for model in (A, B):
+                answer = f"{model} on question {n}: " + " ".join(rng.choice(words) for _ in range(70))
+                result = _result(
+                    path,
+                    f"q{n}",
+                    model,
+                    response=answer,
+                    generated_texts=[answer],
+                    points=[judged(f"explains topic {n} clearly", 0.75, [("openai:judge", 0.75, "The text meets it.")])],
+                    score=0.75,
+                )
+                results.append(result)
+                answers[result.nodeid] = answer
+    text, page = _page({}, results)
+    assert len(text.encode("utf-8")) / len(results) <= 200
+    assert not any(answer in text for answer in answers.values())  # no answer is stored as it is
+    blobs = page.blobs()
+    decoded = {
+        item["nodeid"]: item["response"] if "response" in item else item["turns"][-1][1]
+        for path, blob_id in blobs["weval-run"]["blueprints"].items()
+        for item in blobs[blob_id]["items"]
+    }
+    assert decoded == answers
