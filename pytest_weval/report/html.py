@@ -152,9 +152,9 @@ def script_json(data: Any) -> str:
 
 def packed_json(data: Any) -> str:
     """``data`` as a blueprint's block holds it: ``script_json``'s text (so it decodes to valid
-    UTF-8), deflated at zlib's best level (the same bytes every time) and base64'd, which leaves
-    nothing that could end the element."""
-    return base64.b64encode(zlib.compress(script_json(data).encode("utf-8"), 9)).decode("ascii")
+    UTF-8), deflated at zlib's default level (the same bytes every time; level 9 saves some 7%
+    for four times the CPU) and base64'd, which leaves nothing that could end the element."""
+    return base64.b64encode(zlib.compress(script_json(data).encode("utf-8"), 6)).decode("ascii")
 
 
 def unpacked_json(text: str) -> Any:

@@ -156,8 +156,8 @@ JS = r"""
   }
   // A blueprint's data, decoded on first use: its block is JSON deflated and base64'd
   // (report/html.py, packed_json), inflated by the browser's own DecompressionStream. The
-  // script runs as soon as the overview is parsed, before the blocks that follow it, so a
-  // block not parsed yet is waited for. Resolves to null for a path the page does not hold.
+  // script runs as soon as the overview is parsed, before the blocks that follow it, so the
+  // document's end is waited for. Resolves to null for a path the page does not hold.
   function whenParsed() {
     return document.readyState === "loading"
       ? new Promise((resolve) => document.addEventListener("DOMContentLoaded", resolve, { once: true }))
@@ -173,11 +173,8 @@ JS = r"""
   async function decode(path) {
     const id = Object.prototype.hasOwnProperty.call(RUN.blueprints, path) ? RUN.blueprints[path] : null;
     if (!id) return null;
-    let node = document.getElementById(id);
-    if (!node) {
-      await whenParsed();
-      node = document.getElementById(id);
-    }
+    await whenParsed(); // a block the parser is still reading is in the document, but not whole
+    const node = document.getElementById(id);
     return node ? unpack(node) : null;
   }
   function blueprint(path) {

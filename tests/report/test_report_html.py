@@ -565,7 +565,20 @@ def test_a_large_runs_page_stays_compact_and_its_blocks_decode_to_every_answer()
     # issue 43: each blueprint's items (answers, conversations, reflections: the bulk) are a
     # compressed block, so the page stays under 200 bytes per item; decoded, the blocks hold
     # every answer as it was given.
-    words = "the model answer should consider context safety patient law risk evidence guidance".split()
+    words = [
+        "the",
+        "model",
+        "answer",
+        "should",
+        "consider",
+        "context",
+        "safety",
+        "patient",
+        "law",
+        "risk",
+        "evidence",
+        "guidance",
+    ]
     rng = random.Random(43)
     results, answers = [], {}
     for b in range(10):
@@ -579,7 +592,9 @@ def test_a_large_runs_page_stays_compact_and_its_blocks_decode_to_every_answer()
                     model,
                     response=answer,
                     generated_texts=[answer],
-                    points=[judged(f"explains topic {n} clearly", 0.75, [("openai:judge", 0.75, "The text meets it.")])],
+                    points=[
+                        judged(f"explains topic {n} clearly", 0.75, [("openai:judge", 0.75, "The text meets it.")])
+                    ],
                     score=0.75,
                 )
                 results.append(result)
