@@ -329,10 +329,17 @@ def _largest_in(page: Path) -> tuple[str, str, int]:
     if found is None:
         raise SystemExit(f"{page}: not a weval report (no weval-run data)")
     run = json.loads(found.group(1))
-    blocks = dict(re.findall(rf'<script type="{BLOB_TYPE}" id="([^"]+)"[^>]*>(.*?)</script>', text, re.S))
-    sizes = {path: len(blocks[block]) for path, block in run["blueprints"].items()}
+    # a page from before issue 43 held each blueprint as plain JSON: timed the same way
+    blocks = {
+        block: (kind, body)
+        for kind, block, body in re.findall(
+            rf'<script type="({BLOB_TYPE}|application/json)" id="([^"]+)"[^>]*>(.*?)</script>', text, re.S
+        )
+    }
+    sizes = {path: len(blocks[block][1]) for path, block in run["blueprints"].items()}
     path = max(sizes, key=sizes.__getitem__)
-    items = unpacked_json(blocks[run["blueprints"][path]])["items"]
+    kind, body = blocks[run["blueprints"][path]]
+    items = (unpacked_json(body) if kind == BLOB_TYPE else json.loads(body))["items"]
     return path, items[0]["nodeid"], len(items)
 
 
