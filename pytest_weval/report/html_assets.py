@@ -164,6 +164,9 @@ JS = r"""
       : Promise.resolve();
   }
   async function unpack(node) {
+    if (typeof DecompressionStream !== "function") {
+      throw new Error("this browser has no DecompressionStream (Chrome 80, Firefox 113, Safari 16.4 and later have it)");
+    }
     const text = atob(node.textContent.trim());
     const bytes = new Uint8Array(text.length);
     for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
@@ -494,7 +497,7 @@ JS = r"""
       } catch (error) {
         if (turn !== routed) return;
         fill(blueprintView, h("div", { class: "crumbs" }, h("a", { href: "#" }, "\u2190 Overview")),
-          h("p", { class: "error-text" }, `This blueprint's data could not be read: ${error}`));
+          h("p", { class: "error-text" }, `This blueprint's data could not be read: ${error && error.message ? error.message : error}`));
         shownPath = null;
         overviewView.hidden = true;
         blueprintView.hidden = false;

@@ -309,6 +309,25 @@ def test_a_damaged_block_is_said_and_the_rest_of_the_page_still_works(project: P
     }
 
 
+def test_a_browser_without_decompression_shows_the_overview_and_says_why_a_blueprint_does_not_open(
+    project: Project, browser: Any
+):
+    """Chromium with ``DecompressionStream`` taken away before the page's script runs (as in a
+    browser older than Chrome 80 or Safari 16.4): the overview's cells are there, and opening a
+    blueprint names what the browser lacks."""
+    from selenium.webdriver.common.by import By
+
+    _suite(project)
+    project.run(f"--weval-judges={JUDGE_ID}", "--weval-html=report.html").assert_outcomes(passed=7, failed=2, errors=1)
+    browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": "delete window.DecompressionStream;"})
+    browser.get((project.path / "report.html").resolve().as_uri())
+    _wait(lambda: browser.execute_script("return document.documentElement.dataset.wevalReady === 'true'"))
+    assert len(browser.find_elements(By.CSS_SELECTOR, "[data-weval-cell][data-score]")) == 4
+    browser.find_element(By.CSS_SELECTOR, f'[data-weval-cell="{GREEK}|{MODEL_ID}"]').click()
+    said = _wait(lambda: browser.find_elements(By.CSS_SELECTOR, "#weval-blueprint-view .error-text"))
+    assert "this browser has no DecompressionStream" in said[0].text
+
+
 def test_without_the_option_no_page_is_written(project: Project):
     _suite(project)
     project.run(f"--weval-judges={JUDGE_ID}")
