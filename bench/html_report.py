@@ -10,12 +10,19 @@ the page (``write_html``) and, in headless Chromium (Debian's ``chromium``), the
 navigation start to DOMContentLoaded, to load, and to the overview being ready (the script's
 ``weval-ready`` mark), the median of a few loads; then opening the largest blueprint's grid,
 an item's detail, and the frame times while the overview scrolls.
+
+    python bench/html_report.py --page PATH
+
+times a page written elsewhere instead (e.g. ``bench/scale.py --keep``'s ``live16000.html``):
+the same load, scroll and open figures, its largest blueprint found by decoding its blocks.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
+import re
 import shutil
 import statistics
 import sys
@@ -31,7 +38,7 @@ from pytest_weval.blueprint import load_blueprint  # noqa: E402
 from pytest_weval.blueprint.ids import effective_model_id  # noqa: E402
 from pytest_weval.blueprint.model import Blueprint, BlueprintError  # noqa: E402
 from pytest_weval.jsvalues import js_number_str  # noqa: E402
-from pytest_weval.report.html import write_html  # noqa: E402
+from pytest_weval.report.html import BLOB_TYPE, unpacked_json, write_html  # noqa: E402
 from pytest_weval.report.rollup import build_rollup  # noqa: E402
 from pytest_weval.results import ItemResult, JudgeVerdict, PointAssessment, Usage  # noqa: E402
 from pytest_weval.scoring.aggregate import aggregate, round2  # noqa: E402
@@ -314,13 +321,63 @@ def browser_figures(page: Path, largest: str, item: str, loads: int) -> dict[str
         driver.quit()
 
 
+def _largest_in(page: Path) -> tuple[str, str, int]:
+    """A written page's largest blueprint (path, one of its node ids, its items), read as the
+    page's script reads it: the run's blob names each blueprint's block."""
+    text = page.read_text(encoding="utf-8")
+    found = re.search(r'<script type="application/json" id="weval-run">(.*?)</script>', text, re.S)
+    if found is None:
+        raise SystemExit(f"{page}: not a weval report (no weval-run data)")
+    run = json.loads(found.group(1))
+    # a page from before issue 43 held each blueprint as plain JSON: timed the same way
+    blocks = {
+        block: (kind, body)
+        for kind, block, body in re.findall(
+            rf'<script type="({BLOB_TYPE}|application/json)" id="([^"]+)"[^>]*>(.*?)</script>', text, re.S
+        )
+    }
+    sizes = {path: len(blocks[block][1]) for path, block in run["blueprints"].items()}
+    path = max(sizes, key=sizes.__getitem__)
+    kind, body = blocks[run["blueprints"][path]]
+    items = (unpacked_json(body) if kind == BLOB_TYPE else json.loads(body))["items"]
+    return path, items[0]["nodeid"], len(items)
+
+
+def _print_browser(figures: dict[str, Any], loads: int, largest: str, items: int) -> None:
+    print(
+        f"page load in headless Chromium (median of {loads}): DOMContentLoaded {figures['dcl']:.0f} ms, "
+        f"load {figures['load']:.0f} ms, overview ready {figures['ready']:.0f} ms, first paint {figures['fcp']:.0f} ms "
+        f"(driver.get returning to the overview ready, wall: {figures['wall']:.0f} ms)"
+    )
+    print(
+        f"scrolling the overview: {figures['scroll_frames']} frames in 2 s, frame time p50 {figures['scroll_p50_ms']:.1f} ms, "
+        f"p95 {figures['scroll_p95_ms']:.1f} ms"
+    )
+    print(
+        f"opening the largest blueprint ({largest}, {items} items): "
+        f"{figures['open_blueprint_ms']:.0f} ms; an item's detail: {figures['open_detail_ms']:.0f} ms"
+    )
+    print(f"console errors and warnings: {len(figures['console'])}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--page", type=Path, default=None, help="time this page instead of writing one")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--models", type=int, default=3)
     parser.add_argument("--loads", type=int, default=5, help="page loads to take the median of")
     parser.add_argument("--out", type=Path, default=None, help="folder for the page (default: a temporary one)")
     options = parser.parse_args()
+
+    if options.page is not None:
+        largest, item, count = _largest_in(options.page)
+        print(f"{options.page}: {options.page.stat().st_size / 1e6:.1f} MB")
+        figures = browser_figures(options.page, largest, item, options.loads)
+        if "skipped" in figures:
+            print("browser:", figures["skipped"])
+        else:
+            _print_browser(figures, options.loads, largest, count)
+        return
 
     started = time.perf_counter()
     blueprints, results = synthetic_run(options.corpus.resolve(), options.models)
@@ -338,7 +395,10 @@ def main() -> None:
     write_html(page, blueprints, results, rollup=rollup)
     written = time.perf_counter() - started
     size = page.stat().st_size
-    print(f"build_rollup: {rolled:.2f} s; write_html: {written:.2f} s; file: {size / 1e6:.1f} MB ({page})")
+    print(
+        f"build_rollup: {rolled:.2f} s; write_html: {written:.2f} s; "
+        f"file: {size / 1e6:.1f} MB, {size / len(results):,.0f} bytes per item ({page})"
+    )
 
     largest = max(rollup.blueprints.values(), key=lambda b: b.overall.items).path
     item = next(r.nodeid for r in results if r.blueprint_path == largest and r.points)
@@ -346,20 +406,7 @@ def main() -> None:
     if "skipped" in figures:
         print("browser:", figures["skipped"])
         return
-    print(
-        f"page load in headless Chromium (median of {options.loads}): DOMContentLoaded {figures['dcl']:.0f} ms, "
-        f"load {figures['load']:.0f} ms, overview ready {figures['ready']:.0f} ms, first paint {figures['fcp']:.0f} ms "
-        f"(driver.get returning to the overview ready, wall: {figures['wall']:.0f} ms)"
-    )
-    print(
-        f"scrolling the overview: {figures['scroll_frames']} frames in 2 s, frame time p50 {figures['scroll_p50_ms']:.1f} ms, "
-        f"p95 {figures['scroll_p95_ms']:.1f} ms"
-    )
-    print(
-        f"opening the largest blueprint ({largest}, {rollup.blueprints[largest].overall.items} items): "
-        f"{figures['open_blueprint_ms']:.0f} ms; an item's detail: {figures['open_detail_ms']:.0f} ms"
-    )
-    print(f"console errors and warnings: {len(figures['console'])}")
+    _print_browser(figures, options.loads, largest, rollup.blueprints[largest].overall.items)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
 Kept as Python strings so the page needs no package data and nothing from the network. The
 script builds every piece of text with ``textContent`` (``Node.append`` of strings), never
 ``innerHTML``: text from blueprints and models can hold markup, and it is shown, never run.
-It reads the run from ``<script type="application/json">`` blobs and renders a blueprint's
-grid, and an item's detail, only when they are opened.
+It reads the run's overview data from a ``<script type="application/json">`` blob and each
+blueprint's from a compressed block (``report/html.py``, ``packed_json``) that it decodes with
+the browser's ``DecompressionStream`` and renders, grid and item details, only when opened.
 """
 
 from __future__ import annotations
@@ -153,14 +154,37 @@ JS = r"""
     if (value === null || value === undefined) return "";
     return typeof value === "string" ? value : JSON.stringify(value, null, 2);
   }
-  // A blueprint's data, parsed on first use. The script runs as soon as the overview is
-  // parsed, before the blueprints' blobs that follow it: ``undefined`` means "not parsed yet".
+  // A blueprint's data, decoded on first use: its block is JSON deflated and base64'd
+  // (report/html.py, packed_json), inflated by the browser's own DecompressionStream. The
+  // script runs as soon as the overview is parsed, before the blocks that follow it, so the
+  // document's end is waited for. Resolves to null for a path the page does not hold.
+  function whenParsed() {
+    return document.readyState === "loading"
+      ? new Promise((resolve) => document.addEventListener("DOMContentLoaded", resolve, { once: true }))
+      : Promise.resolve();
+  }
+  async function unpack(node) {
+    if (typeof DecompressionStream !== "function") {
+      throw new Error("this browser has no DecompressionStream (Chrome 80, Firefox 113, Safari 16.4 and later have it)");
+    }
+    const text = atob(node.textContent.trim());
+    const bytes = new Uint8Array(text.length);
+    for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream(node.dataset.encoding || "deflate"));
+    return JSON.parse(await new Response(stream).text());
+  }
+  async function decode(path) {
+    const id = Object.prototype.hasOwnProperty.call(RUN.blueprints, path) ? RUN.blueprints[path] : null;
+    if (!id) return null;
+    await whenParsed(); // a block the parser is still reading is in the document, but not whole
+    const node = document.getElementById(id);
+    return node ? unpack(node) : null;
+  }
   function blueprint(path) {
     if (!loaded.has(path)) {
-      const id = Object.prototype.hasOwnProperty.call(RUN.blueprints, path) ? RUN.blueprints[path] : null;
-      const node = id ? document.getElementById(id) : null;
-      if (!node && id && document.readyState === "loading") return undefined;
-      loaded.set(path, node ? JSON.parse(node.textContent) : null);
+      const pending = decode(path);
+      loaded.set(path, pending);
+      pending.catch(() => loaded.delete(path)); // a failure is shown; the next visit tries again
     }
     return loaded.get(path);
   }
@@ -459,18 +483,28 @@ JS = r"""
   }
 
   // ---------------------------------------------------------------- navigation
-  function route() {
+  // The view changes once the blueprint's data is decoded, so what is shown is always whole;
+  // a later address wins over an earlier one still decoding.
+  let routed = 0;
+  async function route() {
+    const turn = ++routed;
     const params = new URLSearchParams(location.hash.slice(1));
     const path = params.get("bp");
-    const bp = path === null ? null : blueprint(path);
-    if (bp === undefined) {
-      fill(blueprintView, h("p", { class: "muted" }, "Loading\u2026"));
-      overviewView.hidden = true;
-      blueprintView.hidden = false;
-      shownPath = null;
-      document.addEventListener("DOMContentLoaded", route, { once: true });
-      return;
+    let bp = null;
+    if (path !== null) {
+      try {
+        bp = await blueprint(path);
+      } catch (error) {
+        if (turn !== routed) return;
+        fill(blueprintView, h("div", { class: "crumbs" }, h("a", { href: "#" }, "\u2190 Overview")),
+          h("p", { class: "error-text" }, `This blueprint's data could not be read: ${error && error.message ? error.message : error}`));
+        shownPath = null;
+        overviewView.hidden = true;
+        blueprintView.hidden = false;
+        return;
+      }
     }
+    if (turn !== routed) return;
     if (!bp) {
       blueprintView.hidden = true;
       overviewView.hidden = false;

@@ -11,9 +11,11 @@ instead (docs/rulings.md, ruling 24). Screenshots of the overview and of a drill
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -160,6 +162,10 @@ def _check_page(project: Project, page: Path, driver: Any, shots: Path, label: s
         assert math.isclose(float(cell.get_attribute("data-score")), tally["mean"]), key
         assert cell.text.splitlines()[0] == f"{tally['mean']:.2f}"
         assert cell.text.splitlines()[1] == f"{tally['passed']}/{tally['items'] - tally['skipped']}"
+    # Items are drawn when their blueprint is opened, from its compressed block (issue 43): none
+    # is in the document at load, and no answer is in the file as it was given.
+    assert driver.find_elements(By.CSS_SELECTOR, "[data-weval-item], [data-weval-detail]") == []
+    assert "alpha, beta, gamma" not in page.read_text(encoding="utf-8")
     title = driver.find_element(By.CSS_SELECTOR, f'tr[data-name="{GREEK}"] th a').text
     assert title == "Greek <letters>"  # escaped, shown as written
     driver.save_screenshot(str(shots / f"{label}-overview.png"))
@@ -270,6 +276,56 @@ def test_the_html_report_in_a_browser(
     _check_page(project, page, browser, shots, label)
     assert (shots / f"{label}-overview.png").stat().st_size > 0
     assert (shots / f"{label}-drilldown.png").stat().st_size > 0
+
+
+def test_a_damaged_block_is_said_and_the_rest_of_the_page_still_works(project: Project, browser: Any):
+    """A blueprint's block that does not inflate (a page cut or edited by hand) shows what went
+    wrong in that blueprint's view; the overview and the other blueprints work as before."""
+    from selenium.webdriver.common.by import By
+
+    _suite(project)
+    project.run(f"--weval-judges={JUDGE_ID}", "--weval-html=report.html").assert_outcomes(passed=7, failed=2, errors=1)
+    text = (project.path / "report.html").read_text(encoding="utf-8")
+    run = json.loads(re.search(r'<script type="application/json" id="weval-run">(.*?)</script>', text, re.S).group(1))
+    damaged = re.sub(
+        rf'(<script [^>]*id="{run["blueprints"][GREEK]}"[^>]*>)[^<]*',
+        lambda m: m.group(1) + base64.b64encode(b"not deflated").decode(),
+        text,
+    )
+    assert damaged != text
+    page = project.path / "damaged.html"
+    page.write_text(damaged, encoding="utf-8")
+    url = page.resolve().as_uri()
+    browser.get(url + "#bp=" + quote(GREEK, safe=""))
+    _wait(lambda: browser.execute_script("return document.documentElement.dataset.wevalReady === 'true'"))
+    said = _wait(lambda: browser.find_elements(By.CSS_SELECTOR, "#weval-blueprint-view .error-text"))
+    assert "could not be read" in said[0].text and said[0].is_displayed()
+    browser.find_element(By.LINK_TEXT, "\u2190 Overview").click()
+    _wait(lambda: browser.find_element(By.ID, "weval-overview-view").is_displayed())
+    browser.find_element(By.CSS_SELECTOR, f'[data-weval-cell="{NUMBERS}|{MODEL_ID}"]').click()
+    items = _wait(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-weval-item]"))
+    assert {i.get_attribute("data-weval-item") for i in items} == {
+        f"{NUMBERS}::{p}[{m}]" for p in ("count", "refused") for m in (MODEL_ID, OTHER_ID)
+    }
+
+
+def test_a_browser_without_decompression_shows_the_overview_and_says_why_a_blueprint_does_not_open(
+    project: Project, browser: Any
+):
+    """Chromium with ``DecompressionStream`` taken away before the page's script runs (as in a
+    browser older than Chrome 80 or Safari 16.4): the overview's cells are there, and opening a
+    blueprint names what the browser lacks."""
+    from selenium.webdriver.common.by import By
+
+    _suite(project)
+    project.run(f"--weval-judges={JUDGE_ID}", "--weval-html=report.html").assert_outcomes(passed=7, failed=2, errors=1)
+    browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": "delete window.DecompressionStream;"})
+    browser.get((project.path / "report.html").resolve().as_uri())
+    _wait(lambda: browser.execute_script("return document.documentElement.dataset.wevalReady === 'true'"))
+    assert len(browser.find_elements(By.CSS_SELECTOR, "[data-weval-cell][data-score]")) == 4
+    browser.find_element(By.CSS_SELECTOR, f'[data-weval-cell="{GREEK}|{MODEL_ID}"]').click()
+    said = _wait(lambda: browser.find_elements(By.CSS_SELECTOR, "#weval-blueprint-view .error-text"))
+    assert "this browser has no DecompressionStream" in said[0].text
 
 
 def test_without_the_option_no_page_is_written(project: Project):

@@ -12,7 +12,7 @@ import pytest
 from plugin_helpers import JUDGE_ID, MODEL_ID, Project, answer_rule, judge_rule
 
 from pytest_weval.report.finish import RunGates, finish_run
-from pytest_weval.report.html import BLOB_PREFIX, build_html
+from pytest_weval.report.html import BLOB_PREFIX, BLOB_TYPE, build_html
 from pytest_weval.report.run_record import read_run_record, write_run_record
 from pytest_weval.report.weval_json import write_outputs
 from pytest_weval.results import ItemResult
@@ -86,7 +86,7 @@ def _whole_results(folder: Path) -> list[ItemResult]:
 
 
 def _blueprint_blobs(page: str) -> list[str]:
-    return re.findall(rf'<script type="application/json" id="{BLOB_PREFIX}\d+">.*?</script>', page, flags=re.S)
+    return re.findall(rf'<script type="{BLOB_TYPE}" id="{BLOB_PREFIX}\d+"[^>]*>.*?</script>', page, flags=re.S)
 
 
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])

@@ -8,6 +8,7 @@ import datetime as dt
 import html
 import json
 import os
+import random
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -21,11 +22,20 @@ from pytest_weval.blueprint.model import Blueprint, Location, Message, ModelSpec
 from pytest_weval.files import FILE_MODE
 from pytest_weval.report._fmt import fmt_score, js_number, judge_label
 from pytest_weval.report.baseline import BaselineItem, Comparison, ModelComparison, Pair, Unpaired
-from pytest_weval.report.html import RunFacts, build_html, score_colours, script_json, write_html
+from pytest_weval.report.html import (
+    BLOB_TYPE,
+    RunFacts,
+    build_html,
+    score_colours,
+    script_json,
+    unpacked_json,
+    write_html,
+)
 from pytest_weval.report.rollup import build_rollup
 from pytest_weval.report.stats import MeanInterval
 from pytest_weval.results import ItemResult, Usage
 
+DATA_TYPES = ("application/json", BLOB_TYPE)  # script elements the browser never runs
 EVIL = '</script><script>window.pwned = 1</script><img src=x onerror="alert(1)"><!-- & "quoted"'
 
 
@@ -62,11 +72,17 @@ class Page(HTMLParser):
         return [attrs for _tag, attrs in self.tags if name in attrs]
 
     def blobs(self) -> dict[str, Any]:
+        """Every data block, decoded as the page's script decodes it: the run's JSON as it is,
+        each blueprint's inflated from its compressed block."""
         return {
-            str(attrs["id"]): json.loads(text)
+            str(attrs["id"]): json.loads(text) if attrs.get("type") == "application/json" else unpacked_json(text)
             for attrs, text in self.scripts
-            if attrs.get("type") == "application/json"
+            if attrs.get("type") in DATA_TYPES
         }
+
+    def code(self) -> list[tuple[dict[str, str | None], str]]:
+        """The scripts the browser runs (no data type)."""
+        return [(attrs, text) for attrs, text in self.scripts if attrs.get("type") not in DATA_TYPES]
 
 
 def _page(blueprints, results, **kw) -> tuple[str, Page]:
@@ -93,7 +109,7 @@ def test_the_page_loads_nothing_and_runs_only_its_own_script(results, blueprints
     assert csp is not None and "default-src 'none'" in csp
     nonce = re.search(r"'nonce-([^']+)'", csp)
     assert nonce is not None
-    executable = [a for a, _ in page.scripts if a.get("type") != "application/json"]
+    executable = [a for a, _ in page.code()]
     assert executable == [{"nonce": nonce.group(1)}]  # one inline script, no src
     for tag, attrs in page.tags:
         assert "src" not in attrs, (tag, attrs)
@@ -304,9 +320,9 @@ def test_text_from_blueprints_and_models_is_never_markup():
     # No element came from the text: the only scripts are the page's, no <img>, no handler.
     assert [t for t, _ in page.tags if t in ("img", "b")] == []
     assert len(page.scripts) == 3  # the run blob, the blueprint blob, the page's script
-    assert "window.pwned" not in "".join(s for a, s in page.scripts if a.get("type") != "application/json")
+    assert "window.pwned" not in "".join(s for _a, s in page.code())
     assert "<b>Chat</b>" not in text and "&lt;b&gt;Chat&lt;/b&gt; &amp; co" in text
-    for _attrs, blob in [s for s in page.scripts if s[0].get("type") == "application/json"]:
+    for _attrs, blob in [s for s in page.scripts if s[0].get("type") in DATA_TYPES]:
         assert "<" not in blob and ">" not in blob and "&" not in blob
     [item] = _blueprint_blob(page, path)["items"]
     assert item["turns"][-1] == ["assistant", EVIL, 1]  # shown as written, once decoded
@@ -520,7 +536,7 @@ def test_the_baseline_comparison_is_shown_beside_each_mean(results, blueprints):
     assert EVIL not in text
     assert f"<li>gone \u203a {html.escape(EVIL)} \u203a {A}[temp:0]: not in this run</li>" in text
     assert [t for t, _ in page.tags].count("img") == 0
-    assert len([a for a, _ in page.scripts if a.get("type") != "application/json"]) == 1
+    assert len(page.code()) == 1
 
 
 def test_without_a_baseline_nothing_of_it_is_shown(results, blueprints):
@@ -546,3 +562,53 @@ def test_an_items_samples_and_flakiness_are_in_its_detail(results, blueprints):
     assert items[flaky.nodeid]["samples"] == flaky.sample_scores and items[flaky.nodeid]["flaky"] is True
     assert items[steady.nodeid]["samples"] == [1.0, 1.0] and "flaky" not in items[steady.nodeid]
     assert not any("samples" in item for nodeid, item in items.items() if nodeid not in (flaky.nodeid, steady.nodeid))
+
+
+def test_a_large_runs_page_stays_compact_and_its_blocks_decode_to_every_answer():
+    # issue 43: each blueprint's items (answers, conversations, reflections: the bulk) are a
+    # compressed block, so the page stays under 200 bytes per item; decoded, the blocks hold
+    # every answer as it was given.
+    words = [
+        "the",
+        "model",
+        "answer",
+        "should",
+        "consider",
+        "context",
+        "safety",
+        "patient",
+        "law",
+        "risk",
+        "evidence",
+        "guidance",
+    ]
+    rng = random.Random(43)
+    results, answers = [], {}
+    for b in range(10):
+        path = f"blueprints/group{b % 3}/bulk{b}.yml"
+        for n in range(50):
+            for model in (A, B):
+                answer = f"{model} on question {n}: " + " ".join(rng.choice(words) for _ in range(70))
+                result = _result(
+                    path,
+                    f"q{n}",
+                    model,
+                    response=answer,
+                    generated_texts=[answer],
+                    points=[
+                        judged(f"explains topic {n} clearly", 0.75, [("openai:judge", 0.75, "The text meets it.")])
+                    ],
+                    score=0.75,
+                )
+                results.append(result)
+                answers[result.nodeid] = answer
+    text, page = _page({}, results)
+    assert len(text.encode("utf-8")) / len(results) <= 200
+    assert not any(answer in text for answer in answers.values())  # no answer is stored as it is
+    blobs = page.blobs()
+    decoded = {
+        item["nodeid"]: item["response"] if "response" in item else item["turns"][-1][1]
+        for path, blob_id in blobs["weval-run"]["blueprints"].items()
+        for item in blobs[blob_id]["items"]
+    }
+    assert decoded == answers
