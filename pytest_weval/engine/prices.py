@@ -32,8 +32,21 @@ MILLION = 1_000_000
 # has no batch price of (it prices batches itself where it has: ``processing: batch``): OpenAI's
 # Batch API and Anthropic's Message Batches both take half, as their pricing pages say
 # (https://platform.openai.com/docs/guides/batch, https://docs.anthropic.com/en/docs/build-with-claude/batch-processing#pricing;
-# docs/batch.md, 'Money').
-BATCH_SHARE = {"openai": 0.5, "anthropic": 0.5}
+# docs/batch.md, 'Money'). Gemini batch mode, xAI's and Mistral's batch APIs take half as well
+# (https://ai.google.dev/gemini-api/docs/batch-mode, https://docs.x.ai/docs/guides/batch-api,
+# https://docs.mistral.ai/capabilities/batch/). Together takes half for the serverless models it
+# lists as discounted and its live price for the others
+# (https://docs.together.ai/docs/inference/batch/overview, 'Discounted models').
+BATCH_SHARE = {"openai": 0.5, "anthropic": 0.5, "google": 0.5, "xai": 0.5, "mistral": 0.5}
+TOGETHER_BATCH_DISCOUNTED = frozenset(
+    {
+        "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+        "meta-llama/Llama-3-70b-chat-hf",
+        "Qwen/Qwen2.5-7B-Instruct-Turbo",
+        "mistralai/Mixtral-8x7B-Instruct-v0.1",
+        "zai-org/GLM-4.5-Air-FP8",
+    }
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,7 +124,11 @@ class PriceBook:
 def batch_share(model_id: str) -> float:
     """The share of the live price a batched request of ``model_id`` costs (1 where its
     provider has no batch API)."""
-    return BATCH_SHARE.get(model_id.partition(":")[0].strip().lower(), 1.0)
+    provider, _, name = model_id.partition(":")
+    provider = provider.strip().lower()
+    if provider == "together":
+        return 0.5 if name.strip() in TOGETHER_BATCH_DISCOUNTED else 1.0
+    return BATCH_SHARE.get(provider, 1.0)
 
 
 def _genai_price(model_id: str) -> Price | None:

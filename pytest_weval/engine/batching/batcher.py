@@ -130,7 +130,7 @@ class Batcher:
             account=api.account,
             model=request.model.id,
             request=json.dumps(summary, sort_keys=True, separators=(",", ":")),
-            body=json.dumps(adapter.body(request), separators=(",", ":")),
+            body=json.dumps(adapter.batch_body(request), separators=(",", ":")),
             estimate=estimate,
         )
         self.rounds.take(line)

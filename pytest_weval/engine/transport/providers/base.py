@@ -75,6 +75,11 @@ class Adapter:
     def body(self, request: ModelRequest) -> dict[str, Any]:
         raise NotImplementedError
 
+    def batch_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The body of ``request`` as a line of a batch: the live body, unless the provider's
+        batch needs what the live URL says (Gemini's model)."""
+        return self.body(request)
+
     def parse(self, data: Any) -> ModelReply:
         raise NotImplementedError
 
