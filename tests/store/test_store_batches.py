@@ -32,7 +32,10 @@ CANDIDATES = {
 # Each store with OpenAI's batches; each other provider's batches in the SQLite store.
 STORES_AND_PROVIDERS = [
     *[pytest.param(store, "openai", id=f"{store}-openai") for store in ("sqlite", "files", "postgresql")],
-    *[pytest.param("sqlite", provider, id=f"sqlite-{provider}") for provider in ("google", "xai", "together", "mistral")],
+    *[
+        pytest.param("sqlite", provider, id=f"sqlite-{provider}")
+        for provider in ("google", "xai", "together", "mistral")
+    ],
 ]
 
 
