@@ -833,11 +833,14 @@ class BatchAPI:
             if provider == "mistral":
                 listed["total"] = len(data)
             return 200, listed, json_type
-        if parts[0] == "files" and len(parts) == 3 and parts[2] == "content" and method == "GET":
+        if parts[0] == "files" and len(parts) in (2, 3) and method == "GET":
             stored = self.files.get(parts[1])
             if stored is None or stored.owner != provider:
                 return 404, {"message": f"File {parts[1]} not found"}, json_type
-            return 200, stored.content.decode("utf-8", errors="replace"), "application/octet-stream"
+            if len(parts) == 2:  # Mistral's file retrieval says whether it was deleted
+                return 200, stored.as_object() | ({"deleted": False} if provider == "mistral" else {}), json_type
+            if parts[2] == "content":
+                return 200, stored.content.decode("utf-8", errors="replace"), "application/octet-stream"
         jobs = ["batches"] if provider == "together" else ["batch", "jobs"]
         if parts == jobs and method == "POST":
             return (*self._create_from_file(provider, headers, raw), json_type)
