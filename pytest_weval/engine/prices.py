@@ -33,8 +33,8 @@ MILLION = 1_000_000
 # Batch API and Anthropic's Message Batches both take half, as their pricing pages say
 # (https://platform.openai.com/docs/guides/batch, https://docs.anthropic.com/en/docs/build-with-claude/batch-processing#pricing;
 # docs/batch.md, 'Money'). Gemini batch mode, xAI's and Mistral's batch APIs take half as well
-# (https://ai.google.dev/gemini-api/docs/batch-mode, https://docs.x.ai/docs/guides/batch-api,
-# https://docs.mistral.ai/capabilities/batch/). Together takes half for the serverless models it
+# (https://ai.google.dev/gemini-api/docs/batch-api, https://docs.x.ai/docs/guides/batch-api,
+# https://docs.mistral.ai/studio-api/batch-processing). Together takes half for the serverless models it
 # lists as discounted and its live price for the others
 # (https://docs.together.ai/docs/inference/batch/overview, 'Discounted models').
 BATCH_SHARE = {"openai": 0.5, "anthropic": 0.5, "google": 0.5, "xai": 0.5, "mistral": 0.5}

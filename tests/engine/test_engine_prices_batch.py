@@ -29,7 +29,9 @@ def test_a_batched_reply_of_each_new_batch_provider_costs_its_batch_price(model_
     provider_id = GENAI_PROVIDERS[provider]
     live = float(genai_prices.calc_price(usage, model, provider_id=provider_id).total_price)
     batch = float(
-        genai_prices.calc_price(usage, model, provider_id=provider_id, price_context={"processing": "batch"}).total_price
+        genai_prices.calc_price(
+            usage, model, provider_id=provider_id, price_context={"processing": "batch"}
+        ).total_price
     )
     assert (batch < live) == library_has_batch
     reply = ModelReply(text="ok", input_tokens=10_000, output_tokens=500)

@@ -304,7 +304,7 @@ def _models_of(lines: list[tuple[str, str]]) -> dict[str, list[tuple[str, dict[s
 
 
 class GoogleBatches(BatchAPI):
-    """Gemini batch mode (https://ai.google.dev/gemini-api/docs/batch-mode): ``POST
+    """Gemini batch mode (https://ai.google.dev/gemini-api/docs/batch-api): ``POST
     /v1beta/models/{model}:batchGenerateContent`` with inline requests (each with its key in
     ``metadata.key``), ``GET /v1beta/batches/{id}`` (an Operation whose ``metadata`` is the
     batch: ``state``, ``displayName``, ``output.inlinedResponses``), ``POST
@@ -345,10 +345,15 @@ class GoogleBatches(BatchAPI):
         return [(await self.call("GET", f"/v1beta/{name}")).json() for name in self._ids(provider_id)]
 
     async def status(self, provider_id: str) -> BatchStatus:
-        states = [str((op.get("metadata") or {}).get("state")) for op in await self._batches(provider_id)]
+        operations = await self._batches(provider_id)
+        states = [str((op.get("metadata") or {}).get("state")) for op in operations]
         ended = all(state in self._ENDED for state in states)
-        # One model's batch refused whole is said as such; its lines are collected as failed below.
-        return BatchStatus(",".join(sorted(set(states))), ended)
+        failed = None
+        if states and all(state == "BATCH_STATE_FAILED" for state in states):
+            why = [str((op.get("error") or {}).get("message") or "") for op in operations]
+            failed = "; ".join(w for w in why if w) or "the batch failed"
+        # Some of a round's per-model batches failed, not all: their lines, in no result, go again.
+        return BatchStatus(",".join(sorted(set(states))), ended, failed)
 
     async def results(self, provider_id: str) -> list[LineResult]:
         found: list[LineResult] = []
@@ -546,7 +551,7 @@ class TogetherBatches(_FileBatches):
 
 
 class MistralBatches(_FileBatches):
-    """Mistral's Batch API (https://docs.mistral.ai/capabilities/batch/): ``POST /files``
+    """Mistral's Batch API (https://docs.mistral.ai/studio-api/batch-processing): ``POST /files``
     (purpose ``batch``), ``POST /batch/jobs`` (``input_files``, ``endpoint``, ``metadata``), ``GET
     /batch/jobs/{id}``, ``GET /files/{id}/content`` (``output_file``, ``error_file``), ``POST
     /batch/jobs/{id}/cancel``. The model is each body's (none is set on the job)."""
