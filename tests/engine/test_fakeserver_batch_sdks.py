@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -99,13 +100,14 @@ def test_the_mistral_sdk_uploads_creates_reads_lists_and_cancels_a_batch(server:
     assert _until(lambda: client.batch.jobs.get(job_id=other.id), lambda j: j.status == "CANCELLED")
 
 
-def test_the_together_sdk_reads_creates_lists_and_cancels_a_batch(server: FakeServer):
+def test_the_together_sdk_uploads_creates_reads_lists_and_cancels_a_batch(server: FakeServer, tmp_path: Path):
     together = pytest.importorskip("together")
     from together.types import BatchJob, FileResponse
 
     client = together.Together(api_key="test-together-key", base_url=server.url + "/together")
-    # The upload as Together's batch guide shows it with curl (-F purpose=batch-api -F file=@...).
     content = _jsonl([(f"k{n}", _chat(f"Question {n}")) for n in range(3)])
+    # The upload as Together's batch guide shows it with curl (-F purpose=batch-api -F file=@...),
+    # which is how the engine uploads, and as its SDK does it (a redirect, a PUT, a preprocess).
     uploaded = httpx.post(
         server.url + "/together/v1/files",
         headers={"Authorization": "Bearer test-together-key"},
@@ -115,6 +117,9 @@ def test_the_together_sdk_reads_creates_lists_and_cancels_a_batch(server: FakeSe
     assert uploaded.status_code == 200, uploaded.text
     file = client.files.retrieve(uploaded.json()["id"])
     assert isinstance(file, FileResponse) and (file.purpose, file.bytes) == ("batch-api", len(content))
+    (tmp_path / "sdk.jsonl").write_bytes(content)
+    by_sdk = client.files.upload(file=tmp_path / "sdk.jsonl", purpose="batch-api", check=False)
+    assert isinstance(by_sdk, FileResponse) and (by_sdk.filename, by_sdk.bytes) == ("sdk.jsonl", len(content))
 
     created = client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions")
     assert isinstance(created.job, BatchJob) and created.job.status == "VALIDATING"

@@ -34,6 +34,8 @@ GOOGLE = "/google/v1beta"
 XAI = "/xai/v1/batches"
 TOGETHER = "/together/v1"
 MISTRAL = "/mistral/v1"
+# Where Together's upload redirect points (its SDK's presigned PUT: see _together_upload_url).
+TOGETHER_UPLOAD = "/together/__upload/"
 # Live chat paths of the providers whose batch lines are chat completions bodies.
 CHAT_PATHS = {"xai": "/xai/v1/chat/completions", "together": TOGETHER + "/chat/completions",
               "mistral": MISTRAL + "/chat/completions"}  # fmt: skip
@@ -74,6 +76,10 @@ RUNNING_STATUS = {
     "together": ("VALIDATING", "IN_PROGRESS", "IN_PROGRESS"),
     "mistral": ("QUEUED", "RUNNING", "CANCELLATION_REQUESTED"),
 }
+
+
+REDIRECT = "__redirect__"  # a reply's extra headers (a redirect), taken off its body before it is sent
+PENDING_UPLOAD = "\x00pending:"  # a Together file whose content has not been PUT yet
 
 
 def _file_id(owner: str) -> str:
@@ -253,6 +259,8 @@ class BatchAPI:
             return True
         roots = (OPENAI + "/files", OPENAI + "/batches", ANTHROPIC, GOOGLE + "/batches", XAI)
         roots += (TOGETHER + "/files", TOGETHER + "/batches", MISTRAL + "/files", MISTRAL + "/batch/jobs")
+        if path.startswith(TOGETHER_UPLOAD):
+            return True
         return path in roots or path.startswith(tuple(root + "/" for root in roots))
 
     # -- the log ----------------------------------------------------------------------------
@@ -464,18 +472,27 @@ class BatchAPI:
             elif path.startswith(XAI):
                 status, body = self._xai(method, path, query, headers, raw)
                 content_type = "application/json"
+            elif path.startswith(TOGETHER_UPLOAD) and method == "PUT":
+                status, body, content_type = self._together_put(path[len(TOGETHER_UPLOAD) :], raw)
             elif path.startswith((TOGETHER, MISTRAL)):
                 status, body, content_type = self._files_provider(method, path, query, headers, raw)
             else:
                 status, body, content_type = self._openai(method, path, query, headers, raw)
             self.server.batch_calls.append({"method": method, "path": path, "status": status, "at": time.time()})
+        extra: dict[str, str] = {}
+        if isinstance(body, dict) and isinstance(body.get(REDIRECT), dict):
+            extra = body.pop(REDIRECT)
         text = body if isinstance(body, str) else json.dumps(body)
         creates = (OPENAI + "/batches", ANTHROPIC, TOGETHER + "/batches", MISTRAL + "/batch/jobs")
         adds = path.startswith(XAI + "/") and path.endswith("/requests")  # an xAI batch's lines go in here
-        if method == "POST" and (path in creates or path.endswith(":batchGenerateContent") or adds) and status == 200:
+        if (
+            method == "POST"
+            and (path in creates or path.endswith(":batchGenerateContent") or adds)
+            and status in (200, 201)
+        ):
             # The batch exists; its creator hears of it only later (a window to kill it in).
             await asyncio.sleep(float(self.server.batch_create_hold_s))
-        await self.server._send(writer, status, text, content_type=content_type)
+        await self.server._send(writer, status, text, headers=extra or None, content_type=content_type)
 
     # -- OpenAI -----------------------------------------------------------------------------
     def _openai(
@@ -827,6 +844,11 @@ class BatchAPI:
         parts = path[len(root) + 1 :].split("/")
         if parts == ["files"] and method == "POST":
             return (*self._upload(provider, headers, raw), json_type)
+        if provider == "together" and len(parts) == 3 and parts[0] == "files" and parts[2] == "preprocess":
+            stored = self.files.get(parts[1])
+            if stored is None or stored.owner != provider or stored.filename.startswith(PENDING_UPLOAD):
+                return 404, {"message": f"File {parts[1]} not found or not uploaded"}, json_type
+            return 200, stored.as_object(), json_type
         if parts == ["files"] and method == "GET":
             data = [f.as_object() for f in reversed(self.files.values()) if f.owner == provider]
             listed: dict[str, Any] = {"object": "list", "data": data}
@@ -870,6 +892,8 @@ class BatchAPI:
 
     def _upload(self, provider: str, headers: dict[str, str], raw: bytes) -> tuple[int, Any]:
         fields = parse_multipart(headers.get("content-type", ""), raw)
+        if provider == "together" and fields is not None and "file" not in fields and "file_name" in fields:
+            return self._together_upload_url(fields)
         if fields is None or "file" not in fields:
             return 400, {"message": "a multipart/form-data body with a file is required"}
         purpose = fields.get("purpose", (None, b""))[1].decode("utf-8", errors="replace").strip()
@@ -882,6 +906,27 @@ class BatchAPI:
         stored = StoredFile(_file_id(provider), filename or "", purpose, content, time.time(), provider)
         self.files[stored.id] = stored
         return 200, stored.as_object()
+
+    def _together_upload_url(self, fields: dict[str, tuple[str | None, bytes]]) -> tuple[int, Any]:
+        """Together's SDK uploads in three steps: the form without the file is answered with a
+        redirect to where the file is PUT (and the file's id), then ``/files/{id}/preprocess``."""
+        purpose = fields.get("purpose", (None, b""))[1].decode("utf-8", errors="replace").strip()
+        if purpose != "batch-api":
+            return 400, {
+                "message": f"The fake server takes together files for purpose 'batch-api' only, not {purpose!r}."
+            }
+        name = fields["file_name"][1].decode("utf-8", errors="replace")
+        stored = StoredFile(_file_id("together"), PENDING_UPLOAD + name, purpose, b"", time.time(), "together")
+        self.files[stored.id] = stored
+        location = f"{self.server.url}{TOGETHER_UPLOAD}{stored.id}"
+        return 302, {REDIRECT: {"Location": location, "X-Together-File-Id": stored.id}}
+
+    def _together_put(self, file_id: str, raw: bytes) -> tuple[int, Any, str]:
+        stored = self.files.get(file_id)
+        if stored is None or not stored.filename.startswith(PENDING_UPLOAD):
+            return 404, "<Error><Code>NoSuchUpload</Code></Error>", "application/xml"
+        stored.filename, stored.content = stored.filename[len(PENDING_UPLOAD) :], raw
+        return 200, "", "application/xml"
 
     def _create_from_file(self, provider: str, headers: dict[str, str], raw: bytes) -> tuple[int, Any]:
         body = _json(raw)
@@ -915,8 +960,8 @@ class BatchAPI:
         self.server.batches[job.id] = job
         self._schedule(job)
         self.advance(job)
-        if provider == "together":
-            return 200, {"job": together_job(job), "warning": None}
+        if provider == "together":  # "201: Job created (potentially with warnings)"
+            return 201, {"job": together_job(job), "warning": None}
         return 200, mistral_job(job)
 
     # -- Anthropic --------------------------------------------------------------------------

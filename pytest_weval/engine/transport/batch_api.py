@@ -284,7 +284,9 @@ def _file_line(key: str, line: dict[str, Any]) -> LineResult:
     ``status_code`` and ``body``, or ``error``): Together's and Mistral's as OpenAI's."""
     response = line.get("response")
     if isinstance(response, dict):
-        status = response.get("status_code")
+        # Together's docs say only that the output file holds the successful lines: a response
+        # without a status there is one.
+        status = response.get("status_code", 200)
         if status == 200:
             return LineResult(key, OK, body=response.get("body"))
         return _error_line(key, status if isinstance(status, int) else None, response.get("body"))
