@@ -1,5 +1,7 @@
-"""The providers' batch APIs on the fake server: OpenAI's Batch API (files + batches) and
-Anthropic's Message Batches API, as their docs describe them (see the package docstring).
+"""The providers' batch APIs on the fake server: OpenAI's Batch API (files + batches),
+Anthropic's Message Batches API, Gemini batch mode (inline requests, operations), xAI's Batch API
+(named batches, added requests, paged results), and Together's and Mistral's (files + batch jobs),
+as their docs describe them (see the package docstring).
 
 A batch runs for ``server.batch_delay_s`` after it is created, then ends; its lines are
 answered when it ends, exactly as the live endpoint would answer the same body then (rules,
