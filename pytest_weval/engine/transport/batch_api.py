@@ -410,6 +410,7 @@ class XAIBatches(BatchAPI):
     (paged by ``pagination_token``), ``POST /v1/batches/{id}:cancel``, ``GET /v1/batches``."""
 
     provider = "xai"
+    # No limit documented: ours (docs/batch.md, 'Rounds').
     max_lines = 50_000
     max_bytes = 200_000_000
 
@@ -559,6 +560,7 @@ class MistralBatches(_FileBatches):
     /batch/jobs/{id}/cancel``. The model is each body's (none is set on the job)."""
 
     provider = "mistral"
+    # No limit documented: ours (docs/batch.md, 'Rounds').
     max_lines = 1_000_000
     max_bytes = 200_000_000
     purpose = "batch"
