@@ -34,16 +34,25 @@ MILLION = 1_000_000
 SAMPLE = 1000
 # What a provider's batch API charges, as a share of its live price, where genai-prices cannot say
 # (it prices batches itself where it can: ``processing: batch``): a model it has no price of (one
-# priced by a ``weval_prices`` line), and a model it prices live but not batched (every Together
-# model, older Anthropic ones such as Claude Haiku 3.5, in genai-prices 0.2.3). Each provider's
-# discount applies to every model its batch API takes. From the providers' pages
-# (docs/batch.md, 'Money'):
-BATCH_SHARE = {
-    "openai": 0.5,  # https://platform.openai.com/docs/guides/batch
-    "anthropic": 0.5,  # https://docs.anthropic.com/en/docs/build-with-claude/batch-processing#pricing
-    "google": 0.5,  # https://ai.google.dev/gemini-api/docs/batch-mode
-    "together": 0.5,  # https://docs.together.ai/docs/batch-inference#pricing
-}
+# priced by a ``weval_prices`` line), and a model it prices live but not batched (older Anthropic
+# ones such as Claude Haiku 3.5, every Together model, in genai-prices 0.2.3). Each provider's
+# discount applies to every model its batch API takes, as its page says (docs/batch.md, 'Money'):
+# OpenAI https://platform.openai.com/docs/guides/batch, Anthropic
+# https://docs.anthropic.com/en/docs/build-with-claude/batch-processing#pricing, Gemini
+# https://ai.google.dev/gemini-api/docs/batch-api, xAI https://docs.x.ai/docs/guides/batch-api,
+# Mistral https://docs.mistral.ai/studio-api/batch-processing. Together takes half for the
+# serverless models it lists as discounted and its live price for the others
+# (https://docs.together.ai/docs/inference/batch/overview, 'Discounted models').
+BATCH_SHARE = {"openai": 0.5, "anthropic": 0.5, "google": 0.5, "xai": 0.5, "mistral": 0.5}
+TOGETHER_BATCH_DISCOUNTED = frozenset(
+    {
+        "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+        "meta-llama/Llama-3-70b-chat-hf",
+        "Qwen/Qwen2.5-7B-Instruct-Turbo",
+        "mistralai/Mixtral-8x7B-Instruct-v0.1",
+        "zai-org/GLM-4.5-Air-FP8",
+    }
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,7 +168,11 @@ class PriceBook:
 def batch_share(model_id: str) -> float:
     """The share of the live price a batched request of ``model_id`` costs, by its provider's
     page (``BATCH_SHARE``; 1 where it has no batch API), for a price genai-prices does not have."""
-    return BATCH_SHARE.get(model_id.partition(":")[0].strip().lower(), 1.0)
+    provider, _, name = model_id.partition(":")
+    provider = provider.strip().lower()
+    if provider == "together":
+        return 0.5 if name.strip() in TOGETHER_BATCH_DISCOUNTED else 1.0
+    return BATCH_SHARE.get(provider, 1.0)
 
 
 def _genai_price(model_id: str) -> Price | None:

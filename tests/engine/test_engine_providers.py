@@ -242,7 +242,7 @@ def test_having_a_batch_api_is_the_adapters_declared_property():
         for provider in STANDARD_PROVIDERS
         if adapter_for(ModelSpec(id=f"{provider}:m"), frozenset()).has_batch_api
     }
-    assert batched == set(BATCH_APIS) == {"openai", "anthropic"}
+    assert batched == set(BATCH_APIS) == {"openai", "anthropic", "google", "xai", "together", "mistral"}
     definition = {"id": "openai:mine", "url": "http://x", "modelName": "m", "inherit": "openai"}
     custom = ModelSpec(id="openai:mine", custom=definition)
     assert not adapter_for(custom, frozenset()).has_batch_api

@@ -18,16 +18,24 @@ and rules (faults, statuses) match it by model and input text.
 
 Batch APIs (``batch.py``), authenticated as the live ones: OpenAI's (``<base>/files``
 multipart upload with ``purpose=batch``, ``/files/{id}[/content]``, ``/batches[/{id}[/cancel]]``)
-and Anthropic's (``<base>/v1/messages/batches[/{id}[/results|/cancel]]``). A batch ends
+and Anthropic's (``<base>/v1/messages/batches[/{id}[/results|/cancel]]``); Gemini batch mode
+(``/v1beta/models/{model}:batchGenerateContent`` with inline requests, ``/v1beta/batches[/{id}[:cancel]]``
+answering operations whose ``metadata`` is the batch and whose ``response`` holds the
+``inlinedResponses``; the key in ``x-goog-api-key`` only); xAI's (``/v1/batches`` by name, then
+``/{id}/requests``, ``/{id}/results`` paged by ``pagination_token``, ``/{id}:cancel``); Together's
+(``/files`` with ``purpose=batch-api``, by form or by its SDK's redirect and PUT, ``/batches``) and
+Mistral's (``/files`` with ``purpose=batch``, ``/batch/jobs``), whose output and error files hold
+a line per request that ran. A batch ends
 ``batch_delay_s`` after creation (OpenAI validating, in_progress, then completed, expired,
-cancelled or failed; Anthropic in_progress, canceling, then ended); its lines are answered
+cancelled or failed; Anthropic in_progress, canceling, then ended; each other provider in its
+own words, tests/fakeserver/batch.py ``RUNNING_STATUS``); its lines are answered
 when it ends, each as the live endpoint would answer that body then (rules, faults, flaky
 draws; ``status`` or a fault is an error line, 500 for ``hang``/``drop``/``malformed``). A
 line expires with probability ``batch_expire_rate`` (as set at creation; seeded by ``batch_seed``,
 custom_id and how often it was submitted before, so a resubmission can succeed); cancel cancels the lines
 not answered. An OpenAI input file that fails validation (bad JSON, duplicate custom_id,
 wrong url) fails the batch with ``errors``; an Anthropic batch with a bad or duplicate
-custom_id is a 400. ``batch_list_status`` 404 or 405 makes both list endpoints answer that
+custom_id is a 400. ``batch_list_status`` 404 or 405 makes every list endpoint answer that
 (a provider without a batch listing). Set with the constructor, ``--batch-*`` flags, ``server.set_batch()`` or
 ``POST /__batch``; logged apart from the model requests in ``server.batch_calls`` and
 ``server.batches`` (and ``/__log``'s ``batch_lines``: submissions per custom_id).

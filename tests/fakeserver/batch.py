@@ -1,5 +1,7 @@
-"""The providers' batch APIs on the fake server: OpenAI's Batch API (files + batches) and
-Anthropic's Message Batches API, as their docs describe them (see the package docstring).
+"""The providers' batch APIs on the fake server: OpenAI's Batch API (files + batches),
+Anthropic's Message Batches API, Gemini batch mode (inline requests, operations), xAI's Batch API
+(named batches, added requests, paged results), and Together's and Mistral's (files + batch jobs),
+as their docs describe them (see the package docstring).
 
 A batch runs for ``server.batch_delay_s`` after it is created, then ends; its lines are
 answered when it ends, exactly as the live endpoint would answer the same body then (rules,
@@ -30,6 +32,18 @@ if TYPE_CHECKING:
 
 OPENAI = "/openai/v1"
 ANTHROPIC = "/anthropic/v1/messages/batches"
+GOOGLE = "/google/v1beta"
+XAI = "/xai/v1/batches"
+TOGETHER = "/together/v1"
+MISTRAL = "/mistral/v1"
+# Where Together's upload redirect points (its SDK's presigned PUT: see _together_upload_url).
+TOGETHER_UPLOAD = "/together/__upload/"
+# Live chat paths of the providers whose batch lines are chat completions bodies.
+CHAT_PATHS = {"xai": "/xai/v1/chat/completions", "together": TOGETHER + "/chat/completions",
+              "mistral": MISTRAL + "/chat/completions"}  # fmt: skip
+# Gemini's batch states (GenerateContentBatch.state) and google.rpc codes of a line's error.
+GOOGLE_ENDED = {"done": "BATCH_STATE_SUCCEEDED", "cancelled": "BATCH_STATE_CANCELLED"}
+RPC_CANCELLED, RPC_INVALID, RPC_DEADLINE, RPC_EXHAUSTED, RPC_INTERNAL = 1, 3, 4, 8, 13
 # The OpenAI batch endpoints the fake answers lines for (the live path is OPENAI + the rest).
 OPENAI_ENDPOINTS = ("/v1/chat/completions", "/v1/completions")
 ANTHROPIC_LIVE_PATH = "/anthropic/v1/messages"
@@ -55,6 +69,26 @@ NOT_RUN = {
     "expired": ("batch_expired", "This request could not be executed before the completion window expired."),
     "canceled": ("batch_cancelled", "This request was not executed because the batch was cancelled."),
 }
+
+
+# While a batch runs: (before it starts, running, cancel asked) in each provider's words.
+RUNNING_STATUS = {
+    "google": ("BATCH_STATE_PENDING", "BATCH_STATE_RUNNING", "BATCH_STATE_RUNNING"),
+    "xai": ("in_progress", "in_progress", "cancelling"),
+    "together": ("VALIDATING", "IN_PROGRESS", "IN_PROGRESS"),
+    "mistral": ("QUEUED", "RUNNING", "CANCELLATION_REQUESTED"),
+}
+
+
+REDIRECT = "__redirect__"  # a reply's extra headers (a redirect), taken off its body before it is sent
+PENDING_UPLOAD = "\x00pending:"  # a Together file whose content has not been PUT yet
+
+
+def _file_id(owner: str) -> str:
+    """A file id as each provider's /files spells it (Mistral's are UUIDs)."""
+    return (
+        str(uuid.uuid4()) if owner == "mistral" else f"file-{uuid.uuid4()}" if owner == "together" else f"file-{_hex()}"
+    )
 
 
 def _hex(size: int = 24) -> str:
@@ -117,8 +151,18 @@ class StoredFile:
     purpose: str
     content: bytes
     created: float
+    owner: str = "openai"  # the provider whose /files holds it
 
     def as_object(self) -> dict[str, Any]:
+        if self.owner == "mistral":
+            return {"id": self.id, "object": "file", "bytes": len(self.content), "created_at": _unix(self.created),
+                    "filename": self.filename, "purpose": self.purpose, "sample_type": "batch_request",
+                    "source": "upload", "num_lines": self.content.count(b"\n"), "mimetype": "application/jsonl",
+                    "signature": None}  # fmt: skip
+        if self.owner == "together":
+            return {"id": self.id, "object": "file", "bytes": len(self.content), "created_at": _unix(self.created),
+                    "filename": self.filename, "purpose": self.purpose, "FileType": "jsonl",
+                    "processing_status": "COMPLETED"}  # fmt: skip
         return {
             "id": self.id,
             "object": "file",
@@ -167,8 +211,12 @@ class BatchJob:
     errors: list[dict[str, Any]] | None = None  # the input file failed validation
     output_file_id: str | None = None
     error_file_id: str | None = None
-    # Anthropic
+    # Anthropic (and Gemini's inlined responses, xAI's results)
     results: list[dict[str, Any]] = dataclasses.field(default_factory=list, repr=False)
+    # Gemini (the batch's model), xAI (the batch's name)
+    model: str | None = None
+    name: str | None = None
+    input_files: list[str] = dataclasses.field(default_factory=list)  # Mistral
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -209,9 +257,13 @@ class BatchAPI:
 
     @staticmethod
     def handles(path: str) -> bool:
-        return path in (OPENAI + "/files", OPENAI + "/batches", ANTHROPIC) or path.startswith(
-            (OPENAI + "/files/", OPENAI + "/batches/", ANTHROPIC + "/")
-        )
+        if path.startswith(GOOGLE + "/models/") and path.endswith(":batchGenerateContent"):
+            return True
+        roots = (OPENAI + "/files", OPENAI + "/batches", ANTHROPIC, GOOGLE + "/batches", XAI)
+        roots += (TOGETHER + "/files", TOGETHER + "/batches", MISTRAL + "/files", MISTRAL + "/batch/jobs")
+        if path.startswith(TOGETHER_UPLOAD):
+            return True
+        return path in roots or path.startswith(tuple(root + "/" for root in roots))
 
     # -- the log ----------------------------------------------------------------------------
     def reset(self) -> None:
@@ -245,6 +297,10 @@ class BatchAPI:
             now = time.time()
             if now >= job.ends_at:
                 self._finish(job, now)
+            elif job.provider in RUNNING_STATUS:
+                waiting, running, cancelling = RUNNING_STATUS[job.provider]
+                validating = now < job.created + job.validate_s
+                job.status = cancelling if job.cancel_initiated is not None else waiting if validating else running
             elif job.provider == "anthropic":
                 job.status = "canceling" if job.cancel_initiated is not None else "in_progress"
             elif job.cancel_initiated is not None:
@@ -280,10 +336,21 @@ class BatchAPI:
             elif expire_draw(job.seed, line.custom_id, line.nth) < job.expire_rate:
                 answers.append((line, "expired", None))
             else:
-                live_path = ANTHROPIC_LIVE_PATH if job.provider == "anthropic" else OPENAI + (job.endpoint or "")[3:]
-                status, payload = answer_line(self.server, live_path, line.body, job.headers)
+                status, payload = answer_line(self.server, self._live_path(job), line.body, job.headers)
                 answers.append((line, str(status), payload))
         job.outcomes = {line.custom_id: outcome for line, outcome, _ in answers}
+        if job.provider in ("google", "xai"):
+            job.results = [rpc_result(job.provider, line.custom_id, o, p) for line, o, p in answers]
+            cancelled = job.cancel_initiated is not None
+            job.status = (
+                ("BATCH_STATE_CANCELLED" if cancelled else "BATCH_STATE_SUCCEEDED")
+                if job.provider == "google"
+                else "ended"
+            )
+            return
+        if job.provider in ("together", "mistral"):
+            self._finish_files(job, answers, now)
+            return
         if job.provider == "anthropic":
             job.results = [anthropic_result(line.custom_id, outcome, payload) for line, outcome, payload in answers]
             job.status = "ended"
@@ -310,9 +377,53 @@ class BatchAPI:
         else:
             job.status = "completed"
 
-    def _store_file(self, filename: str, lines: list[dict[str, Any]], now: float) -> StoredFile:
+    def _live_path(self, job: BatchJob) -> str:
+        if job.provider == "anthropic":
+            return ANTHROPIC_LIVE_PATH
+        if job.provider == "google":
+            return f"{GOOGLE}/models/{job.model}:generateContent"
+        if job.provider in CHAT_PATHS:
+            return CHAT_PATHS[job.provider]
+        return OPENAI + (job.endpoint or "")[3:]
+
+    def _finish_files(self, job: BatchJob, answers: list[tuple[BatchLine, str, Any]], now: float) -> None:
+        """Together's and Mistral's output and error files: a line per request that ran (the
+        ones that expired or were cancelled are in neither, as their docs say of output lines)."""
+        output: list[dict[str, Any]] = []
+        errors: list[dict[str, Any]] = []
+        for line, outcome, payload in answers:
+            if outcome in NOT_RUN:
+                continue
+            entry = {"id": f"batch-{_hex()}", "custom_id": line.custom_id,
+                     "response": {"status_code": int(outcome), "body": payload}, "error": None}  # fmt: skip
+            (output if outcome == "200" else errors).append(entry)
+        purpose = "batch-output" if job.provider == "together" else "batch"
+        if output:
+            job.output_file_id = self._store_file(f"{job.id}_output.jsonl", output, now, purpose, job.provider).id
+        if errors:
+            job.error_file_id = self._store_file(f"{job.id}_error.jsonl", errors, now, purpose, job.provider).id
+        ended = {
+            "together": ("COMPLETED", "CANCELLED", "EXPIRED"),
+            "mistral": ("SUCCESS", "CANCELLED", "TIMEOUT_EXCEEDED"),
+        }
+        done, cancelled, expired = ended[job.provider]
+        if job.cancel_initiated is not None:
+            job.status = cancelled
+        elif "expired" in job.outcomes.values():
+            job.status = expired
+        else:
+            job.status = done
+
+    def _store_file(
+        self,
+        filename: str,
+        lines: list[dict[str, Any]],
+        now: float,
+        purpose: str = "batch_output",
+        owner: str = "openai",
+    ) -> StoredFile:
         content = "".join(json.dumps(line) + "\n" for line in lines).encode()
-        stored = StoredFile(f"file-{_hex()}", filename, "batch_output", content, now)
+        stored = StoredFile(_file_id(owner), filename, purpose, content, now, owner)
         self.files[stored.id] = stored
         return stored
 
@@ -357,14 +468,33 @@ class BatchAPI:
         with self.lock:
             if path.startswith(ANTHROPIC):
                 status, body, content_type = self._anthropic(method, path, query, headers, raw)
+            elif path.startswith(GOOGLE):
+                status, body = self._google(method, path, query, headers, raw)
+                content_type = "application/json"
+            elif path.startswith(XAI):
+                status, body = self._xai(method, path, query, headers, raw)
+                content_type = "application/json"
+            elif path.startswith(TOGETHER_UPLOAD) and method == "PUT":
+                status, body, content_type = self._together_put(path[len(TOGETHER_UPLOAD) :], raw)
+            elif path.startswith((TOGETHER, MISTRAL)):
+                status, body, content_type = self._files_provider(method, path, query, headers, raw)
             else:
                 status, body, content_type = self._openai(method, path, query, headers, raw)
             self.server.batch_calls.append({"method": method, "path": path, "status": status, "at": time.time()})
+        extra: dict[str, str] = {}
+        if isinstance(body, dict) and isinstance(body.get(REDIRECT), dict):
+            extra = body.pop(REDIRECT)
         text = body if isinstance(body, str) else json.dumps(body)
-        if method == "POST" and path in (OPENAI + "/batches", ANTHROPIC) and status == 200:
+        creates = (OPENAI + "/batches", ANTHROPIC, TOGETHER + "/batches", MISTRAL + "/batch/jobs")
+        adds = path.startswith(XAI + "/") and path.endswith("/requests")  # an xAI batch's lines go in here
+        if (
+            method == "POST"
+            and (path in creates or path.endswith(":batchGenerateContent") or adds)
+            and status in (200, 201)
+        ):
             # The batch exists; its creator hears of it only later (a window to kill it in).
             await asyncio.sleep(float(self.server.batch_create_hold_s))
-        await self.server._send(writer, status, text, content_type=content_type)
+        await self.server._send(writer, status, text, headers=extra or None, content_type=content_type)
 
     # -- OpenAI -----------------------------------------------------------------------------
     def _openai(
@@ -501,6 +631,341 @@ class BatchAPI:
             "has_more": start + limit < len(jobs),
         }
 
+    # -- Gemini batch mode --------------------------------------------------------------------
+    def _google(
+        self, method: str, path: str, query: dict[str, str], headers: dict[str, str], raw: bytes
+    ) -> tuple[int, Any]:
+        if "key" in query:  # the key belongs in a header (docs/rulings.md, ruling 17): caught here
+            return 400, google_error(400, "The fake server takes the key in x-goog-api-key only.", "INVALID_ARGUMENT")
+        if not headers.get("x-goog-api-key"):
+            message = "Method doesn't allow unregistered callers. Please use API Key or other form of API consumer identity to call this API."
+            return 403, google_error(403, message, "PERMISSION_DENIED")
+        rest = path[len(GOOGLE) + 1 :]
+        if method == "POST" and rest.startswith("models/") and rest.endswith(":batchGenerateContent"):
+            return self._google_create(rest[len("models/") : -len(":batchGenerateContent")], headers, raw)
+        if rest == "batches" and method == "GET":
+            if self.server.batch_list_status:
+                status = int(self.server.batch_list_status)
+                return status, google_error(status, f"{NO_LIST.get(status, 'Error')}: {method} {path}", "NOT_FOUND")
+            jobs = [job for job in reversed(self.server.batches.values()) if job.provider == "google"]
+            limit = _limit(query.get("pageSize"), 50, 1000)
+            start = int(query.get("pageToken") or 0)
+            page = jobs[start : start + limit]
+            for job in page:
+                self.advance(job)
+            listed: dict[str, Any] = {"operations": [self._google_operation(job) for job in page]}
+            if start + limit < len(jobs):
+                listed["nextPageToken"] = str(start + limit)
+            return 200, listed
+        name, _, verb = rest.partition(":")
+        parts = name.split("/")
+        if len(parts) == 2 and parts[0] == "batches":
+            job = self.server.batches.get(name)
+            if job is None or job.provider != "google":
+                return 404, google_error(404, f"Batch {name} not found.", "NOT_FOUND")
+            self.advance(job)
+            if method == "GET" and not verb:
+                return 200, self._google_operation(job)
+            if method == "POST" and verb == "cancel":
+                if job.ended is None:
+                    self._cancel(job)
+                return 200, {}
+        return 404, google_error(404, f"Not found: {method} {path[len('/google') :]}", "NOT_FOUND")
+
+    def _google_create(self, model: str, headers: dict[str, str], raw: bytes) -> tuple[int, Any]:
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            body = None
+        batch = body.get("batch") if isinstance(body, dict) else None
+        if not isinstance(batch, dict) or not isinstance(batch.get("displayName"), str):
+            return 400, google_error(400, "batch.display_name is required.", "INVALID_ARGUMENT")
+        requests = ((batch.get("inputConfig") or {}).get("requests") or {}).get("requests")
+        if not isinstance(requests, list) or not requests:
+            message = "batch.input_config: inline requests (requests.requests) are required by the fake server."
+            return 400, google_error(400, message, "INVALID_ARGUMENT")
+        lines: list[tuple[str, dict[str, Any]]] = []
+        for index, item in enumerate(requests):
+            request = item.get("request") if isinstance(item, dict) else None
+            key = ((item.get("metadata") or {}).get("key")) if isinstance(item, dict) else None
+            if not isinstance(request, dict) or not isinstance(request.get("contents"), list):
+                message = f"batch.input_config.requests.requests[{index}].request.contents is required."
+                return 400, google_error(400, message, "INVALID_ARGUMENT")
+            named = str(request.get("model") or f"models/{model}").removeprefix("models/")
+            if named != model:
+                message = f"requests[{index}].request.model '{named}' is not the batch's model '{model}'."
+                return 400, google_error(400, message, "INVALID_ARGUMENT")
+            # The fake answers a line by its key (ours), as the line's place in the batch would do.
+            lines.append((str(key if key is not None else index), request))
+        job = self._new_job(f"batches/{_hex(32)}", "google", "BATCH_STATE_PENDING", [k for k, _ in lines], headers)
+        job.model, job.name = model, batch["displayName"]
+        self._submit(job, lines)
+        self.server.batches[job.id] = job
+        self._schedule(job)
+        self.advance(job)
+        return 200, self._google_operation(job)
+
+    def _google_operation(self, job: BatchJob) -> dict[str, Any]:
+        """The Operation the batch is (``metadata``: GenerateContentBatch; ``response`` once done)."""
+        ended = job.ended is not None
+        counts = {
+            "requestCount": str(len(job.lines)),
+            "successfulRequestCount": str(job.count(lambda o: o == "200")),
+            "failedRequestCount": str(job.count(lambda o: o != "200")),
+            "pendingRequestCount": "0" if ended else str(len(job.lines)),
+        }
+        batch: dict[str, Any] = {
+            "@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch",
+            "model": f"models/{job.model}",
+            "displayName": job.name,
+            "createTime": _rfc3339(job.created),
+            "updateTime": _rfc3339(job.ended or job.created),
+            "batchStats": counts,
+            "state": job.status,
+            "name": job.id,
+        }
+        operation: dict[str, Any] = {"name": job.id, "metadata": batch}
+        if ended:
+            batch["endTime"] = _rfc3339(job.ended)
+            output = {"inlinedResponses": {"inlinedResponses": job.results}}
+            batch["output"] = output
+            operation["done"] = True
+            operation["response"] = {
+                "@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatchOutput",
+                **output,
+            }
+        return operation
+
+    # -- xAI --------------------------------------------------------------------------------
+    def _xai(
+        self, method: str, path: str, query: dict[str, str], headers: dict[str, str], raw: bytes
+    ) -> tuple[int, Any]:
+        auth = headers.get("authorization", "")
+        if not auth.startswith("Bearer ") or not auth[7:].strip():
+            return 401, {"code": "Unauthenticated", "error": "No API key provided."}
+        rest = path[len(XAI) :].lstrip("/")
+        if not rest and method == "POST":
+            body = _json(raw)
+            if not isinstance(body, dict) or not isinstance(body.get("name"), str):
+                return 400, {"code": "Client specified an invalid argument", "error": "name: a batch name is required"}
+            job = self._new_job(f"batch_{uuid.uuid4()}", "xai", "in_progress", [], headers)
+            job.name = body["name"]
+            job.ends_at = float("inf")  # it runs once it has requests
+            self.server.batches[job.id] = job
+            return 200, self._xai_batch(job)
+        if not rest and method == "GET":
+            if self.server.batch_list_status:
+                status = int(self.server.batch_list_status)
+                return status, {"code": NO_LIST.get(status, "Error"), "error": f"{method} {path}"}
+            jobs = [job for job in reversed(self.server.batches.values()) if job.provider == "xai"]
+            limit = _limit(query.get("limit"), 100, 100)
+            start = int(query.get("pagination_token") or 0)
+            page = jobs[start : start + limit]
+            for job in page:
+                self.advance(job)
+            token = str(start + limit) if start + limit < len(jobs) else None
+            return 200, {"batches": [self._xai_batch(job) for job in page], "pagination_token": token}
+        batch_id, _, verb = rest.partition(":")
+        batch_id, _, sub = batch_id.partition("/")
+        job = self.server.batches.get(batch_id)
+        if job is None or job.provider != "xai":
+            return 404, {"code": "Some requested entity was not found", "error": f"Batch {batch_id} not found"}
+        self.advance(job)
+        if method == "GET" and not sub and not verb:
+            return 200, self._xai_batch(job)
+        if method == "POST" and sub == "requests":
+            return self._xai_add(job, raw)
+        if method == "GET" and sub == "results":
+            results = job.results if job.ended is not None else []
+            limit = _limit(query.get("limit"), 100, 100)
+            start = int(query.get("pagination_token") or 0)
+            token = str(start + limit) if start + limit < len(results) else None
+            return 200, {"results": results[start : start + limit], "pagination_token": token}
+        if method == "POST" and verb == "cancel" and not sub:
+            if job.ended is None:
+                self._cancel(job)
+            return 200, self._xai_batch(job)
+        return 404, {"code": "Not found", "error": f"{method} {path}"}
+
+    def _xai_add(self, job: BatchJob, raw: bytes) -> tuple[int, Any]:
+        body = _json(raw)
+        requests = body.get("batch_requests") if isinstance(body, dict) else None
+        if not isinstance(requests, list) or not requests:
+            return 400, {"code": "Client specified an invalid argument", "error": "batch_requests is required"}
+        if job.ended is not None or job.cancel_initiated is not None:
+            return 400, {"code": "Client specified an invalid argument", "error": "the batch takes no more requests"}
+        lines: list[tuple[str, dict[str, Any]]] = []
+        seen = set(job.custom_ids)
+        for index, item in enumerate(requests):
+            request_id = item.get("batch_request_id") if isinstance(item, dict) else None
+            chat = ((item.get("batch_request") or {}).get("chat_get_completion")) if isinstance(item, dict) else None
+            if not isinstance(request_id, str) or not request_id or request_id in seen:
+                message = f"batch_requests[{index}].batch_request_id must be unique within the batch"
+                return 400, {"code": "Client specified an invalid argument", "error": message}
+            if not isinstance(chat, dict) or not isinstance(chat.get("messages"), list):
+                message = f"batch_requests[{index}].batch_request.chat_get_completion.messages is required"
+                return 400, {"code": "Client specified an invalid argument", "error": message}
+            seen.add(request_id)
+            lines.append((request_id, chat))
+        self._submit(job, lines)
+        job.custom_ids += [request_id for request_id, _ in lines]
+        job.ends_at = time.time() + max(0.0, float(self.server.batch_delay_s))
+        self._schedule(job)
+        return 200, {}
+
+    def _xai_batch(self, job: BatchJob) -> dict[str, Any]:
+        ended = job.ended is not None
+        state = {
+            "num_requests": len(job.lines),
+            "num_pending": 0 if ended else len(job.lines),
+            "num_success": job.count(lambda o: o == "200"),
+            "num_error": job.count(lambda o: o not in ("200", "canceled")),
+            "num_cancelled": job.count(lambda o: o == "canceled"),
+        }
+        batch: dict[str, Any] = {
+            "batch_id": job.id,
+            "name": job.name,
+            "create_time": _rfc3339(job.created),
+            "expire_time": _rfc3339(job.created + WINDOW_S),
+            "create_api_key_id": "fake-key-id",
+            "state": state,
+        }
+        if job.cancel_initiated is not None:
+            batch["cancel_time"] = _rfc3339(job.cancel_initiated)
+        return batch
+
+    # -- Together and Mistral ---------------------------------------------------------------
+    def _files_provider(
+        self, method: str, path: str, query: dict[str, str], headers: dict[str, str], raw: bytes
+    ) -> tuple[int, Any, str]:
+        provider, root = ("together", TOGETHER) if path.startswith(TOGETHER) else ("mistral", MISTRAL)
+        json_type = "application/json"
+        auth = headers.get("authorization", "")
+        if not auth.startswith("Bearer ") or not auth[7:].strip():
+            return 401, {"message": "Unauthorized", "request_id": _hex(32)}, json_type
+        parts = path[len(root) + 1 :].split("/")
+        if parts == ["files"] and method == "POST":
+            return (*self._upload(provider, headers, raw), json_type)
+        if provider == "together" and len(parts) == 3 and parts[0] == "files" and parts[2] == "preprocess":
+            stored = self.files.get(parts[1])
+            if stored is None or stored.owner != provider or stored.filename.startswith(PENDING_UPLOAD):
+                return 404, {"message": f"File {parts[1]} not found or not uploaded"}, json_type
+            return 200, stored.as_object(), json_type
+        if parts == ["files"] and method == "GET":
+            data = [f.as_object() for f in reversed(self.files.values()) if f.owner == provider]
+            listed: dict[str, Any] = {"object": "list", "data": data}
+            if provider == "mistral":
+                listed["total"] = len(data)
+            return 200, listed, json_type
+        if parts[0] == "files" and len(parts) in (2, 3) and method == "GET":
+            stored = self.files.get(parts[1])
+            if stored is None or stored.owner != provider:
+                return 404, {"message": f"File {parts[1]} not found"}, json_type
+            if len(parts) == 2:  # Mistral's file retrieval says whether it was deleted
+                return 200, stored.as_object() | ({"deleted": False} if provider == "mistral" else {}), json_type
+            if parts[2] == "content":
+                return 200, stored.content.decode("utf-8", errors="replace"), "application/octet-stream"
+        jobs = ["batches"] if provider == "together" else ["batch", "jobs"]
+        if parts == jobs and method == "POST":
+            return (*self._create_from_file(provider, headers, raw), json_type)
+        if parts == jobs and method == "GET":
+            if self.server.batch_list_status:
+                status = int(self.server.batch_list_status)
+                return status, {"message": f"{NO_LIST.get(status, 'Error')}: {method} {path}"}, json_type
+            found = [job for job in reversed(self.server.batches.values()) if job.provider == provider]
+            for job in found:
+                self.advance(job)
+            if provider == "together":
+                return 200, [together_job(job) for job in found], json_type
+            return 200, {"object": "list", "data": [mistral_job(job) for job in found], "total": len(found)}, json_type
+        if parts[: len(jobs)] == jobs and len(parts) in (len(jobs) + 1, len(jobs) + 2):
+            job = self.server.batches.get(parts[len(jobs)])
+            if job is None or job.provider != provider:
+                return 404, {"message": f"Batch job {parts[len(jobs)]} not found"}, json_type
+            self.advance(job)
+            render = together_job if provider == "together" else mistral_job
+            if len(parts) == len(jobs) + 1 and method == "GET":
+                return 200, render(job), json_type
+            if parts[-1] == "cancel" and method == "POST":
+                if job.ended is None:
+                    self._cancel(job)
+                return 200, render(job), json_type
+        return 404, {"message": f"Not found: {method} {path}"}, json_type
+
+    def _upload(self, provider: str, headers: dict[str, str], raw: bytes) -> tuple[int, Any]:
+        fields = parse_multipart(headers.get("content-type", ""), raw)
+        if provider == "together" and fields is not None and "file" not in fields and "file_name" in fields:
+            return self._together_upload_url(fields)
+        if fields is None or "file" not in fields:
+            return 400, {"message": "a multipart/form-data body with a file is required"}
+        purpose = fields.get("purpose", (None, b""))[1].decode("utf-8", errors="replace").strip()
+        wanted = "batch-api" if provider == "together" else "batch"
+        if purpose != wanted:
+            return 400, {
+                "message": f"The fake server takes {provider} files for purpose {wanted!r} only, not {purpose!r}."
+            }
+        filename, content = fields["file"]
+        stored = StoredFile(_file_id(provider), filename or "", purpose, content, time.time(), provider)
+        self.files[stored.id] = stored
+        return 200, stored.as_object()
+
+    def _together_upload_url(self, fields: dict[str, tuple[str | None, bytes]]) -> tuple[int, Any]:
+        """Together's SDK uploads in three steps: the form without the file is answered with a
+        redirect to where the file is PUT (and the file's id), then ``/files/{id}/preprocess``."""
+        purpose = fields.get("purpose", (None, b""))[1].decode("utf-8", errors="replace").strip()
+        if purpose != "batch-api":
+            return 400, {
+                "message": f"The fake server takes together files for purpose 'batch-api' only, not {purpose!r}."
+            }
+        name = fields["file_name"][1].decode("utf-8", errors="replace")
+        stored = StoredFile(_file_id("together"), PENDING_UPLOAD + name, purpose, b"", time.time(), "together")
+        self.files[stored.id] = stored
+        location = f"{self.server.url}{TOGETHER_UPLOAD}{stored.id}"
+        return 302, {REDIRECT: {"Location": location, "X-Together-File-Id": stored.id}}
+
+    def _together_put(self, file_id: str, raw: bytes) -> tuple[int, Any, str]:
+        stored = self.files.get(file_id)
+        if stored is None or not stored.filename.startswith(PENDING_UPLOAD):
+            return 404, "<Error><Code>NoSuchUpload</Code></Error>", "application/xml"
+        stored.filename, stored.content = stored.filename[len(PENDING_UPLOAD) :], raw
+        return 200, "", "application/xml"
+
+    def _create_from_file(self, provider: str, headers: dict[str, str], raw: bytes) -> tuple[int, Any]:
+        body = _json(raw)
+        if not isinstance(body, dict) or body.get("endpoint") != "/v1/chat/completions":
+            return 400, {"message": "endpoint: the fake server batches /v1/chat/completions only"}
+        file_ids = [body.get("input_file_id")] if provider == "together" else body.get("input_files")
+        if not isinstance(file_ids, list) or not file_ids:
+            return 400, {"message": "an input file is required"}
+        lines: list[tuple[str, dict[str, Any]]] = []
+        for file_id in file_ids:
+            stored = self.files.get(str(file_id))
+            if stored is None or stored.owner != provider:
+                return 404, {"message": f"File {file_id} not found"}
+            for number, text in enumerate(stored.content.split(b"\n"), start=1):
+                if not text.strip():
+                    continue
+                line = _json(text)
+                custom_id = line.get("custom_id") if isinstance(line, dict) else None
+                request = line.get("body") if isinstance(line, dict) else None
+                if not isinstance(custom_id, str) or not isinstance(request, dict):
+                    return 400, {"message": f"line {number}: custom_id and body are required"}
+                if provider == "mistral" and body.get("model"):
+                    request = {**request, "model": body["model"]}
+                lines.append((custom_id, request))
+        job_id = str(uuid.uuid4())
+        job = self._new_job(job_id, provider, RUNNING_STATUS[provider][0], [c for c, _ in lines], headers)
+        job.input_file_id, job.metadata, job.endpoint = str(file_ids[0]), body.get("metadata"), body["endpoint"]
+        job.model = body.get("model") or body.get("model_id")
+        job.input_files = [str(f) for f in file_ids]
+        self._submit(job, lines)
+        self.server.batches[job.id] = job
+        self._schedule(job)
+        self.advance(job)
+        if provider == "together":  # "201: Job created (potentially with warnings)"
+            return 201, {"job": together_job(job), "warning": None}
+        return 200, mistral_job(job)
+
     # -- Anthropic --------------------------------------------------------------------------
     def _anthropic(
         self, method: str, path: str, query: dict[str, str], headers: dict[str, str], raw: bytes
@@ -619,6 +1084,85 @@ class BatchAPI:
             "cancel_initiated_at": _rfc3339(job.cancel_initiated),
             "results_url": f"{self.server.url}{ANTHROPIC}/{job.id}/results" if ended else None,
         }
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw or b"null")
+    except ValueError:
+        return None
+
+
+def together_job(job: BatchJob) -> dict[str, Any]:
+    done = job.count(lambda o: o in ("200",) or o.isdigit())
+    return {
+        "id": job.id,
+        "user_id": "user-fake",
+        "input_file_id": job.input_file_id,
+        "file_size_bytes": sum(len(json.dumps(line.body)) for line in job.lines),
+        "status": job.status,
+        "job_deadline": _rfc3339(job.created + WINDOW_S),
+        "created_at": _rfc3339(job.created),
+        "endpoint": job.endpoint,
+        "progress": 100.0 if job.ended is not None else (100.0 * done / len(job.lines) if job.lines else 0.0),
+        "model_id": job.model,
+        "output_file_id": job.output_file_id,
+        "error_file_id": job.error_file_id,
+        "error": None,
+        "completed_at": _rfc3339(job.ended),
+    }
+
+
+def mistral_job(job: BatchJob) -> dict[str, Any]:
+    ran = job.count(lambda o: o.isdigit())
+    return {
+        "id": job.id,
+        "object": "batch",
+        "input_files": list(job.input_files),
+        "metadata": job.metadata,
+        "endpoint": job.endpoint,
+        "model": job.model,
+        "agent_id": None,
+        "output_file": job.output_file_id,
+        "error_file": job.error_file_id,
+        "errors": [],
+        "outputs": None,
+        "status": job.status,
+        "created_at": _unix(job.created),
+        "total_requests": len(job.lines),
+        "completed_requests": ran,
+        "succeeded_requests": job.count(lambda o: o == "200"),
+        "failed_requests": ran - job.count(lambda o: o == "200"),
+        "started_at": _unix(job.created + job.validate_s) if job.status != "QUEUED" else None,
+        "completed_at": _unix(job.ended),
+    }
+
+
+def google_error(status: int, message: str, code: str) -> dict[str, Any]:
+    return {"error": {"code": status, "message": message, "status": code}}
+
+
+def rpc_result(provider: str, custom_id: str, outcome: str, payload: Any) -> dict[str, Any]:
+    """A line's result: Gemini's InlinedResponse (``response`` or a google.rpc ``error``, with our
+    ``metadata``), or xAI's BatchResult (``batch_result.response.chat_get_completion`` or
+    ``batch_result.error``)."""
+    error: dict[str, Any] | None = None
+    if outcome == "canceled":
+        error = {"code": RPC_CANCELLED, "message": "The request was cancelled."}
+    elif outcome == "expired":
+        error = {"code": RPC_DEADLINE, "message": "The request was not processed before the batch expired."}
+    elif outcome != "200":
+        status = int(outcome)
+        inner = payload.get("error") if isinstance(payload, dict) else None
+        message = str((inner or {}).get("message") if isinstance(inner, dict) else payload) or f"fake {status}"
+        code = RPC_EXHAUSTED if status == 429 else RPC_INTERNAL if status >= 500 else RPC_INVALID
+        error = {"code": code, "message": message}
+    if provider == "google":
+        item: dict[str, Any] = {"metadata": {"key": custom_id}}
+        item.update({"error": error} if error else {"response": payload})
+        return item
+    result = {"error": error} if error else {"response": {"chat_get_completion": payload}}
+    return {"batch_request_id": custom_id, "batch_result": result}
 
 
 def _limit(value: str | None, default: int, most: int) -> int:

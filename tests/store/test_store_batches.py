@@ -21,8 +21,26 @@ ITEMS = 12
 VERDICT = "<reflection>Meets it.</reflection><classification>CLASS_EXACT</classification>"
 
 
-def _project(folder: Path) -> None:
-    lines = ["models: [openai:gpt-4o-mini]", "---"]
+# The candidate model of each provider with a batch API; its key's variables (docs/batch.md).
+CANDIDATES = {
+    "openai": ("openai:gpt-4o-mini", ("OPENAI_API_KEY",)),
+    "google": ("google:gemini-2.5-flash", ("GEMINI_API_KEY", "GOOGLE_API_KEY")),
+    "xai": ("xai:grok-4", ("XAI_API_KEY",)),
+    "together": ("together:meta-llama/Llama-3.3-70B-Instruct-Turbo", ("TOGETHER_API_KEY",)),
+    "mistral": ("mistral:mistral-small-latest", ("MISTRAL_API_KEY",)),
+}
+# Each store with OpenAI's batches; each other provider's batches in the SQLite store.
+STORES_AND_PROVIDERS = [
+    *[pytest.param(store, "openai", id=f"{store}-openai") for store in ("sqlite", "files", "postgresql")],
+    *[
+        pytest.param("sqlite", provider, id=f"sqlite-{provider}")
+        for provider in ("google", "xai", "together", "mistral")
+    ],
+]
+
+
+def _project(folder: Path, provider: str = "openai") -> None:
+    lines = [f"models: [{CANDIDATES[provider][0]}]", "---"]
     for n in range(ITEMS):
         lines += [f"- id: p{n}", f"  prompt: Question {n}, please answer.", "  should:", f"    - answers question {n}"]
     (folder / "suite.yml").write_text("\n".join(lines) + "\n")
@@ -47,12 +65,12 @@ def _pytest(folder: Path, env: dict[str, str], *args: str) -> subprocess.Complet
     return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.parametrize("store", ["sqlite", "files", "postgresql"])
+@pytest.mark.parametrize(("store", "provider"), STORES_AND_PROVIDERS)
 def test_a_batch_submitted_by_one_process_is_collected_by_another(
-    tmp_path: Path, store: str, request: pytest.FixtureRequest
+    tmp_path: Path, store: str, provider: str, request: pytest.FixtureRequest
 ):
     cache_store = request.getfixturevalue("pg_url") if store == "postgresql" else store
-    _project(tmp_path)
+    _project(tmp_path, provider)
     # Batches take ten minutes (a provider's hours), so the submitting run sees them open
     # however slow the machine; they are ended by hand before the second run.
     with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=600.0) as server:
@@ -64,6 +82,11 @@ def test_a_batch_submitted_by_one_process_is_collected_by_another(
         assert f"{ITEMS} skipped" in submitted.stdout, said
         assert "collect with --weval-batch=wait" in submitted.stdout, said
         assert len(server.batches) == 1, said  # the answers' round; the judges' waits for them
+        (job,) = server.batches.values()
+        assert job.provider == provider, said
+        listed = _batch_list(tmp_path, env, cache_store)
+        row = next((line for line in listed.splitlines() if job.id in line), "")
+        assert provider in row and str(ITEMS) in row, listed
         server.set_batch(batch_delay_s=0.2)
         for batch in server.batches.values():
             batch.ends_at = time.time()
@@ -76,18 +99,29 @@ def test_a_batch_submitted_by_one_process_is_collected_by_another(
         assert sum(per_line.values()) == 2 * ITEMS, said  # each answer and each verdict, once
         assert max(per_line.values()) == 1, said
         assert server.requests == [], said  # nothing live
-        assert {job.provider for job in server.batches.values()} == {"openai", "anthropic"}, said
+        assert {job.provider for job in server.batches.values()} == {provider, "anthropic"}, said
 
 
-@pytest.mark.parametrize("store", ["sqlite", "files", "postgresql"])
+def _batch_list(folder: Path, env: dict[str, str], cache_store: str) -> str:
+    """``python -m pytest_weval batch list``'s table for the project's store."""
+    listed = subprocess.run(
+        [sys.executable, "-m", "pytest_weval", "batch", "list", "--cache-store", cache_store,
+         "--cache-dir", ".weval_cache"],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    return listed.stdout
+
+
+@pytest.mark.parametrize(("store", "provider"), STORES_AND_PROVIDERS)
 def test_a_batch_a_run_cannot_see_keeps_its_lines_until_one_that_can_collects_it(
-    tmp_path: Path, store: str, request: pytest.FixtureRequest
+    tmp_path: Path, store: str, provider: str, request: pytest.FixtureRequest
 ):
     """Issue 41 item 1: a submit killed after the provider made the batch, before its id was
-    recorded; a run without the OpenAI key cannot look for it and must not queue its lines
+    recorded; a run without the provider's key cannot look for it and must not queue its lines
     again, so the next run with the key finds and collects it, buying no line twice."""
     cache_store = request.getfixturevalue("pg_url") if store == "postgresql" else store
-    _project(tmp_path)
+    _project(tmp_path, provider)
     with FakeServer(rules=[Rule(model="claude-judge", reply=VERDICT)], batch_delay_s=600.0) as server:
         env = _env(server)
         args = (f"--weval-cache-store={cache_store}",)
@@ -98,10 +132,10 @@ def test_a_batch_a_run_cannot_see_keeps_its_lines_until_one_that_can_collects_it
         (tmp_path / "other.yml").write_text(
             "models: [anthropic:claude-judge]\n---\n- id: other\n  prompt: Another question.\n  should: [answers]\n"
         )
-        blind = {name: value for name, value in env.items() if name != "OPENAI_API_KEY"}
+        blind = {name: value for name, value in env.items() if name not in CANDIDATES[provider][1]}
         cannot = _pytest(tmp_path, blind, "other.yml", "--weval-missing-keys=error", "--weval-batch=submit", *args)
         said = cannot.stdout[-3000:] + cannot.stderr[-2000:]
-        assert "cannot collect openai batch" in cannot.stdout + cannot.stderr, said
+        assert f"cannot collect {provider} batch" in cannot.stdout + cannot.stderr, said
 
         for batch in server.batches.values():
             batch.ends_at = time.time()
@@ -111,6 +145,8 @@ def test_a_batch_a_run_cannot_see_keeps_its_lines_until_one_that_can_collects_it
         assert f"{ITEMS} passed" in collected.stdout, said
         per_line = collections.Counter(server.log()["batch_lines"]["by_custom_id"])
         assert max(per_line.values()) == 1, said  # each line bought once
+        assert sum(per_line.values()) == 2 * ITEMS + 1, said  # each answer and verdict, and other.yml's
+        assert server.requests == [], said  # nothing live
 
 
 @pytest.mark.parametrize("store", ["sqlite", "files", "postgresql"])
@@ -235,7 +271,8 @@ def _kill_a_submit_once_its_batch_exists(tmp_path: Path, env: dict[str, str], se
     )
     try:
         deadline = time.monotonic() + 120
-        while not server.batches and time.monotonic() < deadline:
+        # xAI's batch is made empty, then filled: waited for until it holds the lines.
+        while not any(job.lines for job in list(server.batches.values())) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert server.batches, "no batch was created"
     finally:

@@ -83,7 +83,8 @@ class Adapter:
         raise NotImplementedError
 
     def batch_body(self, request: ModelRequest) -> dict[str, Any]:
-        """The body of ``request`` as a line of a batch (a prompt cache lives longer there)."""
+        """The body of ``request`` as a line of a batch: the live body, unless the provider's
+        batch needs what the live URL says (Gemini's model) or a longer-lived prompt cache."""
         return self.body(request)
 
     def tier_sent(self) -> str | None:

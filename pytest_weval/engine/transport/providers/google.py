@@ -62,6 +62,7 @@ def parse_generate_content(data: Any) -> ModelReply:
 class Google(Adapter):
     provider = "google"
     endpoint = "generateContent"
+    has_batch_api = True  # Gemini batch mode (transport/batch_api.py GoogleBatches)
 
     def __init__(self, model_id: str, model_name: str):
         super().__init__(model_id)
@@ -99,6 +100,10 @@ class Google(Adapter):
         if tier in ("flex", "priority") and offers_tier(self.model_id, tier):
             return tier
         return None
+
+    def batch_body(self, request: ModelRequest) -> dict[str, Any]:
+        # A GenerateContentRequest inside a batch names its model (the live one has it in the URL).
+        return {"model": f"models/{self.model_name}", **self.body(request)}
 
     def parse(self, data: Any) -> ModelReply:
         return parse_generate_content(data)

@@ -48,7 +48,8 @@ class OpenAICompat(Adapter):
         super().__init__(model_id)
         self.provider = provider
         self.model_name = model_name
-        self.has_batch_api = provider == "openai"  # OpenAI's Batch API; the compatible providers have none
+        # OpenAI's, xAI's, Together's and Mistral's batch APIs (transport/batch_api.py); OpenRouter has none
+        self.has_batch_api = provider in ("openai", "xai", "together", "mistral")
         if provider == "openrouter":
             self.default_temperature = 0.7
             self.default_max_tokens = None  # not sent when not given
