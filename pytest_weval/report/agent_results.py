@@ -46,7 +46,7 @@ def write_agent_results(out_dir: str | os.PathLike[str], results: Sequence[ItemR
     """One ``<suite id>.jsonl`` per agent suite that has results (a repeated id gets ``.2``)."""
     suites: dict[str, list[ItemResult]] = {}
     for result in results:
-        if result.source != "blueprint":
+        if result.source == "agent eval file":
             suites.setdefault(result.blueprint_path, []).append(result)
     written: list[Path] = []
     used: dict[str, int] = {}

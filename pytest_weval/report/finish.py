@@ -18,6 +18,7 @@ from typing import Any
 import pytest_weval.defaults as defaults
 from pytest_weval.blueprint.model import Blueprint
 from pytest_weval.report.agent_results import write_agent_results
+from pytest_weval.report.promptfoo_json import write_promptfoo_results
 from pytest_weval.report.baseline import (
     Baseline,
     BaselineError,
@@ -137,6 +138,7 @@ def write_run_files(
             changes=run.changes.to_dict() if run.changes is not None else None,
         )
         written += write_agent_results(out_dir, run.results)
+        written += write_promptfoo_results(out_dir, run.results)
         # what `python -m pytest_weval merge` rebuilds every file from
         write_run_record(out_dir, run.blueprints, run.results, run.usage, gates=json.dumps(run.gates.to_dict()))
     if html_path is not None:

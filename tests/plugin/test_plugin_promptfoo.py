@@ -1,0 +1,188 @@
+"""promptfoo-shaped suites (promptfoo's ``promptfooconfig.yaml``, AgentV v5 ``suite.yaml``) as
+pytest items, end to end (issue 46): real pytest runs over real loopback HTTP to the fake server.
+The matrix of vars, prompts and providers, node ids and -k, defaultTest merging, CSV and JSONL
+test files, located errors (a bad provider, a bad assertion type), an llm-rubric graded by the
+fake, AgentV's v5 examples, and the promptfoo-shaped results file."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from plugin_helpers import JUDGE, JUDGE_ID, MODEL, MODEL_ID, Project, answer_rule, outcomes_by_id
+
+from tests.fakeserver import Rule
+
+HEAD_V5 = Path("/work/shared/spec/agent-examples/agentv/head-v5")
+
+
+def test_matrix_of_vars_prompts_and_providers_with_node_ids_and_k(project: Project):
+    project.write(
+        "suite/promptfooconfig.yaml",
+        f"""
+        description: greetings
+        prompts:
+          - "Say hello in {{{{ language }}}}"
+          - label: shout
+            raw: "SAY HELLO IN {{{{ language }}}}"
+        providers:
+          - openai:chat:{MODEL}
+          - id: openai:gpt-4o
+            label: big
+        tests:
+          - description: greets
+            vars:
+              language: [French, German]
+            assert:
+              - type: icontains
+                value: hello
+                metric: greeting
+        """,
+    )
+    project.rules(Rule(reply="Hello there ({last})"))
+    result = project.run("-rA", "-p", "no:randomly")
+    found = outcomes_by_id(result)
+    expected = {
+        f"suite/promptfooconfig.yaml::{row}[{prompt}][{provider}]"
+        for row in ("greets", "greets#2")
+        for prompt in ("0", "shout")
+        for provider in (f"openai:chat:{MODEL}", "big")
+    }
+    assert set(found) == expected, result.outlines
+    assert set(found.values()) == {"PASSED"}
+    sent = sorted(r.last_user for r in project.requests())
+    assert sent == sorted(
+        [f"Say hello in {lang}" for lang in ("French", "German")] * 2
+        + [f"SAY HELLO IN {lang}" for lang in ("French", "German")] * 2
+    )
+    assert {r.model for r in project.requests()} == {MODEL, "gpt-4o"}
+    # -k on a provider label, a description and a metric
+    assert set(outcomes_by_id(project.run("-rA", "-k", "big"))) == {i for i in expected if i.endswith("[big]")}
+    assert len(outcomes_by_id(project.run("-rA", "-k", "greeting"))) == 8
+
+
+def test_default_test_merging_csv_and_jsonl_rows_and_the_results_file(project: Project):
+    project.write(
+        "evals/promptfooconfig.yaml",
+        f"""
+        prompts: ["Q: {{{{ question }}}} ({{{{ tone }}}})"]
+        providers: [openai:chat:{MODEL}]
+        defaultTest:
+          vars: {{tone: polite}}
+          assert:
+            - type: contains
+              value: ANSWER
+              metric: shape
+        tests:
+          - description: own tone wins
+            vars: {{question: one, tone: rude}}
+            assert:
+              - type: contains
+                value: rude
+          - file://rows.csv
+          - file://more.jsonl
+        """,
+    )
+    project.write(
+        "evals/rows.csv",
+        """
+        question,__expected,__description
+        two,contains:polite,
+        three,equals: nope,a failing row
+        """,
+    )
+    project.write("evals/more.jsonl", '{"vars": {"question": "four"}}\n')
+    project.rules(Rule(reply="ANSWER to {last}"))
+    result = project.run("-rA", "-p", "no:randomly", "--weval-out=out")
+    found = outcomes_by_id(result)
+    base = f"evals/promptfooconfig.yaml::{{}}[0][openai:chat:{MODEL}]"
+    assert found == {
+        base.format("own tone wins"): "PASSED",
+        base.format("Row #1"): "PASSED",
+        base.format("a failing row"): "FAILED",
+        base.format("Row #1#2"): "PASSED",  # the JSONL file's first row
+    }, result.outlines
+    sent = sorted(r.last_user for r in project.requests())
+    assert sent == ["Q: four (polite)", "Q: one (rude)", "Q: three (polite)", "Q: two (polite)"]
+    document = project.json("out/promptfoo-results.json")
+    rows = {row["testIdx"]: row for row in document["results"]["results"]}
+    assert sorted(rows) == [0, 1, 2, 3]
+    failing = rows[2]
+    assert failing["success"] is False and failing["failureReason"] == 1
+    assert failing["vars"] == {"tone": "polite", "question": "three"}
+    assert failing["provider"]["id"] == f"openai:chat:{MODEL}"
+    assert failing["prompt"]["raw"] == "Q: three (polite)"
+    assert failing["response"]["output"] == "ANSWER to Q: three (polite)"
+    components = failing["gradingResult"]["componentResults"]
+    assert [c["assertion"]["type"] for c in components] == ["contains", "equals"]  # defaultTest's first
+    assert [c["pass"] for c in components] == [True, False]
+    assert rows[0]["success"] is True and rows[0]["score"] == 1
+    assert document["results"]["stats"]["successes"] == 3 and document["results"]["stats"]["failures"] == 1
+
+
+def test_a_bad_provider_and_a_bad_assertion_type_are_located_errors_that_stop_nothing_else(project: Project):
+    project.write(
+        "promptfooconfig.yaml",
+        f"""
+        prompts: ["Say {{{{ word }}}}"]
+        providers:
+          - openai:chat:{MODEL}
+          - exec:python my_provider.py
+        tests:
+          - description: fine
+            vars: {{word: yes}}
+            assert: [{{type: contains, value: yes}}]
+          - description: typo
+            vars: {{word: no}}
+            assert: [{{type: containz, value: no}}]
+        """,
+    )
+    project.rules(Rule(reply="{last}"))
+    result = project.run("-rA", "-p", "no:randomly")
+    found = outcomes_by_id(result)
+    assert found[f"promptfooconfig.yaml::fine[0][openai:chat:{MODEL}]"] == "PASSED"
+    assert found["promptfooconfig.yaml::fine[0][exec:python my_provider.py]"] == "ERROR"
+    assert found[f"promptfooconfig.yaml::typo[0][openai:chat:{MODEL}]"] == "ERROR"
+    text = "\n".join(result.outlines)
+    assert "promptfooconfig.yaml:4" in text and "exec:python my_provider.py" in text
+    assert "containz" in text and "promptfooconfig.yaml:11" in text
+    assert [r.last_user for r in project.requests()] == ["Say yes"]  # nothing sent for the errors
+
+
+def test_llm_rubric_graded_by_the_fake_grader(project: Project):
+    project.write(
+        "promptfooconfig.yaml",
+        f"""
+        prompts: ["Tell a joke about {{{{ topic }}}}"]
+        providers: [openai:chat:{MODEL}]
+        defaultTest:
+          options:
+            provider: openai:chat:{JUDGE}
+        tests:
+          - description: funny
+            vars: {{topic: cats}}
+            assert:
+              - type: llm-rubric
+                value: is funny
+          - description: sad
+            vars: {{topic: dogs}}
+            assert:
+              - type: llm-rubric
+                value: is sad
+        """,
+    )
+    project.rules(
+        Rule(model=JUDGE, contains="is funny", reply=json.dumps({"reason": "it is", "pass": True, "score": 1})),
+        Rule(model=JUDGE, contains="is sad", reply=json.dumps({"reason": "it is not", "pass": False, "score": 0})),
+        answer_rule("joke", "A joke about {last}"),
+    )
+    result = project.run("-rA", "-p", "no:randomly")
+    found = outcomes_by_id(result)
+    assert found == {
+        f"promptfooconfig.yaml::funny[0][openai:chat:{MODEL}]": "PASSED",
+        f"promptfooconfig.yaml::sad[0][openai:chat:{MODEL}]": "FAILED",
+    }, result.outlines
+    graded = project.requests(JUDGE)
+    assert len(graded) == 2
+    assert all("A joke about Tell a joke about" in r.raw_body for r in graded)
