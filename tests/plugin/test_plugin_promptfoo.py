@@ -186,3 +186,44 @@ def test_llm_rubric_graded_by_the_fake_grader(project: Project):
     graded = project.requests(JUDGE)
     assert len(graded) == 2
     assert all("A joke about Tell a joke about" in r.raw_body for r in graded)
+
+
+def _head_v5(project: Project) -> None:
+    """AgentV's v5 examples in their original layout (ruling 21), with the grader prompt files
+    the weighted-graders suite names (not part of the flattened examples)."""
+    for file in sorted(HEAD_V5.iterdir()):
+        target = project.path / file.name.replace("__", "/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(file, target)
+    for name in ("safety-check", "quality-evaluation", "style-evaluation", "accuracy-check", "experimental-check"):
+        project.write(f"weighted-graders/prompts/{name}.md", f"The answer passes the {name} rubric.\n")
+    for name in ("correctness-check", "completeness-check", "clarity-check"):
+        project.write(f"weighted-graders/prompts/{name}.md", f"The answer passes the {name} rubric.\n")
+
+
+def test_agentv_v5_examples_collect_and_run(project: Project):
+    if not HEAD_V5.is_dir():
+        import pytest
+
+        pytest.skip(f"the spec's examples are not at {HEAD_V5}")
+    _head_v5(project)
+    project.rules(
+        Rule(model=JUDGE, reply=json.dumps({"reason": "fine", "pass": True, "score": 1})),
+        Rule(model=MODEL, reply="RELEASE CONTRACT: neural networks learn weights."),
+    )
+    result = project.run("-rA", "-p", "no:randomly", f"--weval-models={MODEL_ID}", f"--weval-judges={JUDGE_ID}")
+    found = outcomes_by_id(result)
+    suite = "weighted-graders/evals/suite.yaml"
+    assert {k: v for k, v in found.items() if k.startswith(suite)} == {
+        f"{suite}::{case}[0][{MODEL_ID}]": "PASSED"
+        for case in ("weighted-multi-grader", "experimental-grader-disabled", "equal-weights-default")
+    }, result.outlines
+    assert found[f"showcase/directory-discovery/EVAL.yaml::add-greeting[0][{MODEL_ID}]"] == "PASSED"
+    # AgentV's `type: script` grader is a program: a located error naming it, never a silent skip
+    contract = f"contract/evals/script-grader-contract.eval.yaml::script-grader-stdin-payload[0][{MODEL_ID}]"
+    assert found[contract] == "ERROR"
+    # the chat array var was sent as a chat: the system turn, then the user turn
+    [chat] = [r for r in project.requests(MODEL) if "Explain the concept of neural networks." in r.last_user]
+    assert [m["role"] for m in chat.body["messages"]] == ["user"]
+    rubric_requests = [r for r in project.requests(JUDGE) if "safety-check rubric" in r.raw_body]
+    assert len(rubric_requests) == 1
