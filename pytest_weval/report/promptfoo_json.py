@@ -48,7 +48,13 @@ def promptfoo_document(results: Sequence[ItemResult], *, timestamp: str | None =
                 "raw": prompt.get("raw", ""),
                 "label": prompt.get("label", ""),
                 "provider": provider.get("label") or provider.get("id"),
-                "metrics": {"score": 0.0, "testPassCount": 0, "testFailCount": 0, "testErrorCount": 0, "namedScores": {}},
+                "metrics": {
+                    "score": 0.0,
+                    "testPassCount": 0,
+                    "testFailCount": 0,
+                    "testErrorCount": 0,
+                    "namedScores": {},
+                },
             },
         )
         metrics = entry["metrics"]

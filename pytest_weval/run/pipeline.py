@@ -37,8 +37,8 @@ from pytest_weval.run.generation import (
     generation_request,
 )
 from pytest_weval.run.outcome import decide, mistakes_message
-from pytest_weval.run.promptfoo import PromptfooRunner, PromptfooWork
 from pytest_weval.run.programs.runner import ProgramRunner
+from pytest_weval.run.promptfoo import PromptfooRunner, PromptfooWork
 
 BUILTIN_MODELS = frozenset({"ideal", "echo"})
 NOTHING_TO_SCORE = "this prompt has no points and no ideal answer: nothing to score"

@@ -23,8 +23,8 @@ from pytest_weval.engine.secrets import Redactor
 from pytest_weval.engine.transport.batch_api import BATCH_APIS
 from pytest_weval.engine.transport.providers import adapter_for
 from pytest_weval.run.agent import AgentWork, judge_models
-from pytest_weval.run.promptfoo import PromptfooWork, grader_model, needs_grader
 from pytest_weval.run.pipeline import BUILTIN_MODELS, ItemWork, Work, asks_tested_model, sends_nothing
+from pytest_weval.run.promptfoo import PromptfooWork, grader_model, needs_grader
 
 
 class ModelLists(Protocol):

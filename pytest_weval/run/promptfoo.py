@@ -16,7 +16,7 @@ import json
 import os
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine.errors import EmptyReplyError, ModelCallError
@@ -57,7 +57,9 @@ def providers_for(
     """``--weval-models`` replace the file's providers (as for agent eval files' targets);
     else the file's, each mapped onto our model ids (``formats/promptfoo/providers.py``)."""
     if models:
-        return [RunnableProvider(label=m, written_id=m, model=ModelSpec(id=m, custom=custom_models.get(m))) for m in models]
+        return [
+            RunnableProvider(label=m, written_id=m, model=ModelSpec(id=m, custom=custom_models.get(m))) for m in models
+        ]
     return [runnable(p, custom_models) for p in suite.providers]
 
 
@@ -297,7 +299,9 @@ class PromptfooRunner:
         result.response = output if isinstance(output, str) else json.dumps(output)
         result.generated_texts = [reply.text]
         grader = grader_model(work, self.judges, self.custom_models)
-        results = [await self._assess(assertion, context, grader, work, usage) for assertion in work.prepared.assertions]
+        results = [
+            await self._assess(assertion, context, grader, work, usage) for assertion in work.prepared.assertions
+        ]
         grading = pf_scoring.grade_test(list(work.prepared.assertions), results, work.test.threshold)
         result.points = [_point(component, grader) for component in results]
         result.score = grading.score
@@ -404,7 +408,7 @@ def _test_record(test: PfTest) -> dict[str, Any]:
 
 def _point(component: Any, grader: ModelSpec) -> PointAssessment:
     assertion = component.assertion
-    kind = "judged" if pf_judges.is_model_graded(assertion) else "function"
+    kind: Literal["function", "judged"] = "judged" if pf_judges.is_model_graded(assertion) else "function"
     return PointAssessment(
         key_point_text=pf_scoring.describe(assertion),
         coverage_extent=component.score,

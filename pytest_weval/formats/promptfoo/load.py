@@ -65,7 +65,9 @@ def load_promptfoo_suite(
     path = Path(path).resolve()
     rootdir = Path(rootdir).resolve()
     with room_for_depth():
-        return _Loader(path, rootdir, max_file_mb, dialect or ("promptfoo" if is_promptfoo_name(path) else "agentv5")).load()
+        return _Loader(
+            path, rootdir, max_file_mb, dialect or ("promptfoo" if is_promptfoo_name(path) else "agentv5")
+        ).load()
 
 
 class _Problem(Exception):
@@ -86,7 +88,11 @@ class _Loader:
         source = read_yaml(self.path, rootdir=self.rootdir, max_file_mb=self.max_file_mb)
         self.where = Where(source)
         self.ctx = Context(
-            file_dir=self.path.parent, rootdir=self.rootdir, dialect="agentv", where=self.where, max_file_mb=self.max_file_mb
+            file_dir=self.path.parent,
+            rootdir=self.rootdir,
+            dialect="agentv",
+            where=self.where,
+            max_file_mb=self.max_file_mb,
         )
         documents = source.documents
         document = documents[0] if len(documents) == 1 else None
@@ -101,11 +107,13 @@ class _Loader:
         default = self._default_test(document)
         tests = self._tests(document, default)
         grader = None
-        options = default.get("options") if isinstance(default.get("options"), dict) else {}
+        options: dict[str, Any] = default["options"] if isinstance(default.get("options"), dict) else {}
         if options.get("provider") is not None:
-            grader = build_provider(options["provider"], 0, self._at(options, "provider", "defaultTest.options.provider"))
+            grader = build_provider(
+                options["provider"], 0, self._at(options, "provider", "defaultTest.options.provider")
+            )
         title = document.get("description") or document.get("name") or ""
-        tags = document.get("tags") if isinstance(document.get("tags"), list) else []
+        tags: list[Any] = document["tags"] if isinstance(document.get("tags"), list) else []
         return PromptfooSuite(
             path=self.shown,
             directory=str(self.path.parent),
@@ -137,7 +145,9 @@ class _Loader:
             if self.dialect == "agentv5":
                 return [PfPrompt(DEFAULT_AGENTV_PROMPT, DEFAULT_AGENTV_PROMPT, 0, False, Location(path=self.shown))]
             raise BlueprintError(
-                "the config has no `prompts`", Location(path=self.shown, line=1), hint="add `prompts: ['{{ question }}']`"
+                "the config has no `prompts`",
+                Location(path=self.shown, line=1),
+                hint="add `prompts: ['{{ question }}']`",
             )
         entries = raw if isinstance(raw, list) else [raw]
         prompts: list[PfPrompt] = []
@@ -154,7 +164,11 @@ class _Loader:
 
     def _prompt(self, entry: Any, index: int, where: Location) -> list[PfPrompt]:
         if isinstance(entry, list):  # a chat array: kept as its JSON text, as promptfoo does
-            return [PfPrompt(json.dumps(entry, ensure_ascii=False), json.dumps(entry, ensure_ascii=False), index, False, where)]
+            return [
+                PfPrompt(
+                    json.dumps(entry, ensure_ascii=False), json.dumps(entry, ensure_ascii=False), index, False, where
+                )
+            ]
         if isinstance(entry, dict):
             label = entry.get("label") or entry.get("id")
             raw = entry.get("raw", entry.get("id"))
@@ -164,7 +178,14 @@ class _Loader:
                 return [self._bad_prompt(index, where, "a prompt object needs `raw` (the template) or `id`")]
             if raw.startswith("file://"):
                 return [
-                    PfPrompt(p.raw, str(label) if label else p.label, p.index, bool(label) or p.labelled, p.location, p.problem)
+                    PfPrompt(
+                        p.raw,
+                        str(label) if label else p.label,
+                        p.index,
+                        bool(label) or p.labelled,
+                        p.location,
+                        p.problem,
+                    )
                     for p in self._prompt_file(raw, index, where)
                 ]
             return [PfPrompt(raw, str(label or raw), index, bool(label), where)]
@@ -186,7 +207,9 @@ class _Loader:
             if file.suffix.lower() in (".py", ".js", ".ts", ".mjs", ".cjs"):
                 prompts.append(
                     self._bad_prompt(
-                        index + number, where, f"{written!r}: a prompt made by a program is not supported (docs/promptfoo.md)"
+                        index + number,
+                        where,
+                        f"{written!r}: a prompt made by a program is not supported (docs/promptfoo.md)",
                     )
                 )
                 continue
@@ -220,7 +243,9 @@ class _Loader:
         providers = []
         for index, entry in enumerate(entries):
             where = (
-                self.where.item(raw, index, f"{key}[{index}]") if isinstance(raw, list) else self._at(document, key, key)
+                self.where.item(raw, index, f"{key}[{index}]")
+                if isinstance(raw, list)
+                else self._at(document, key, key)
             )
             provider = build_provider(entry, index, where)
             if provider.problem:
@@ -238,11 +263,14 @@ class _Loader:
         if isinstance(value, str) and value.startswith("file://"):
             found, why = self.ctx.find_file(value, ancestors=False)
             if found is None:
-                raise BlueprintError(f"`{key}` names {value!r}, which cannot be used: {why}", self._at(document, key, key))
+                raise BlueprintError(
+                    f"`{key}` names {value!r}, which cannot be used: {why}", self._at(document, key, key)
+                )
             value = read_yaml(found, rootdir=self.rootdir, max_file_mb=self.max_file_mb).documents[0]
         if not isinstance(value, dict):
             raise BlueprintError(
-                f"`{key}` must be a mapping (vars, assert, options), not {describe(value)}", self._at(document, key, key)
+                f"`{key}` must be a mapping (vars, assert, options), not {describe(value)}",
+                self._at(document, key, key),
             )
         return value
 
@@ -268,7 +296,8 @@ class _Loader:
             return self._test_file(raw, self._at(document, "tests", "tests"))
         if not isinstance(raw, list):
             raise BlueprintError(
-                f"`tests` must be a list of tests or a file of them, not {describe(raw)}", self._at(document, "tests", "tests")
+                f"`tests` must be a list of tests or a file of them, not {describe(raw)}",
+                self._at(document, "tests", "tests"),
             )
         out: list[tuple[Any, Location, str | None]] = []
         for index, entry in enumerate(raw):
@@ -497,7 +526,9 @@ class _Loader:
             raise _Problem(f"var `{name}`: {value!r} {why}", location)
         if suffix in (".yaml", ".yml", ".json"):
             try:
-                source: RawSource = load_source(text, fmt="json" if suffix == ".json" else "yaml", path=self.ctx.display(file))
+                source: RawSource = load_source(
+                    text, fmt="json" if suffix == ".json" else "yaml", path=self.ctx.display(file)
+                )
             except BlueprintError as exc:
                 raise _Problem(f"var `{name}`: {exc}", location) from None
             return source.documents[0] if source.documents else None

@@ -29,7 +29,16 @@ _CHAT_PREFIXES = (
     ("xai:", "xai"),
 )
 # openai:<kind>:... kinds that are not chat completions
-_OPENAI_NOT_CHAT = ("completion", "embedding", "embeddings", "assistant", "image", "moderation", "realtime", "transcription")
+_OPENAI_NOT_CHAT = (
+    "completion",
+    "embedding",
+    "embeddings",
+    "assistant",
+    "image",
+    "moderation",
+    "realtime",
+    "transcription",
+)
 _UNRUNNABLE = ("exec:", "python:", "file://", "http:", "https:", "webhook:", "browser:", "script:", "golang:", "ruby:")
 _ENV_REF = re.compile(r"\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 HINT = (
@@ -66,6 +75,7 @@ def map_provider_id(written: str) -> tuple[str | None, str | None]:
 def build_provider(raw: Any, index: int, location: Location) -> PfProvider:
     """A ``providers:`` entry: a string id, ``{id, label, config}``, or promptfoo's
     ``{<id>: {config...}}`` single-key mapping."""
+    config: Any
     if isinstance(raw, str):
         written, label, config = raw, None, {}
     elif isinstance(raw, dict) and "id" not in raw and len(raw) == 1 and isinstance(next(iter(raw.values())), dict):
@@ -95,7 +105,7 @@ def build_provider(raw: Any, index: int, location: Location) -> PfProvider:
     if system is not None and not isinstance(system, str):
         problem = "`config.systemPrompt` must be text"
     model_id, why = map_provider_id(written)
-    custom = None
+    custom: dict[str, Any] | None = None
     base = config.get("apiBaseUrl") or config.get("apiHost")
     if model_id is not None and base is not None:
         if not isinstance(base, str) or not model_id.startswith("openai:"):

@@ -9,6 +9,7 @@ no autoescaping; ``env`` holds only the variables ``--weval-allow-env`` allows (
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,7 +24,7 @@ class TemplateError(ValueError):
 
 
 def _dump(value: Any, indent: int | None = None) -> str:
-    return js_json(value) if indent is None else __import__("json").dumps(value, indent=indent, ensure_ascii=False)
+    return js_json(value) if indent is None else json.dumps(value, indent=indent, ensure_ascii=False)
 
 
 @functools.lru_cache(maxsize=1)
