@@ -18,7 +18,6 @@ from typing import Any
 import pytest_weval.defaults as defaults
 from pytest_weval.blueprint.model import Blueprint
 from pytest_weval.report.agent_results import write_agent_results
-from pytest_weval.report.promptfoo_json import write_promptfoo_results
 from pytest_weval.report.baseline import (
     Baseline,
     BaselineError,
@@ -31,6 +30,7 @@ from pytest_weval.report.flaky import flaky_gate_lines
 from pytest_weval.report.gates import check_min_score
 from pytest_weval.report.history import Changes, HistoryView, is_history_baseline
 from pytest_weval.report.html import RunFacts, write_html
+from pytest_weval.report.promptfoo_json import write_promptfoo_results
 from pytest_weval.report.rollup import Rollup, build_rollup
 from pytest_weval.report.run_record import MergeError, describe, identity, read_run_record, substance, write_run_record
 from pytest_weval.report.weval_json import write_outputs

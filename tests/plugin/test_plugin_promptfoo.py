@@ -10,7 +10,7 @@ import json
 import shutil
 from pathlib import Path
 
-from plugin_helpers import JUDGE, JUDGE_ID, MODEL, MODEL_ID, Project, answer_rule, outcomes_by_id
+from plugin_helpers import JUDGE, JUDGE_ID, MODEL, MODEL_ID, Project, answer_rule, outcomes_by_id, section
 
 from tests.fakeserver import Rule
 
@@ -41,7 +41,7 @@ def test_matrix_of_vars_prompts_and_providers_with_node_ids_and_k(project: Proje
         """,
     )
     project.rules(Rule(reply="Hello there ({last})"))
-    result = project.run("-rA", "-p", "no:randomly")
+    result = project.run("-rA", "-p", "no:randomly", "--weval-html=report.html", "--junitxml=junit.xml")
     found = outcomes_by_id(result)
     expected = {
         f"suite/promptfooconfig.yaml::{row}[{prompt}][{provider}]"
@@ -57,6 +57,15 @@ def test_matrix_of_vars_prompts_and_providers_with_node_ids_and_k(project: Proje
         + [f"SAY HELLO IN {lang}" for lang in ("French", "German")] * 2
     )
     assert {r.model for r in project.requests()} == {MODEL, "gpt-4o"}
+    # junit properties as blueprint items have them; the HTML page lists the rows
+    props = project.junit()["greets#2[shout][big]"]["properties"]
+    assert props["weval_score"] == "1" and props["weval_model"] == "big"
+    assert props["weval_prompt_id"] == "greets#2[shout]" and props["weval_blueprint_id"] == "suite__promptfooconfig"
+    page = (project.path / "report.html").read_text(encoding="utf-8")
+    assert "greets#2[shout]" in page and "suite/promptfooconfig.yaml" in page
+    # the metric roll-up in the terminal summary
+    metrics = section(result.outlines, "weval scores")
+    assert any(line.split()[:3] == ["greeting", "1.00", "8/8"] for line in metrics), metrics
     # -k on a provider label, a description and a metric
     assert set(outcomes_by_id(project.run("-rA", "-k", "big"))) == {i for i in expected if i.endswith("[big]")}
     assert len(outcomes_by_id(project.run("-rA", "-k", "greeting"))) == 8
