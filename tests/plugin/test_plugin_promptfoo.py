@@ -236,3 +236,35 @@ def test_agentv_v5_examples_collect_and_run(project: Project):
     assert [m["role"] for m in chat.body["messages"]] == ["user"]
     rubric_requests = [r for r in project.requests(JUDGE) if "safety-check rubric" in r.raw_body]
     assert len(rubric_requests) == 1
+
+
+def test_an_openai_compatible_api_base_url_with_config_and_env_only_as_allowed(project: Project):
+    base = project.server.env(keys=False)["OPENAI_BASE_URL"]
+    project.write(
+        "promptfooconfig.yaml",
+        f"""
+        prompts: ["Hi {{{{ name }}}} {{{{ env.SECRET_WORD }}}}"]
+        providers:
+          - id: openai:chat:local-model
+            label: local
+            config:
+              apiBaseUrl: {base}
+              temperature: 0.3
+              max_tokens: 42
+              systemPrompt: Be brief.
+        tests:
+          - vars: {{name: Ada}}
+            assert: [{{type: contains, value: Ada}}]
+        """,
+    )
+    project.rules(Rule(reply="{last}"))
+    project.monkeypatch.setenv("SECRET_WORD", "swordfish")
+    found = outcomes_by_id(project.run("-rA"))
+    assert found == {"promptfooconfig.yaml::0[0][local]": "PASSED"}
+    [sent] = project.requests()
+    assert sent.model == "local-model"
+    assert sent.body["temperature"] == 0.3 and sent.body["max_tokens"] == 42
+    assert sent.body["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert sent.last_user == "Hi Ada "  # SECRET_WORD is not allowed: env has nothing for it
+    project.run("-rA", "--weval-allow-env=SECRET_WORD", "--weval-cache=off")
+    assert project.requests()[-1].last_user == "Hi Ada swordfish"
