@@ -21,16 +21,19 @@ from typing import Any, Literal
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine.errors import EmptyReplyError, ModelCallError
 from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
+from pytest_weval.engine.transport.providers.embeddings import vector_of
 from pytest_weval.formats.promptfoo.model import PfPrompt, PfProvider, PfTest, PromptfooSuite
 from pytest_weval.formats.promptfoo.providers import build_provider
 from pytest_weval.formats.promptfoo.template import TemplateError, render
 from pytest_weval.judges import promptfoo as pf_judges
 from pytest_weval.judges.config import DEFAULT_JUDGES
 from pytest_weval.results import ItemResult, Outcome, PointAssessment, Usage
+from pytest_weval.run.embedding import embedding_request
 from pytest_weval.run.generation import generation_request
 from pytest_weval.scoring import promptfoo as pf_scoring
 
 DEFAULT_GRADER = DEFAULT_JUDGES[0].model
+EMBEDDING_MODEL = "openai:text-embedding-3-large"  # promptfoo's default embedding provider (answer-relevance)
 EXEC_REFUSED = (
     "this test runs a program named by its file (a python assertion, or a file:// JavaScript or Python "
     "assertion or transform), and programs from eval files run only when allowed: pass --weval-allow-exec "
@@ -144,15 +147,25 @@ class PromptfooWork:
 
 
 def grader_model(work: PromptfooWork, judges: Sequence[str], custom_models: Mapping[str, dict[str, Any]]) -> ModelSpec:
-    """The grader: the test's ``options.provider`` (a test's own, else ``defaultTest``'s, merged
-    by the loader), else the first of ``--weval-judges``, else our default judge."""
-    written = work.test.options.get("provider")
+    return grader_for(work.test.options.get("provider"), work, judges, custom_models).model or ModelSpec(
+        id=DEFAULT_GRADER
+    )
+
+
+def grader_for(
+    written: Any, work: PromptfooWork, judges: Sequence[str], custom_models: Mapping[str, dict[str, Any]]
+) -> RunnableProvider:
+    """The grader: ``written`` (an assertion's ``provider``, else the test's ``options.provider``,
+    a test's own or ``defaultTest``'s, merged by the loader) when it maps onto a model of ours,
+    else the first of ``--weval-judges``, else our default judge."""
     if written is not None:
         mapped = build_provider(written, 0, work.test.location)
         if mapped.model_id is not None and mapped.problem is None:
-            return ModelSpec(id=mapped.model_id, custom=mapped.custom or custom_models.get(mapped.model_id))
+            return runnable(mapped, custom_models)
     model_id = judges[0] if judges else DEFAULT_GRADER
-    return ModelSpec(id=model_id, custom=custom_models.get(model_id))
+    return RunnableProvider(
+        label=model_id, written_id=model_id, model=ModelSpec(id=model_id, custom=custom_models.get(model_id))
+    )
 
 
 def render_messages(work: PromptfooWork, env: Mapping[str, str]) -> tuple[str, list[ChatMessage]]:
@@ -283,31 +296,33 @@ class PromptfooRunner:
             raise EmptyReplyError(model.id)
         result.history = [{"role": m.role, "content": m.content} for m in messages]
         output: Any = reply.text
-        transform = work.test.options.get("transform")
+        env = self.env
         context = pf_scoring.AssertionContext(
             output=output,
             prompt=rendered,
             vars=dict(work.test.vars),
             test=_test_record(work.test),
             provider_id=work.provider.written_id,
+            provider_label=work.provider.label,
+            prompt_label=work.prompt.label,
             latency_ms=round(reply.latency_s * 1000) if reply.latency_s else 0,
             cost=used.cost_usd,
+            render=lambda text, variables: render(text, variables, env),
         )
+        transform = work.test.options.get("transform")
         if isinstance(transform, str):
             output = pf_scoring.apply_transform(transform, context)
             context = dataclasses.replace(context, output=output)
         result.response = output if isinstance(output, str) else json.dumps(output)
         result.generated_texts = [reply.text]
-        grader = grader_model(work, self.judges, self.custom_models)
-        results = [
-            await self._assess(assertion, context, grader, work, usage) for assertion in work.prepared.assertions
-        ]
+        results = [await self._assess(assertion, context, work, usage) for assertion in work.prepared.assertions]
         grading = pf_scoring.grade_test(list(work.prepared.assertions), results, work.test.threshold)
-        result.points = [_point(component, grader) for component in results]
-        result.score = grading.score
-        result.outcome = "passed" if grading.pass_ else "failed"
-        if not grading.pass_:
-            result.error = grading.reason
+        result.points = [_point(component, self._grader_id(component, work)) for component in results]
+        if grading.error is not None:
+            result.error, result.error_kind = grading.error, "judges" if needs_grader(work.prepared) else "blueprint"
+        else:
+            result.score = grading.score
+            result.outcome = "passed" if grading.pass_ else "failed"
         assert result.promptfoo is not None
         result.promptfoo.update(
             prompt={"raw": rendered, "label": work.prompt.label},
@@ -322,40 +337,62 @@ class PromptfooRunner:
                 "cached": reply.cached,
                 **({"cost": used.cost_usd} if used.cost_usd is not None else {}),
             },
-            success=grading.pass_,
+            success=grading.pass_ and grading.error is None,
             score=grading.score,
-            failureReason=FAILURE_NONE if grading.pass_ else FAILURE_ASSERT,
+            error=grading.error,
+            failureReason=FAILURE_ERROR if grading.error else FAILURE_NONE if grading.pass_ else FAILURE_ASSERT,
             latencyMs=round(reply.latency_s * 1000) if reply.latency_s else 0,
             gradingResult=pf_scoring.grading_json(grading),
             namedScores=dict(grading.named_scores),
             cost=used.cost_usd or 0,
         )
 
-    async def _assess(
-        self, assertion: Any, context: Any, grader: ModelSpec, work: PromptfooWork, usage: dict[str, Usage]
-    ) -> Any:
+    def _grader(self, assertion: Any, work: PromptfooWork) -> RunnableProvider:
+        own = getattr(assertion, "provider", None)
+        return grader_for(
+            own if own is not None else work.test.options.get("provider"), work, self.judges, self.custom_models
+        )
+
+    def _grader_id(self, component: Any, work: PromptfooWork) -> str | None:
+        assertion = component.assertion
+        if assertion is None or not pf_judges.is_model_graded(assertion):
+            return None
+        model = self._grader(assertion, work).model
+        return model.id if model is not None else None
+
+    async def _assess(self, assertion: Any, context: Any, work: PromptfooWork, usage: dict[str, Usage]) -> Any:
+        """One top-level assertion's result: scored here, or graded through the engine (an
+        assert-set holding a model-graded assertion: each child, then the set)."""
         if not pf_judges.is_model_graded(assertion):
             return pf_scoring.score_assertion(assertion, context)
+        if assertion.type == "assert-set":
+            children = [await self._assess(child, context, work, usage) for child in assertion.children]
+            return pf_scoring.score_assert_set(assertion, children, context)
+        grader = self._grader(assertion, work)
+        model = grader.model
+        assert model is not None
         grading = pf_judges.grading_for(assertion, context)
-        model = grader
-        own = getattr(assertion, "provider", None)
-        if own is not None:
-            mapped = build_provider(own, 0, work.test.location)
-            if mapped.model_id is not None and mapped.problem is None:
-                model = ModelSpec(id=mapped.model_id, custom=mapped.custom)
         asked = grading.next_request()
         while asked is not None:
-            request = ModelRequest(
-                model=model,
-                messages=tuple(ChatMessage(m["role"], m["content"]) for m in asked.messages),
-                temperature=asked.temperature,
-                max_tokens=asked.max_tokens,
-                priority=work.priority,
-                purpose="judge",
-            )
-            reply = await self.engine.complete(request)
-            usage.setdefault(model.id, Usage()).add(reply.usage())
-            grading.take_reply(reply.text)
+            if isinstance(asked, pf_judges.EmbeddingRequest):
+                embedder = ModelSpec(id=EMBEDDING_MODEL, custom=self.custom_models.get(EMBEDDING_MODEL))
+                reply = await self.engine.complete(
+                    dataclasses.replace(embedding_request(embedder, asked.text), priority=work.priority)
+                )
+                usage.setdefault(embedder.id, Usage()).add(reply.usage())
+                grading.take_reply(vector_of(reply))
+            else:
+                request = ModelRequest(
+                    model=model,
+                    messages=tuple(ChatMessage(m["role"], m["content"]) for m in asked.messages),
+                    temperature=_first(asked.temperature, grader.temperature, 0.0),
+                    max_tokens=_first(asked.max_tokens, grader.max_tokens),
+                    priority=work.priority,
+                    purpose="judge",
+                )
+                reply = await self.engine.complete(request)
+                usage.setdefault(model.id, Usage()).add(reply.usage())
+                grading.take_reply(reply.text)
             asked = grading.next_request()
         return grading.result()
 
@@ -406,14 +443,23 @@ def _test_record(test: PfTest) -> dict[str, Any]:
     return out
 
 
-def _point(component: Any, grader: ModelSpec) -> PointAssessment:
+def _first(*values: Any) -> Any:
+    return next((v for v in values if v is not None), None)
+
+
+def _point(component: Any, grader_id: str | None) -> PointAssessment:
+    """A top-level assertion as one point of the reports (its metric named, when it has one)."""
     assertion = component.assertion
-    kind: Literal["function", "judged"] = "judged" if pf_judges.is_model_graded(assertion) else "function"
+    text = pf_scoring.describe(assertion) if assertion is not None else "assertion"
+    if component.metric:
+        text = f"{text} (metric {component.metric})"
+    kind: Literal["function", "judged"] = "judged" if grader_id is not None else "function"
     return PointAssessment(
-        key_point_text=pf_scoring.describe(assertion),
-        coverage_extent=component.score,
+        key_point_text=text,
+        coverage_extent=None if component.error else component.score,
         reflection=component.reason,
-        multiplier=getattr(assertion, "weight", 1.0),
+        error=component.reason if component.error else None,
+        multiplier=assertion.weight if assertion is not None else 1.0,
         kind=kind,
-        judge_model_id=grader.id if kind == "judged" else None,
+        judge_model_id=grader_id,
     )
