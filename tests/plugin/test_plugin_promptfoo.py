@@ -268,3 +268,35 @@ def test_an_openai_compatible_api_base_url_with_config_and_env_only_as_allowed(p
     assert sent.last_user == "Hi Ada "  # SECRET_WORD is not allowed: env has nothing for it
     project.run("-rA", "--weval-allow-env=SECRET_WORD", "--weval-cache=off")
     assert project.requests()[-1].last_user == "Hi Ada swordfish"
+
+
+def test_a_provider_without_its_key_is_blocked_and_a_script_assertion_is_a_located_error(project: Project):
+    project.write("check.js", "module.exports = (output) => output.includes('ok');\n")
+    project.write(
+        "promptfooconfig.yaml",
+        f"""
+        prompts: ["say ok"]
+        providers: [openai:chat:{MODEL}, anthropic:messages:claude-3-5-haiku-latest]
+        tests:
+          - description: plain
+            assert: [{{type: contains, value: ok}}]
+          - description: scripted
+            assert: [{{type: javascript, value: file://check.js}}]
+        """,
+    )
+    project.rules(Rule(reply="ok"))
+    stopped = project.run("-rA", "-p", "no:randomly")
+    assert "ANTHROPIC_API_KEY is not set" in "\n".join(stopped.outlines + stopped.errlines)
+    assert project.requests() == []
+    result = project.run("-rA", "-p", "no:randomly", "--weval-missing-keys=error")
+    found = outcomes_by_id(result)
+    assert found == {
+        f"promptfooconfig.yaml::plain[0][openai:chat:{MODEL}]": "PASSED",
+        "promptfooconfig.yaml::plain[0][anthropic:messages:claude-3-5-haiku-latest]": "ERROR",
+        f"promptfooconfig.yaml::scripted[0][openai:chat:{MODEL}]": "ERROR",
+        "promptfooconfig.yaml::scripted[0][anthropic:messages:claude-3-5-haiku-latest]": "ERROR",
+    }, result.outlines
+    text = "\n".join(result.outlines)
+    assert "ANTHROPIC_API_KEY" in text  # the pre-flight: no key, not run
+    assert "promptfooconfig.yaml:7" in text and "file://check.js" in text
+    assert [r.model for r in project.requests()] == [MODEL]  # nothing sent for the errors
