@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pytest_weval.blueprint.model import ModelSpec
+from pytest_weval.blueprint.model import BlueprintError, ModelSpec
 from pytest_weval.engine.errors import EmptyReplyError, ModelCallError
 from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
 from pytest_weval.engine.transport.providers.embeddings import vector_of
@@ -105,7 +105,19 @@ def prepare_test(test: PfTest, suite: PromptfooSuite) -> PreparedTest:
             if problem is None:
                 problem = str(exc)
                 line = written.location.line if written.location.path == suite.path else line
-    needs_exec = any(pf_scoring.needs_exec(a) for a in assertions) or _transform_needs_exec(test.options)
+    transform = test.options.get("transform")
+    if problem is None and transform is not None and not isinstance(transform, str):
+        problem = str(BlueprintError("`options.transform` must be JavaScript (text)", test.location))
+    if problem is None and isinstance(transform, str) and transform.startswith("file://"):
+        problem = str(
+            BlueprintError(
+                f"`options.transform` from a file ({transform}) is not supported: it runs a program named by the "
+                "eval file",
+                test.location,
+                "write the transform inline (JavaScript with `output` and `context`)",
+            )
+        )
+    needs_exec = any(pf_scoring.needs_exec(a) for a in assertions)
     metrics = tuple(dict.fromkeys(m for a in assertions for m in pf_scoring.metric_names(a)))
     return PreparedTest(tuple(assertions), problem, needs_exec, metrics, line or None)
 
@@ -116,11 +128,6 @@ def needs_grader(prepared: PreparedTest) -> bool:
 
 def metric_names(prepared: PreparedTest) -> tuple[str, ...]:
     return prepared.metrics
-
-
-def _transform_needs_exec(options: Mapping[str, Any]) -> bool:
-    transform = options.get("transform")
-    return isinstance(transform, str) and transform.startswith("file://")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
