@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pytest_weval.blueprint.model import BlueprintError, ModelSpec
-from pytest_weval.engine.errors import EmptyReplyError, ModelCallError
+from pytest_weval.engine.errors import BatchPending, EmptyReplyError, ModelCallError
 from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
 from pytest_weval.engine.transport.providers.embeddings import vector_of
 from pytest_weval.formats.promptfoo.model import PfPrompt, PfProvider, PfTest, PromptfooSuite
@@ -251,6 +251,13 @@ class PromptfooRunner:
         result.promptfoo = base_row(work)
         try:
             await self._evaluate_into(work, result, usage)
+        except BatchPending as exc:  # --weval-batch=submit: skipped until a later run collects it
+            result.outcome, result.error, result.error_kind, result.score = (
+                "skipped",
+                exc.message,
+                "batch_pending",
+                None,
+            )
         except ModelCallError as exc:
             result.outcome, result.error, result.error_kind = "error", str(exc), exc.error_kind
         except Exception as exc:  # noqa: BLE001 - one item's failure must never stop the run
@@ -259,7 +266,7 @@ class PromptfooRunner:
             result.error_kind = result.error_kind or "internal"
         result.usage = usage
         result.duration_s = time.monotonic() - started
-        if result.outcome == "error":
+        if result.outcome in ("error", "skipped"):
             result.promptfoo.update(error=result.error, failureReason=FAILURE_ERROR, success=False, score=0)
         return result
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 from plugin_helpers import JUDGE, JUDGE_ID, MODEL, MODEL_ID, Project, answer_rule, outcomes_by_id, section
@@ -300,3 +301,28 @@ def test_a_provider_without_its_key_is_blocked_and_a_script_assertion_is_a_locat
     assert "ANTHROPIC_API_KEY" in text  # the pre-flight: no key, not run
     assert "promptfooconfig.yaml:7" in text and "file://check.js" in text
     assert [r.model for r in project.requests()] == [MODEL]  # nothing sent for the errors
+
+
+def test_batch_submit_skips_rows_and_a_later_wait_collects_them(project: Project):
+    project.write(
+        "promptfooconfig.yaml",
+        f"""
+        prompts: ["Question {{{{ n }}}}"]
+        providers: [openai:chat:{MODEL}]
+        tests:
+          - vars: {{n: ["1", "2", "3"]}}
+            assert: [{{type: contains, value: Question}}]
+        """,
+    )
+    project.ini("weval_prices =", f"    {MODEL_ID} 2.5 10")
+    project.server.set_batch(batch_delay_s=600.0)
+    batch = ("--weval-batch-poll=0.2", "--weval-check-models=off")
+    submitted = project.run("-rA", "--weval-batch=submit", *batch, sub=True)
+    submitted.assert_outcomes(skipped=3)
+    assert project.requests() == []  # in the provider's batch, not sent live
+    project.server.set_batch(batch_delay_s=0.2)
+    for job in project.server.batches.values():  # the provider ends it meanwhile
+        job.ends_at = time.time()
+    collected = project.run("-rA", "--weval-batch=wait", *batch, sub=True)
+    collected.assert_outcomes(passed=3)
+    assert project.requests() == []
