@@ -326,3 +326,24 @@ def test_batch_submit_skips_rows_and_a_later_wait_collects_them(project: Project
     collected = project.run("-rA", "--weval-batch=wait", *batch, sub=True)
     collected.assert_outcomes(passed=3)
     assert project.requests() == []
+
+
+def test_under_xdist_each_row_is_asked_once_and_the_results_file_has_every_row(project: Project):
+    project.write(
+        "promptfooconfig.yaml",
+        f"""
+        prompts: ["Item {{{{ n }}}}"]
+        providers: [openai:chat:{MODEL}]
+        tests:
+          - vars: {{n: ["1", "2", "3", "4", "5", "6"]}}
+            assert: [{{type: contains, value: Item, metric: echo}}]
+        """,
+    )
+    project.rules(Rule(reply="{last}"))
+    result = project.run("-n", "2", "--weval-out=out", sub=True)
+    result.assert_outcomes(passed=6)
+    assert sorted(r.last_user for r in project.requests()) == [f"Item {n}" for n in range(1, 7)]
+    rows = project.json("out/promptfoo-results.json")["results"]["results"]
+    assert sorted(row["testIdx"] for row in rows) == list(range(6))
+    assert all(row["namedScores"] == {"echo": 1} for row in rows)
+    assert project.json("out/summary.json")["metrics"] == {"echo": {"rows": 6, "mean": 1, "passed": 6}}
