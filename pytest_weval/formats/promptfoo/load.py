@@ -32,6 +32,7 @@ from typing import Any
 
 from pytest_weval.blueprint.loader import DEFAULT_MAX_FILE_MB, RawSource, load_source, room_for_depth
 from pytest_weval.blueprint.model import BlueprintError, Location
+from pytest_weval.errors import WevalError
 from pytest_weval.formats.case_sources import jsonl_entries, read_yaml
 from pytest_weval.formats.context import Context, Where, describe, display_path, is_within
 from pytest_weval.formats.load import suite_id_from_path
@@ -70,7 +71,9 @@ def load_promptfoo_suite(
         ).load()
 
 
-class _Problem(Exception):
+class _Problem(WevalError):
+    """A mistake in one test: caught at the test, kept as its ``problem`` text."""
+
     def __init__(self, message: str, location: Location, hint: str | None = None):
         super().__init__(message)
         self.text = str(BlueprintError(message, location, hint))

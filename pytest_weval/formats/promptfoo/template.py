@@ -16,10 +16,11 @@ from typing import Any
 import jinja2
 import jinja2.sandbox
 
+from pytest_weval.errors import WevalError
 from pytest_weval.jsvalues import js_json, js_string
 
 
-class TemplateError(ValueError):
+class TemplateError(WevalError):
     """A template that does not parse or fails to render (the message says where in it)."""
 
 
