@@ -13,7 +13,7 @@ from pytest_weval.scoring.promptfoo.deterministic import (
     apply_assertion_transform,
     score_assertion,
 )
-from pytest_weval.scoring.promptfoo.js import apply_transform
+from pytest_weval.scoring.promptfoo.js import ScriptError, apply_transform
 from pytest_weval.scoring.promptfoo.model import (
     DETERMINISTIC_TYPES,
     MODEL_GRADED_TYPES,
@@ -42,6 +42,7 @@ __all__ = [
     "AssertionProblem",
     "ComponentResult",
     "GradingResult",
+    "ScriptError",
     "apply_assertion_transform",
     "apply_transform",
     "describe",
