@@ -347,3 +347,33 @@ def test_under_xdist_each_row_is_asked_once_and_the_results_file_has_every_row(p
     assert sorted(row["testIdx"] for row in rows) == list(range(6))
     assert all(row["namedScores"] == {"echo": 1} for row in rows)
     assert project.json("out/summary.json")["metrics"] == {"echo": {"rows": 6, "mean": 1, "passed": 6}}
+
+
+def test_options_transform_runs_before_the_assertions(project: Project):
+    project.write(
+        "promptfooconfig.yaml",
+        f"""
+        prompts: ["say {{{{ word }}}}"]
+        providers: [openai:chat:{MODEL}]
+        defaultTest:
+          options:
+            transform: output.toUpperCase() + ' (' + context.vars.word + ')'
+        tests:
+          - description: shouted
+            vars: {{word: hello}}
+            assert:
+              - {{type: equals, value: "SAY HELLO (hello)"}}
+          - description: not shouted
+            vars: {{word: quiet}}
+            assert:
+              - {{type: contains, value: quiet}}
+        """,
+    )
+    project.rules(Rule(reply="{last}"))
+    found = outcomes_by_id(project.run("-rA", "--weval-out=out"))
+    assert found == {
+        f"promptfooconfig.yaml::shouted[0][openai:chat:{MODEL}]": "PASSED",
+        f"promptfooconfig.yaml::not shouted[0][openai:chat:{MODEL}]": "FAILED",
+    }
+    rows = project.json("out/promptfoo-results.json")["results"]["results"]
+    assert {row["response"]["output"] for row in rows} == {"SAY HELLO (hello)", "SAY QUIET (quiet)"}
