@@ -366,7 +366,7 @@ def test_options_transform_runs_before_the_assertions(project: Project):
           - description: not shouted
             vars: {{word: quiet}}
             assert:
-              - {{type: contains, value: quiet}}
+              - {{type: contains, value: say quiet}}
         """,
     )
     project.rules(Rule(reply="{last}"))
