@@ -377,3 +377,23 @@ def test_options_transform_runs_before_the_assertions(project: Project):
     }
     rows = project.json("out/promptfoo-results.json")["results"]["results"]
     assert {row["response"]["output"] for row in rows} == {"SAY HELLO (hello)", "SAY QUIET (quiet)"}
+
+
+def test_a_broken_file_is_one_located_collection_error_and_the_others_run(project: Project):
+    project.write("a/promptfooconfig.yaml", "prompts: [x]\ntests: [\n")
+    project.write("b/promptfooconfig.yaml", f"providers: [openai:chat:{MODEL}]\ntests: [{{vars: {{a: 1}}}}]\n")
+    project.write(
+        "c/promptfooconfig.yaml",
+        f"prompts: [hi]\nproviders: [openai:chat:{MODEL}]\ntests: [{{assert: [{{type: contains, value: hi}}]}}]\n",
+    )
+    project.rules(Rule(reply="{last}"))
+    result = project.run("-rA")
+    found = outcomes_by_id(result)
+    assert found == {
+        "a/promptfooconfig.yaml": "ERROR",
+        "b/promptfooconfig.yaml": "ERROR",
+        f"c/promptfooconfig.yaml::0[0][openai:chat:{MODEL}]": "PASSED",
+    }, result.outlines
+    text = "\n".join(result.outlines)
+    assert "a/promptfooconfig.yaml:3" in text  # where the YAML breaks
+    assert "b/promptfooconfig.yaml:1" in text and "no `prompts`" in text
