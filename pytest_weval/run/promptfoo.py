@@ -117,9 +117,27 @@ def prepare_test(test: PfTest, suite: PromptfooSuite) -> PreparedTest:
                 "write the transform inline (JavaScript with `output` and `context`)",
             )
         )
+    if problem is None:
+        problem = _grader_problem(test, assertions)
     needs_exec = any(pf_scoring.needs_exec(a) for a in assertions)
     metrics = tuple(dict.fromkeys(m for a in assertions for m in pf_scoring.metric_names(a)))
     return PreparedTest(tuple(assertions), problem, needs_exec, metrics, line or None)
+
+
+def _grader_problem(test: PfTest, assertions: Sequence[Any]) -> str | None:
+    """A grader the row names (``options.provider``, an assertion's ``provider``) that maps onto
+    no model of ours: a located error, not a silent fall back to the default judge."""
+    if not any(pf_judges.is_model_graded(a) for a in assertions):
+        return None
+    written = [test.options.get("provider"), *(getattr(a, "provider", None) for a in assertions)]
+    for entry in written:
+        if entry is None:
+            continue
+        mapped = build_provider(entry, 0, test.location)
+        if mapped.model_id is None or mapped.problem is not None:
+            why = mapped.problem or "it names no model"
+            return str(BlueprintError(f"the grader provider cannot be used: {why}", test.location))
+    return None
 
 
 def needs_grader(prepared: PreparedTest) -> bool:

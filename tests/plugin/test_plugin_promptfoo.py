@@ -180,6 +180,13 @@ def test_llm_rubric_graded_by_the_fake_grader(project: Project):
             assert:
               - type: llm-rubric
                 value: is sad
+          - description: own grader
+            vars: {{topic: birds}}
+            options:
+              provider: exec:./grade.sh
+            assert:
+              - type: llm-rubric
+                value: is anything
         """,
     )
     project.rules(
@@ -192,7 +199,10 @@ def test_llm_rubric_graded_by_the_fake_grader(project: Project):
     assert found == {
         f"promptfooconfig.yaml::funny[0][openai:chat:{MODEL}]": "PASSED",
         f"promptfooconfig.yaml::sad[0][openai:chat:{MODEL}]": "FAILED",
+        # a grader we cannot run is a located error, not a silent fall back to another judge
+        f"promptfooconfig.yaml::own grader[0][openai:chat:{MODEL}]": "ERROR",
     }, result.outlines
+    assert "exec:./grade.sh" in "\n".join(result.outlines)
     graded = project.requests(JUDGE)
     assert len(graded) == 2
     assert all("A joke about Tell a joke about" in r.raw_body for r in graded)

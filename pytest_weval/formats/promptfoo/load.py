@@ -109,12 +109,6 @@ class _Loader:
         providers = self._providers(document)
         default = self._default_test(document)
         tests = self._tests(document, default)
-        grader = None
-        options: dict[str, Any] = default["options"] if isinstance(default.get("options"), dict) else {}
-        if options.get("provider") is not None:
-            grader = build_provider(
-                options["provider"], 0, self._at(options, "provider", "defaultTest.options.provider")
-            )
         title = document.get("description") or document.get("name") or ""
         tags: list[Any] = document["tags"] if isinstance(document.get("tags"), list) else []
         return PromptfooSuite(
@@ -126,7 +120,6 @@ class _Loader:
             prompts=tuple(prompts),
             providers=tuple(providers),
             tests=tuple(tests),
-            grader=grader,
             tags=tuple(str(t) for t in tags if isinstance(t, (str, int))),
         )
 

@@ -89,5 +89,4 @@ class PromptfooSuite:
     prompts: tuple[PfPrompt, ...]
     providers: tuple[PfProvider, ...]
     tests: tuple[PfTest, ...]
-    grader: PfProvider | None = None  # defaultTest.options.provider
     tags: tuple[str, ...] = ()
