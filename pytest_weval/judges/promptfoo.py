@@ -27,6 +27,7 @@ import re
 from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
+from pytest_weval.errors import WevalError
 from pytest_weval.jsvalues import is_number, js_json, js_number_str, js_string, js_trim, to_fixed, truthy
 from pytest_weval.judges import promptfoo_prompts as prompts
 from pytest_weval.scoring.promptfoo import (
@@ -93,7 +94,7 @@ class _Failed:
     message: str
 
 
-class _RowError(Exception):
+class _RowError(WevalError):
     """promptfoo throws while grading: the row is an error."""
 
 
@@ -480,7 +481,7 @@ _FACTUALITY_KEYS = {"A": "subset", "B": "superset", "C": "agree", "D": "disagree
 _FACTUALITY_DEFAULTS = {"A": 1.0, "B": 1.0, "C": 1.0, "D": 0.0, "E": 1.0}
 
 
-class _BadCategory(Exception):
+class _BadCategory(WevalError):
     pass
 
 

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from pytest_weval.errors import WevalError
 from pytest_weval.jsvalues import count_words, is_number, js_json, js_number_str, js_string, js_trim, to_fixed, truthy
 from pytest_weval.scoring import regex_js
 from pytest_weval.scoring.promptfoo import js, json_schema
@@ -33,7 +34,7 @@ from pytest_weval.scoring.promptfoo.model import (
 __all__ = ["AssertionFailure", "score_assertion"]
 
 
-class AssertionFailure(Exception):
+class AssertionFailure(WevalError):
     """promptfoo throws (an ``invariant``, a missing cost): the row is an error, not a failure."""
 
 
