@@ -44,6 +44,7 @@ from pytest_weval.scoring.promptfoo import (
 )
 from pytest_weval.scoring.promptfoo.deterministic import finish, parse_json
 from pytest_weval.scoring.promptfoo.jsonish import extract_json_objects, js_trim_end, load_yaml_value
+from pytest_weval.scoring.promptfoo.model import ValueFileError
 
 __all__ = [
     "EmbeddingRequest",
@@ -312,7 +313,7 @@ def _grade(assertion: Assertion, ctx: AssertionContext) -> Flow:
         output = apply_assertion_transform(assertion, ctx)
         value = rendered_value(assertion, ctx)
         result = yield from _HANDLERS[assertion.type](assertion, ctx, output, value)
-    except (_RowError, ScriptError) as exc:
+    except (_RowError, ScriptError, ValueFileError) as exc:
         message = exc.message if isinstance(exc, ScriptError) else str(exc)
         return ComponentResult(pass_=False, score=0.0, reason=message, assertion=assertion, metric=metric, error=True)
     return finish(result, assertion, metric)

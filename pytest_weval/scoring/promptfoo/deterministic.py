@@ -26,6 +26,7 @@ from pytest_weval.scoring.promptfoo.model import (
     Assertion,
     AssertionContext,
     ComponentResult,
+    ValueFileError,
     output_string,
     rendered_metric,
     rendered_value,
@@ -83,6 +84,8 @@ def score_assertion(assertion: Assertion, ctx: AssertionContext) -> ComponentRes
         return _error(assertion, metric, str(exc))
     except js.ScriptError as exc:
         return _error(assertion, metric, exc.message)
+    except ValueFileError as exc:
+        return _error(assertion, metric, str(exc))
     return finish(result, assertion, metric)
 
 
