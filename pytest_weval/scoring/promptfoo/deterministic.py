@@ -118,15 +118,16 @@ def _require(condition: bool, message: str) -> None:
 
 def _equals(s: _Scoring) -> ComponentResult:
     expected = s.value
-    if isinstance(expected, dict | list):
+    written_null = expected is None and "value" in s.assertion.raw  # typeof null is "object"
+    if isinstance(expected, dict | list) or written_null:
         try:
-            raw_pass = _deep_equal(expected, json.loads(s.text))
+            raw_pass = _deep_equal(expected, parse_json(s.text))
         except ValueError:
             raw_pass = False
         shown = js_json(expected)
     else:
-        raw_pass = js_string(expected) == s.text if expected is not None else s.text == "undefined"
-        shown = js_string(expected) if expected is not None else "undefined"
+        shown = "undefined" if expected is None else js_string(expected)  # no value: String(undefined)
+        raw_pass = shown == s.text
     return s.verdict(raw_pass, f'Expected output "{s.text}" to {s.not_}equal "{shown}"')
 
 

@@ -317,3 +317,9 @@ def test_file_values_are_read_from_the_suite_folder(tmp_path: Any) -> None:
     assert verdict({"type": "contains-all", "value": "file://words.json"}, "Paris, France", base_dir=base)[0] is True
     missing = score({"type": "equals", "value": "file://nope.txt"}, "Paris", base_dir=base)
     assert missing.error is True and "nope.txt" in missing.reason
+
+
+def test_equals_null_compares_json_and_no_value_compares_undefined() -> None:
+    assert verdict({"type": "equals", "value": None}, "null")[0] is True
+    assert verdict({"type": "equals", "value": None}, "undefined")[0] is False
+    assert verdict({"type": "equals"}, "undefined")[0] is True
