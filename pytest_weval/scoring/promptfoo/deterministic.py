@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from pytest_weval.errors import WevalError
 from pytest_weval.jsvalues import count_words, is_number, js_json, js_number_str, js_string, js_trim, to_fixed, truthy
 from pytest_weval.scoring import regex_js
 from pytest_weval.scoring.promptfoo import js, json_schema
@@ -25,6 +26,7 @@ from pytest_weval.scoring.promptfoo.model import (
     Assertion,
     AssertionContext,
     ComponentResult,
+    ValueFileError,
     output_string,
     rendered_metric,
     rendered_value,
@@ -33,7 +35,7 @@ from pytest_weval.scoring.promptfoo.model import (
 __all__ = ["AssertionFailure", "score_assertion"]
 
 
-class AssertionFailure(Exception):
+class AssertionFailure(WevalError):
     """promptfoo throws (an ``invariant``, a missing cost): the row is an error, not a failure."""
 
 
@@ -82,6 +84,8 @@ def score_assertion(assertion: Assertion, ctx: AssertionContext) -> ComponentRes
         return _error(assertion, metric, str(exc))
     except js.ScriptError as exc:
         return _error(assertion, metric, exc.message)
+    except ValueFileError as exc:
+        return _error(assertion, metric, str(exc))
     return finish(result, assertion, metric)
 
 
@@ -114,15 +118,16 @@ def _require(condition: bool, message: str) -> None:
 
 def _equals(s: _Scoring) -> ComponentResult:
     expected = s.value
-    if isinstance(expected, dict | list):
+    written_null = expected is None and "value" in s.assertion.raw  # typeof null is "object"
+    if isinstance(expected, dict | list) or written_null:
         try:
-            raw_pass = _deep_equal(expected, json.loads(s.text))
+            raw_pass = _deep_equal(expected, parse_json(s.text))
         except ValueError:
             raw_pass = False
         shown = js_json(expected)
     else:
-        raw_pass = js_string(expected) == s.text if expected is not None else s.text == "undefined"
-        shown = js_string(expected) if expected is not None else "undefined"
+        shown = "undefined" if expected is None else js_string(expected)  # no value: String(undefined)
+        raw_pass = shown == s.text
     return s.verdict(raw_pass, f'Expected output "{s.text}" to {s.not_}equal "{shown}"')
 
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pytest_weval.blueprint.loader import load_source
 from pytest_weval.blueprint.model import BlueprintError, Location
-from pytest_weval.jsvalues import is_number, js_json, js_string
+from pytest_weval.errors import WevalError
+from pytest_weval.jsvalues import is_number, js_json, js_string, js_trim
 
 __all__ = [
     "DETERMINISTIC_TYPES",
@@ -126,6 +129,7 @@ class AssertionContext:
     prompt_label: str | None = None
     provider_metadata: Mapping[str, Any] | None = None  # providerResponse.metadata
     render: Callable[[str, Mapping[str, Any]], str] | None = None
+    base_dir: str | None = None  # where ``file://`` values are read from (the suite's folder)
 
     @property
     def output_string(self) -> str:
@@ -146,15 +150,41 @@ class AssertionContext:
         return self.render(template, self.vars) if self.render is not None else template
 
 
+class ValueFileError(WevalError):
+    """A ``file://`` value that cannot be read: the row is an error."""
+
+
 def rendered_value(assertion: Assertion, ctx: AssertionContext) -> Any:
-    """The assertion's value with ``{{ }}`` rendered from the row's vars (a string, or each string
-    of a list), as ``runAssertion`` renders it."""
+    """The assertion's value as ``runAssertion`` makes it: ``{{ }}`` rendered from the row's vars
+    (a string, or each string of a list), a ``file://`` JSON/YAML file read as data and a
+    ``.txt`` file as its trimmed text. Raises ``ValueFileError`` for a file it cannot read."""
     value = assertion.value
     if isinstance(value, str):
-        return ctx.render_text(value)
+        return _file_value(value, ctx) if value.startswith("file://") else ctx.render_text(value)
     if isinstance(value, list):
-        return [ctx.render_text(v) if isinstance(v, str) else v for v in value]
+        return [
+            (_file_value(v, ctx) if v.startswith("file://") else ctx.render_text(v)) if isinstance(v, str) else v
+            for v in value
+        ]
     return value
+
+
+def _file_value(reference: str, ctx: AssertionContext) -> Any:
+    path = Path(ctx.base_dir or ".") / reference[len("file://") :]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueFileError(f"{reference}: cannot be read ({exc.__class__.__name__}: {exc})") from None
+    suffix = path.suffix.lower()
+    if suffix in {".json", ".yaml", ".yml"}:
+        try:
+            source = load_source(text, fmt="yaml", path=str(path), what="value")
+        except BlueprintError as exc:
+            raise ValueFileError(str(exc)) from None
+        return source.documents[0] if source.documents else None
+    if suffix == ".txt":
+        return js_trim(text)
+    raise ValueFileError(f"Unsupported file type: {path} (a value file is .json, .yaml, .yml or .txt)")
 
 
 def rendered_metric(assertion: Assertion, ctx: AssertionContext) -> str | None:

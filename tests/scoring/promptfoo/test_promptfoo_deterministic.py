@@ -304,3 +304,22 @@ def test_invalid_regex_fails_rather_than_errors() -> None:
 def test_a_schema_keyword_we_do_not_check_is_an_error() -> None:
     result = score({"type": "is-json", "value": {"type": "object", "dependentSchemas": {}}}, "{}")
     assert result.error is True and "dependentSchemas" in result.reason
+
+
+def test_file_values_are_read_from_the_suite_folder(tmp_path: Any) -> None:
+    (tmp_path / "schema.yaml").write_text("type: object\nrequired: [name]\n")
+    (tmp_path / "expected.txt").write_text("  Paris\n")
+    (tmp_path / "words.json").write_text('["Paris", "France"]')
+    base = str(tmp_path)
+    assert verdict({"type": "is-json", "value": "file://schema.yaml"}, '{"name": "x"}', base_dir=base)[0] is True
+    assert verdict({"type": "is-json", "value": "file://schema.yaml"}, '{"nom": "x"}', base_dir=base)[0] is False
+    assert verdict({"type": "equals", "value": "file://expected.txt"}, "Paris", base_dir=base)[0] is True
+    assert verdict({"type": "contains-all", "value": "file://words.json"}, "Paris, France", base_dir=base)[0] is True
+    missing = score({"type": "equals", "value": "file://nope.txt"}, "Paris", base_dir=base)
+    assert missing.error is True and "nope.txt" in missing.reason
+
+
+def test_equals_null_compares_json_and_no_value_compares_undefined() -> None:
+    assert verdict({"type": "equals", "value": None}, "null")[0] is True
+    assert verdict({"type": "equals", "value": None}, "undefined")[0] is False
+    assert verdict({"type": "equals"}, "undefined")[0] is True
