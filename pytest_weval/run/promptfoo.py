@@ -340,6 +340,7 @@ class PromptfooRunner:
             latency_ms=round(reply.latency_s * 1000) if reply.latency_s else 0,
             cost=used.cost_usd,
             render=lambda text, variables: render(text, variables, env),
+            base_dir=work.suite.directory,
         )
         transform = work.test.options.get("transform")
         if isinstance(transform, str):
