@@ -205,7 +205,13 @@ def test_llm_rubric_graded_by_the_fake_grader(project: Project):
     assert "exec:./grade.sh" in "\n".join(result.outlines)
     graded = project.requests(JUDGE)
     assert len(graded) == 2
-    assert all("A joke about Tell a joke about" in r.raw_body for r in graded)
+    [funny] = [r for r in graded if "is funny" in r.raw_body]
+    # promptfoo's llm-rubric request: its system message, then output and rubric, at temperature 0
+    assert [m["role"] for m in funny.body["messages"]] == ["system", "user"]
+    assert funny.body["messages"][1]["content"] == (
+        "<Output>\nA joke about Tell a joke about cats\n</Output>\n<Rubric>\nis funny\n</Rubric>"
+    )
+    assert funny.body["temperature"] == 0
 
 
 def _head_v5(project: Project) -> None:
