@@ -129,6 +129,10 @@ def test_default_test_merging_csv_and_jsonl_rows_and_the_results_file(project: P
     assert [c["pass"] for c in components] == [True, False]
     assert rows[0]["success"] is True and rows[0]["score"] == 1
     assert document["results"]["stats"]["successes"] == 3 and document["results"]["stats"]["failures"] == 1
+    # a second run answers from the cache: nothing is sent, the outcomes are the same
+    asked = len(project.requests())
+    again = project.run("-rA", "-p", "no:randomly")
+    assert outcomes_by_id(again) == found and len(project.requests()) == asked
 
 
 def test_a_bad_provider_and_a_bad_assertion_type_are_located_errors_that_stop_nothing_else(project: Project):
