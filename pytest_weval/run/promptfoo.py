@@ -41,6 +41,10 @@ EXEC_REFUSED = (
 )
 
 
+PROMPTFOO_TEMPERATURE = 0.0
+PROMPTFOO_MAX_TOKENS = 1024
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class RunnableProvider:
     """A provider an item runs against: a model of ours with promptfoo's config applied, or why not."""
@@ -48,8 +52,10 @@ class RunnableProvider:
     label: str  # in the node id, and the result's model id
     written_id: str
     model: ModelSpec | None
-    temperature: float | None = None
-    max_tokens: int | None = None
+    # promptfoo's OpenAI and Anthropic providers send temperature 0 and max_tokens 1024 unless
+    # configured (OPENAI_TEMPERATURE / OPENAI_MAX_TOKENS unset): the same request as promptfoo's
+    temperature: float | None = PROMPTFOO_TEMPERATURE
+    max_tokens: int | None = PROMPTFOO_MAX_TOKENS
     system: str | None = None
     problem: str | None = None
 
@@ -74,8 +80,8 @@ def runnable(provider: PfProvider, custom_models: Mapping[str, dict[str, Any]]) 
         label=provider.node_label,
         written_id=provider.written_id,
         model=model,
-        temperature=provider.temperature,
-        max_tokens=provider.max_tokens,
+        temperature=_first(provider.temperature, PROMPTFOO_TEMPERATURE),
+        max_tokens=_first(provider.max_tokens, PROMPTFOO_MAX_TOKENS),
         system=provider.system,
         problem=provider.problem,
     )
