@@ -323,3 +323,11 @@ def test_equals_null_compares_json_and_no_value_compares_undefined() -> None:
     assert verdict({"type": "equals", "value": None}, "null")[0] is True
     assert verdict({"type": "equals", "value": None}, "undefined")[0] is False
     assert verdict({"type": "equals"}, "undefined")[0] is True
+
+
+def test_a_script_replacing_a_builtin_does_not_break_the_runner() -> None:
+    assert verdict(
+        {"type": "javascript", "value": "Object.freeze = () => { throw new Error('x') };\nreturn true"}, "x"
+    )[0]
+    assert verdict({"type": "javascript", "value": "JSON.stringify = () => 'bad';\nreturn true"}, "x")[0]
+    assert verdict({"type": "javascript", "value": "output === 'x'"}, "x")[0] is True
