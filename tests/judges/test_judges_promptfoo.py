@@ -335,3 +335,17 @@ def test_llm_rubric_in_a_row_with_weights() -> None:
     assert row.score == pytest.approx((1 + 0.6) / 4)
     assert (row.success, row.reason) == (False, "flat")
     assert row.named_scores == {"tone": pytest.approx(0.2)}
+
+
+# Generated replies read by promptfoo 0.123.1 itself: its published reply reading for llm-rubric
+# (runJsonGradingPrompt's tail and handleLlmRubric's inversion) and factuality
+# (parseFactualityJsonResponse, the legacy pattern, buildFactualityResult).
+REPLIES = json.loads((Path(__file__).parent / "data" / "promptfoo_0.123.1_grader_replies.json").read_text())
+
+
+@pytest.mark.parametrize("case", REPLIES, ids=lambda case: case["assertion"]["type"])
+def test_replies_are_read_as_promptfoo_0_123_1_reads_them(case: dict[str, Any]) -> None:
+    _, result = drive(case["assertion"], [case["reply"]], output="o", prompt="p", test=case.get("test", {}))
+    expected = case["promptfoo"]
+    assert (result.pass_, result.reason) == (expected["pass"], expected["reason"])
+    assert result.score == pytest.approx(expected["score"])
