@@ -64,15 +64,15 @@ GEVAL_MAX_SCORE = 10
 class GraderRequest:
     """One request to the grader's chat model. ``prompt`` is the exact text promptfoo hands its
     provider; ``messages`` is what a chat provider sends for it (promptfoo's ``parseChatPrompt``:
-    the JSON array of messages, or the text as one user message). ``temperature`` 0 is what
-    promptfoo's OpenAI provider sends unless the grader's config sets one; ``max_tokens`` None
-    leaves the grader's own setting."""
+    the JSON array of messages, or the text as one user message). ``temperature`` and
+    ``max_tokens`` are None: promptfoo's graders ask for neither, so the grader provider's own
+    config applies (promptfoo's OpenAI provider then sends temperature 0)."""
 
     prompt: str
     messages: list[dict[str, Any]]
     label: str  # promptfoo's label of the call ("llm-rubric", "g-eval-steps", ...)
     provider: Any | None = None
-    temperature: float | None = 0.0
+    temperature: float | None = None
     max_tokens: int | None = None
 
 
