@@ -64,15 +64,15 @@ GEVAL_MAX_SCORE = 10
 class GraderRequest:
     """One request to the grader's chat model. ``prompt`` is the exact text promptfoo hands its
     provider; ``messages`` is what a chat provider sends for it (promptfoo's ``parseChatPrompt``:
-    the JSON array of messages, or the text as one user message). ``temperature`` 0 is what
-    promptfoo's OpenAI provider sends unless the grader's config sets one; ``max_tokens`` None
-    leaves the grader's own setting."""
+    the JSON array of messages, or the text as one user message). ``temperature`` and
+    ``max_tokens`` are None: promptfoo's graders ask for neither, so the grader provider's own
+    config applies (promptfoo's OpenAI provider then sends temperature 0)."""
 
     prompt: str
     messages: list[dict[str, Any]]
     label: str  # promptfoo's label of the call ("llm-rubric", "g-eval-steps", ...)
     provider: Any | None = None
-    temperature: float | None = 0.0
+    temperature: float | None = None
     max_tokens: int | None = None
 
 
@@ -742,6 +742,84 @@ def _answer_relevance(assertion: Assertion, ctx: AssertionContext, output: Any, 
     )
 
 
+# --- similar ----------------------------------------------------------------------------------
+
+_SIMILARITY_METRICS = {
+    "similar": "cosine",
+    "similar:cosine": "cosine",
+    "similar:dot": "dot",
+    "similar:euclidean": "euclidean",
+}
+_EPSILON = 2.220446049250313e-16
+
+
+def _similarity_one(
+    assertion: Assertion, provider: Any | None, expected: str, output: str, threshold: float, metric: str
+) -> Flow:
+    """promptfoo's ``matchesSimilarity`` on embeddings: the expected text's, then the output's."""
+    reply_expected = yield EmbeddingRequest(expected, provider)
+    reply_output = yield EmbeddingRequest(output, provider)
+    for reply in (reply_expected, reply_output):
+        if isinstance(reply, _Failed):
+            return _fail(assertion, reply.message)
+    a, b = _vector(reply_expected), _vector(reply_output)
+    if a is None or b is None:
+        return _fail(assertion, "Embedding not found")
+    if len(a) != len(b):
+        raise _RowError("Vectors must be of equal length")
+    inverse = assertion.negate
+    if metric == "euclidean":
+        distance = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b, strict=True)))
+        passed = distance >= threshold - _EPSILON if inverse else distance <= threshold + _EPSILON
+        normalized = 1 / (1 + distance)
+        below = f"Distance {to_fixed(distance, 2)} is less than or equal to threshold {js_number_str(threshold)}"
+        above = f"Distance {to_fixed(distance, 2)} is greater than threshold {js_number_str(threshold)}"
+        reason = (above if inverse else below) if passed else (below if inverse else above)
+        return ComponentResult(
+            pass_=passed, score=1 - normalized if inverse else normalized, reason=reason, assertion=assertion
+        )
+    similarity = _cosine(a, b) if metric == "cosine" else sum(x * y for x, y in zip(a, b, strict=True))
+    passed = similarity <= threshold + _EPSILON if inverse else similarity >= threshold - _EPSILON
+    greater = f"Similarity {to_fixed(similarity, 2)} is greater than or equal to threshold {js_number_str(threshold)}"
+    less = f"Similarity {to_fixed(similarity, 2)} is less than threshold {js_number_str(threshold)}"
+    reason = (less if inverse else greater) if passed else (greater if inverse else less)
+    return ComponentResult(
+        pass_=passed, score=1 - similarity if inverse else similarity, reason=reason, assertion=assertion
+    )
+
+
+def _similar(assertion: Assertion, ctx: AssertionContext, output: Any, value: Any) -> Flow:
+    if not isinstance(value, str | list):
+        raise _RowError("Similarity assertion type must have a string or array of strings value")
+    if isinstance(value, list) and not value:
+        raise _RowError("Similarity assertion must have at least one value to compare against")
+    threshold = 0.75 if assertion.threshold is None else assertion.threshold
+    metric = _SIMILARITY_METRICS[assertion.type]
+    text = _output_text(output)
+    provider = grader_provider(assertion, ctx, "embedding")
+    if isinstance(value, str):
+        return (yield from _similarity_one(assertion, provider, value, text, threshold, metric))
+    if assertion.negate:
+        closest: ComponentResult | None = None
+        for expected in value:
+            result = yield from _similarity_one(assertion, provider, js_string(expected), text, threshold, metric)
+            if not result.pass_:
+                return result
+            if closest is None or result.score < closest.score:
+                closest = result
+        assert closest is not None
+        return closest
+    best = -math.inf
+    for expected in value:
+        result = yield from _similarity_one(assertion, provider, js_string(expected), text, threshold, metric)
+        if result.pass_:
+            return result
+        best = max(best, result.score)
+    return ComponentResult(
+        pass_=False, score=best, reason="None of the provided values met the similarity threshold", assertion=assertion
+    )
+
+
 _HANDLERS: dict[str, Callable[[Assertion, AssertionContext, Any, Any], Flow]] = {
     "llm-rubric": _llm_rubric,
     "model-graded-closedqa": _closed_qa,
@@ -749,4 +827,8 @@ _HANDLERS: dict[str, Callable[[Assertion, AssertionContext, Any, Any], Flow]] = 
     "model-graded-factuality": _factuality,
     "g-eval": _geval,
     "answer-relevance": _answer_relevance,
+    "similar": _similar,
+    "similar:cosine": _similar,
+    "similar:dot": _similar,
+    "similar:euclidean": _similar,
 }

@@ -74,7 +74,7 @@ def test_llm_rubric_request_is_promptfoos(output: str) -> None:
     assert request.prompt == GOLDEN[f"llm-rubric {output}"]
     assert request.messages == json.loads(GOLDEN[f"llm-rubric {output}"])
     assert [m["role"] for m in request.messages] == ["system", "user"]
-    assert request.temperature == 0
+    assert (request.temperature, request.max_tokens) == (None, None)  # the grader's config decides
 
 
 def test_factuality_request_is_promptfoos_with_the_trimmed_prompt() -> None:
@@ -335,3 +335,75 @@ def test_llm_rubric_in_a_row_with_weights() -> None:
     assert row.score == pytest.approx((1 + 0.6) / 4)
     assert (row.success, row.reason) == (False, "flat")
     assert row.named_scores == {"tone": pytest.approx(0.2)}
+
+
+# Generated replies read by promptfoo 0.123.1 itself: its published reply reading for llm-rubric
+# (runJsonGradingPrompt's tail and handleLlmRubric's inversion) and factuality
+# (parseFactualityJsonResponse, the legacy pattern, buildFactualityResult).
+REPLIES = json.loads((Path(__file__).parent / "data" / "promptfoo_0.123.1_grader_replies.json").read_text())
+
+
+@pytest.mark.parametrize("case", REPLIES, ids=lambda case: case["assertion"]["type"])
+def test_replies_are_read_as_promptfoo_0_123_1_reads_them(case: dict[str, Any]) -> None:
+    _, result = drive(case["assertion"], [case["reply"]], output="o", prompt="p", test=case.get("test", {}))
+    expected = case["promptfoo"]
+    assert (result.pass_, result.reason) == (expected["pass"], expected["reason"])
+    assert result.score == pytest.approx(expected["score"])
+
+
+# --- similar (embeddings) ----------------------------------------------------------------------
+
+
+def test_similar_embeds_the_expected_text_then_the_output() -> None:
+    sent, result = drive(
+        {"type": "similar", "value": "Paris is the capital", "threshold": 0.8},
+        [[1.0, 0.0], [0.6, 0.8]],
+        output="The capital is Paris",
+    )
+    assert [(type(r).__name__, r.text) for r in sent] == [
+        ("EmbeddingRequest", "Paris is the capital"),
+        ("EmbeddingRequest", "The capital is Paris"),
+    ]
+    assert (result.pass_, result.score) == (False, pytest.approx(0.6))
+    assert result.reason == "Similarity 0.60 is less than threshold 0.8"
+    _, close = drive({"type": "similar", "value": "x"}, [[1.0, 0.0], [0.8, 0.6]], output="y")
+    assert (close.pass_, close.reason) == (True, "Similarity 0.80 is greater than or equal to threshold 0.75")
+
+
+def test_not_similar_inverts() -> None:
+    _, result = drive({"type": "not-similar", "value": "x"}, [[1.0, 0.0], [0.6, 0.8]], output="y")
+    assert (result.pass_, result.score) == (True, pytest.approx(0.4))
+    assert result.reason == "Similarity 0.60 is less than threshold 0.75"
+
+
+def test_similar_list_passes_on_the_first_close_value() -> None:
+    sent, result = drive(
+        {"type": "similar", "value": ["far", "near", "never asked"]},
+        [[0.0, 1.0], [1.0, 0.0], [1.0, 0.0], [1.0, 0.0]],
+        output="y",
+    )
+    assert [r.text for r in sent] == ["far", "y", "near", "y"]
+    assert (result.pass_, result.score) == (True, 1.0)
+    _, none = drive(
+        {"type": "similar", "value": ["a", "b"]}, [[0.0, 1.0], [1.0, 0.0], [0.6, 0.8], [1.0, 0.0]], output="y"
+    )
+    assert (none.pass_, none.score) == (False, pytest.approx(0.6))
+    assert none.reason == "None of the provided values met the similarity threshold"
+
+
+def test_similar_euclidean_and_dot() -> None:
+    _, euclid = drive({"type": "similar:euclidean", "value": "x", "threshold": 1}, [[0.0, 0.0], [0.6, 0.8]], output="y")
+    assert (euclid.pass_, euclid.score) == (True, pytest.approx(0.5))
+    assert euclid.reason == "Distance 1.00 is less than or equal to threshold 1"
+    _, dot = drive({"type": "similar:dot", "value": "x", "threshold": 2}, [[1.0, 2.0], [1.0, 0.5]], output="y")
+    assert (dot.pass_, dot.score) == (True, 2.0)
+
+
+def test_similar_uses_the_embedding_provider_of_a_typed_provider() -> None:
+    raw = {
+        "type": "similar",
+        "value": "x",
+        "provider": {"text": "openai:gpt-4o", "embedding": "openai:text-embedding-3-small"},
+    }
+    sent, _ = drive(raw, [[1.0], [1.0]], output="y")
+    assert {r.provider for r in sent} == {"openai:text-embedding-3-small"}

@@ -43,7 +43,7 @@ _SETUP_JS = r"""
   const G = globalThis;
   const FunctionCtor = Function, stringify = JSON.stringify, parse = JSON.parse;
   const ownKeys = Reflect.ownKeys, del = Reflect.deleteProperty, defineProperty = Reflect.defineProperty;
-  const toStr = String, isFinite = Number.isFinite;
+  const toStr = String, isFinite = Number.isFinite, freeze = Object.freeze;
   for (const name of ['console', 'setTimeout', 'clearTimeout', '__timer_manager', 'queueMicrotask',
                       'FinalizationRegistry', 'WebAssembly']) {
     if (!del(G, name)) { try { G[name] = undefined; } catch (e) {} }
@@ -76,7 +76,7 @@ _SETUP_JS = r"""
         const provider = parse(providerJson);
         context.provider = { ...provider, id: () => provider.id };
       }
-      const processShim = Object.freeze({ env: Object.freeze({}) });
+      const processShim = freeze({ env: freeze({}) });
       let fn;
       try {
         fn = new FunctionCtor(param, 'context', 'process', body);

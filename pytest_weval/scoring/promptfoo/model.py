@@ -58,7 +58,19 @@ DETERMINISTIC_TYPES = frozenset(
     }
 )
 MODEL_GRADED_TYPES = frozenset(
-    {"llm-rubric", "model-graded-closedqa", "factuality", "model-graded-factuality", "answer-relevance", "g-eval"}
+    {
+        "llm-rubric",
+        "model-graded-closedqa",
+        "factuality",
+        "model-graded-factuality",
+        "answer-relevance",
+        "g-eval",
+        # embedding similarity: graded through embedding requests
+        "similar",
+        "similar:cosine",
+        "similar:dot",
+        "similar:euclidean",
+    }
 )
 SUPPORTED_TYPES = DETERMINISTIC_TYPES | MODEL_GRADED_TYPES | {"assert-set"}
 
@@ -67,7 +79,6 @@ _WHY_NOT = {
     "python": "Python assertions run only where programs from eval files are allowed, which this runner does not offer yet",
     "ruby": "Ruby assertions run programs from the eval file; this runner does not run them",
     "webhook": "it would send the output to a web service named by the file",
-    "similar": "embedding similarity is not implemented for promptfoo suites yet",
     "moderation": "moderation endpoints are not implemented for promptfoo suites",
 }
 
@@ -375,6 +386,8 @@ def _check_value(assertion: Assertion, location: Location) -> None:
     if kind in {"bleu", "g-eval"} and not (
         isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
     ):
+        raise _problem(f'"{kind}" needs a text `value` or a list of texts', location, "value")
+    if kind.startswith("similar") and not (isinstance(value, str) or (isinstance(value, list) and value)):
         raise _problem(f'"{kind}" needs a text `value` or a list of texts', location, "value")
     if kind == "rouge-n" and not isinstance(value, str):
         raise _problem('"rouge-n" needs a text `value`', location, "value")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -323,3 +325,33 @@ def test_equals_null_compares_json_and_no_value_compares_undefined() -> None:
     assert verdict({"type": "equals", "value": None}, "null")[0] is True
     assert verdict({"type": "equals", "value": None}, "undefined")[0] is False
     assert verdict({"type": "equals"}, "undefined")[0] is True
+
+
+def test_a_script_replacing_a_builtin_does_not_break_the_runner() -> None:
+    assert verdict(
+        {"type": "javascript", "value": "Object.freeze = () => { throw new Error('x') };\nreturn true"}, "x"
+    )[0]
+    assert verdict({"type": "javascript", "value": "JSON.stringify = () => 'bad';\nreturn true"}, "x")[0]
+    assert verdict({"type": "javascript", "value": "output === 'x'"}, "x")[0] is True
+
+
+# Generated cases scored by promptfoo 0.123.1 itself: its published handlers (npm `promptfoo`
+# 0.123.1, src/assertions/*.ts, with js-rouge 3.2.0 and fastest-levenshtein 1.0.16) run on
+# random outputs and values; promptfoo's pass, score and reason for each, or that it threw.
+DIFFERENTIAL = json.loads((Path(__file__).parent / "data" / "promptfoo_0.123.1_deterministic.json").read_text())
+
+
+@pytest.mark.parametrize("case", DIFFERENTIAL, ids=lambda case: case["assertion"]["type"])
+def test_scores_as_promptfoo_0_123_1_does(case: dict[str, Any]) -> None:
+    extra = {k: case[k] for k in ("latency_ms", "cost") if k in case}
+    result = score_assertion(
+        parse_assertion(case["assertion"], WHERE), AssertionContext(output=case["output"], **extra)
+    )
+    expected = case["promptfoo"]
+    if expected.get("error"):
+        assert result.error is True
+        return
+    assert (result.error, result.pass_) == (False, expected["pass"])
+    assert result.score == pytest.approx(expected["score"], abs=1e-9)
+    if expected["reason"] is not None:
+        assert result.reason == expected["reason"]
