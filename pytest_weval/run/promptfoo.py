@@ -23,7 +23,7 @@ from pytest_weval.engine.errors import BatchPending, EmptyReplyError, ModelCallE
 from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
 from pytest_weval.engine.transport.providers.embeddings import vector_of
 from pytest_weval.formats.promptfoo.model import PfPrompt, PfProvider, PfTest, PromptfooSuite
-from pytest_weval.formats.promptfoo.providers import build_provider
+from pytest_weval.formats.promptfoo.providers import build_provider, map_embedding_provider
 from pytest_weval.formats.promptfoo.template import TemplateError, render
 from pytest_weval.judges import promptfoo as pf_judges
 from pytest_weval.judges.config import DEFAULT_JUDGES
@@ -131,23 +131,38 @@ def prepare_test(test: PfTest, suite: PromptfooSuite) -> PreparedTest:
 
 
 def _grader_problem(test: PfTest, assertions: Sequence[Any]) -> str | None:
-    """A grader the row names (``options.provider``, an assertion's ``provider``) that maps onto
-    no model of ours: a located error, not a silent fall back to the default judge."""
+    """A grader the row names (``options.provider``, an assertion's ``provider``; promptfoo's
+    ``{text, embedding}`` mapping too) that maps onto no model of ours: a located error, not a
+    silent fall back to the default judge."""
     if not any(pf_judges.is_model_graded(a) for a in assertions):
         return None
     written = [test.options.get("provider"), *(getattr(a, "provider", None) for a in assertions)]
     for entry in written:
         if entry is None:
             continue
-        mapped = build_provider(entry, 0, test.location)
-        if mapped.model_id is None or mapped.problem is not None:
-            why = mapped.problem or "it names no model"
-            return str(BlueprintError(f"the grader provider cannot be used: {why}", test.location))
+        kinds = entry if isinstance(entry, dict) and ({"text", "embedding"} & set(entry)) else {"text": entry}
+        for kind, value in kinds.items():
+            if value is None:
+                continue
+            if kind == "embedding":
+                why = map_embedding_provider(value)[1]
+            else:
+                mapped = build_provider(value, 0, test.location)
+                why = mapped.problem or (None if mapped.model_id is not None else "it names no model")
+            if why is not None:
+                return str(BlueprintError(f"the grader provider cannot be used: {why}", test.location))
     return None
 
 
 def needs_grader(prepared: PreparedTest) -> bool:
-    return any(pf_judges.is_model_graded(a) for a in prepared.assertions)
+    """Whether the row asks a chat grader (``similar`` asks only for embeddings)."""
+    return any(_asks_chat_grader(a) for a in prepared.assertions)
+
+
+def _asks_chat_grader(assertion: Any) -> bool:
+    if assertion.type == "assert-set":
+        return any(_asks_chat_grader(child) for child in assertion.children)
+    return pf_judges.is_model_graded(assertion) and not assertion.type.startswith("similar")
 
 
 def metric_names(prepared: PreparedTest) -> tuple[str, ...]:
@@ -189,6 +204,8 @@ def grader_for(
     """The grader: ``written`` (an assertion's ``provider``, else the test's ``options.provider``,
     a test's own or ``defaultTest``'s, merged by the loader) when it maps onto a model of ours,
     else the first of ``--weval-judges``, else our default judge."""
+    if isinstance(written, dict) and ({"text", "embedding"} & set(written)):
+        written = written.get("text")  # promptfoo's {text, embedding} grader mapping
     if written is not None:
         mapped = build_provider(written, 0, work.test.location)
         if mapped.model_id is not None and mapped.problem is None:
@@ -407,20 +424,23 @@ class PromptfooRunner:
         if assertion.type == "assert-set":
             children = [await self._assess(child, context, work, usage) for child in assertion.children]
             return pf_scoring.score_assert_set(assertion, children, context)
-        grader = self._grader(assertion, work)
-        model = grader.model
-        assert model is not None
         grading = pf_judges.grading_for(assertion, context)
         asked = grading.next_request()
         while asked is not None:
             if isinstance(asked, pf_judges.EmbeddingRequest):
-                embedder = ModelSpec(id=EMBEDDING_MODEL, custom=self.custom_models.get(EMBEDDING_MODEL))
+                embedding_id = (
+                    map_embedding_provider(asked.provider)[0] if asked.provider else None
+                ) or EMBEDDING_MODEL
+                embedder = ModelSpec(id=embedding_id, custom=self.custom_models.get(embedding_id))
                 reply = await self.engine.complete(
                     dataclasses.replace(embedding_request(embedder, asked.text), priority=work.priority)
                 )
                 usage.setdefault(embedder.id, Usage()).add(reply.usage())
                 grading.take_reply(vector_of(reply))
             else:
+                grader = grader_for(asked.provider, work, self.judges, self.custom_models)
+                model = grader.model
+                assert model is not None
                 request = ModelRequest(
                     model=model,
                     messages=tuple(ChatMessage(m["role"], m["content"]) for m in asked.messages),

@@ -417,3 +417,31 @@ def test_a_broken_file_is_one_located_collection_error_and_the_others_run(projec
     text = "\n".join(result.outlines)
     assert "a/promptfooconfig.yaml:3" in text  # where the YAML breaks
     assert "b/promptfooconfig.yaml:1" in text and "no `prompts`" in text
+
+
+def test_similar_asks_embeddings_through_the_engine(project: Project):
+    project.write(
+        "promptfooconfig.yaml",
+        f"""
+        prompts: ["Echo {{{{ word }}}}"]
+        providers: [openai:chat:{MODEL}]
+        tests:
+          - description: same
+            vars: {{word: alpha}}
+            assert: [{{type: similar, value: Echo alpha, threshold: 0.99}}]
+          - description: own embedder
+            vars: {{word: beta}}
+            options:
+              provider: {{embedding: openai:embedding:my-embedder}}
+            assert: [{{type: similar, value: Echo beta, threshold: 0.99}}]
+        """,
+    )
+    project.rules(Rule(reply="{last}"))
+    found = outcomes_by_id(project.run("-rA"))
+    assert set(found.values()) == {"PASSED"}, found
+    embedded = {
+        (r.model, r.body["input"] if isinstance(r.body.get("input"), str) else str(r.body.get("input")))
+        for r in project.requests()
+        if r.path.endswith("/embeddings")
+    }
+    assert {model for model, _ in embedded} == {"text-embedding-3-large", "my-embedder"}

@@ -72,6 +72,17 @@ def map_provider_id(written: str) -> tuple[str | None, str | None]:
     return None, f"provider '{written}' is not one this plugin speaks to"
 
 
+def map_embedding_provider(raw: Any) -> tuple[str | None, str | None]:
+    """A grader's embedding provider (``similar``, ``answer-relevance``): ``openai:embedding:<m>``
+    (or ``openai:embeddings:<m>``, ``{id: ...}``) -> (``openai:<m>``, None), else (None, why)."""
+    written = raw.get("id") if isinstance(raw, dict) else raw
+    if isinstance(written, str):
+        for prefix in ("openai:embedding:", "openai:embeddings:"):
+            if written.startswith(prefix) and written[len(prefix) :]:
+                return f"openai:{written[len(prefix) :]}", None
+    return None, f"embedding provider {written!r} is not one this plugin speaks to (use openai:embedding:<model>)"
+
+
 def build_provider(raw: Any, index: int, location: Location) -> PfProvider:
     """A ``providers:`` entry: a string id, ``{id, label, config}``, or promptfoo's
     ``{<id>: {config...}}`` single-key mapping."""
