@@ -107,7 +107,15 @@ def is_promptfoo_file(
     if document is _UNPARSED or not isinstance(document, dict):
         return False
     reason = out_of_scope_reason(document, tests_folder=_tests_folder(document, path))
-    return reason is not None and "case file" not in reason
+    if reason is None or "case file" in reason:
+        return False
+    if not (suite_name or is_named_like_eval(path)):
+        # Only named on the command line: a Weval blueprint may have a top-level `prompts` too
+        # (its single-document form), so ask for what only the promptfoo shape has.
+        if "models" in document or "title" in document:
+            return False
+        return any(key in document for key in ("providers", "defaultTest", "default_test", "evaluate_options"))
+    return True
 
 
 def _tests_folder(document: dict[str, Any], path: Path) -> Path | None:

@@ -291,3 +291,10 @@ def test_a_file_that_cannot_be_used_at_all_is_one_located_error(tmp_path: Path) 
     with pytest.raises(BlueprintError) as error:
         load(tmp_path)
     assert error.value.location.path == "promptfooconfig.yaml"
+
+
+def test_a_blueprint_named_on_the_command_line_is_not_taken_for_promptfoo(tmp_path: Path) -> None:
+    blueprint = write(tmp_path, "b.yml", "title: t\nmodels: [openai:gpt-4o-mini]\nprompts:\n  - prompt: hi\n")
+    assert not is_promptfoo_file(blueprint, rootdir=tmp_path, named=True)
+    config = write(tmp_path, "mine.yaml", "prompts: ['{{ q }}']\nproviders: [openai:gpt-4o-mini]\ntests: []\n")
+    assert is_promptfoo_file(config, rootdir=tmp_path, named=True)
