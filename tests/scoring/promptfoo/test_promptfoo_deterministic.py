@@ -355,3 +355,11 @@ def test_scores_as_promptfoo_0_123_1_does(case: dict[str, Any]) -> None:
     assert result.score == pytest.approx(expected["score"], abs=1e-9)
     if expected["reason"] is not None:
         assert result.reason == expected["reason"]
+
+
+def test_javascript_running_out_of_memory_fails_and_the_next_script_runs() -> None:
+    hog = "const a = [];\nwhile (true) a.push(new Array(1e6).fill(1.5));\nreturn true"
+    result = score({"type": "javascript", "value": hog}, "x")
+    assert (result.pass_, result.error) == (False, False)
+    assert "memory" in result.reason
+    assert verdict({"type": "javascript", "value": "output === 'x'"}, "x")[0] is True
