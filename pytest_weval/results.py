@@ -114,8 +114,9 @@ class ItemResult(BaseModel):
     # Agent eval files only: AgentV's verdict, pass (>= 0.8), borderline (>= 0.6) or fail; a
     # borderline case passes with a warning unless --weval-borderline=fail.
     verdict: Literal["pass", "borderline", "fail"] | None = None
-    # What the item comes from: a Weval blueprint's prompt, or an agent eval file's case.
-    source: Literal["blueprint", "agent eval file"] = "blueprint"
+    # What the item comes from: a Weval blueprint's prompt, an agent eval file's case, or a
+    # promptfoo-shaped suite's test row (docs/promptfoo.md).
+    source: Literal["blueprint", "agent eval file", "promptfoo suite"] = "blueprint"
     error: str | None = None  # why the item errored (provider, key, replay miss, judges)
     # What the error is, set where it was made: reports say it from this, never by reading `error` back.
     error_kind: ErrorKind | None = None
@@ -138,6 +139,9 @@ class ItemResult(BaseModel):
     # Usage per model id that served this item (generation and judges).
     usage: dict[str, Usage] = Field(default_factory=dict)
     judge_agreement: dict[str, Any] | None = None
+    # promptfoo-shaped suites only: the row as promptfoo's `-o results.json` holds it (prompt,
+    # provider, vars, response, gradingResult, namedScores), for report/promptfoo_json.py.
+    promptfoo: dict[str, Any] | None = Field(default=None, exclude_if=lambda row: row is None)
     duration_s: float = 0.0
 
     def compact(self) -> ItemResult:

@@ -8,8 +8,8 @@
   ``.jsonl`` file with its sidecar.
 
 AgentV v5 files (promptfoo-like: ``prompts`` / ``providers`` / ``tests[].vars``, a folder of
-cases) are out of scope: they are not claimed, and ``load_agent_suite`` returns None for one
-named directly, so they give no item and no error.
+cases) are not agent suites: ``is_promptfoo_file`` claims them, with promptfoo's own
+``promptfooconfig.yaml`` (docs/promptfoo.md), and ``load_agent_suite`` returns None for one.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 CASE_LIST_KEYS = ("tests", "eval_cases", "evalcases")
-V5_TOP_KEYS = ("prompts", "providers", "defaultTest", "scenarios")
+V5_TOP_KEYS = ("prompts", "providers", "defaultTest", "default_test", "evaluate_options", "scenarios")
 EVALS_FOLDER = "evals"
 
 _TOP_LEVEL_KEY = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([A-Za-z_$][\w$-]*))[ \t]*:(?:[ \t]|$)""", re.M)
@@ -75,6 +75,52 @@ def is_agent_eval_file(
     if document is _UNPARSED:
         return by_name or looks_like_agent_eval(text)
     return out_of_scope_reason(document) is None
+
+
+PROMPTFOO_NAMES = ("promptfooconfig.yaml", "promptfooconfig.yml", "promptfooconfig.json")
+AGENTV_SUITE_NAMES = ("suite.yaml", "suite.yml")
+
+
+def is_promptfoo_file(
+    path: Path, *, rootdir: Path | None = None, named: bool = False, max_file_mb: float | None = None
+) -> bool:
+    """Whether pytest should collect ``path`` as a promptfoo-shaped suite: promptfoo's
+    ``promptfooconfig.yaml|yml|json`` and ``*.promptfoo.yaml|yml``; AgentV v5's ``suite.yaml``
+    below an ``evals`` folder and ``EVAL.yaml`` / ``*.eval.yaml`` (or a YAML file named on the
+    command line) whose keys are the new shape (``prompts``, ``providers``, ``default_test``,
+    ``tests[].vars``, ``tests:`` naming a folder), told apart from AgentV's older shape."""
+    name = path.name.lower()
+    if name in PROMPTFOO_NAMES or name.endswith((".promptfoo.yaml", ".promptfoo.yml")):
+        return True
+    if path.suffix.lower() not in (".yaml", ".yml") or is_sidecar(path):
+        return False
+    suite_name = name in AGENTV_SUITE_NAMES and under_evals_folder(path, rootdir)
+    if not (suite_name or is_named_like_eval(path) or named):
+        return False
+    text = _read(path, max_file_mb)
+    if text is None:
+        return False
+    keys = top_level_keys(text)
+    if not any(key in keys for key in (*V5_TOP_KEYS, "default_test", "evaluate_options", "tests")):
+        return False
+    document = _document(text, path)
+    if document is _UNPARSED or not isinstance(document, dict):
+        return False
+    reason = out_of_scope_reason(document, tests_folder=_tests_folder(document, path))
+    if reason is None or "case file" in reason:
+        return False
+    if not (suite_name or is_named_like_eval(path)):
+        # Only named on the command line: a Weval blueprint may have a top-level `prompts` too
+        # (its single-document form), so ask for what only the promptfoo shape has.
+        if "models" in document or "title" in document:
+            return False
+        return any(key in document for key in ("providers", "defaultTest", "default_test", "evaluate_options"))
+    return True
+
+
+def _tests_folder(document: dict[str, Any], path: Path) -> Path | None:
+    tests = document.get("tests")
+    return path.parent / tests if isinstance(tests, str) else None
 
 
 def top_level_keys(text: str) -> list[str]:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_weval.formats.discover import is_agent_eval_file
+from pytest_weval.formats.discover import is_agent_eval_file, is_promptfoo_file
 from pytest_weval.plugin.blueprint_paths import is_blueprint_path, named_files, uncollected_hints
 from pytest_weval.plugin.options import _INI_ONLY, _OPTIONS, _raw
 from pytest_weval.plugin.role import role_of
@@ -120,6 +120,7 @@ def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector 
     rules = _PathRules(config.rootpath)
     if not (
         is_agent_eval_file(file_path, rootdir=rules.rootdir, named=file_path in named)
+        or is_promptfoo_file(file_path, rootdir=rules.rootdir, named=file_path in named)
         or is_blueprint_path(file_path, rules, named)
     ):
         return None

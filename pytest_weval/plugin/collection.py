@@ -15,6 +15,7 @@ from pytest_weval.plugin.agent_items import AgentEvalFile
 from pytest_weval.plugin.blueprint_paths import is_blueprint_path
 from pytest_weval.plugin.collect import BlueprintFile
 from pytest_weval.plugin.items import ResultSource
+from pytest_weval.plugin.promptfoo_items import PromptfooFile
 from pytest_weval.plugin.run_state import Blueprints, RunInputs
 from pytest_weval.plugin.running import settle_collected_objects
 from pytest_weval.plugin.settings import WevalSettings
@@ -66,10 +67,16 @@ class Collection:
         gc.freeze()
         self._holding = True
 
-    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> BlueprintFile | AgentEvalFile | None:
+    def pytest_collect_file(
+        self, file_path: Path, parent: pytest.Collector
+    ) -> BlueprintFile | AgentEvalFile | PromptfooFile | None:
         settings = self.settings
+        named = file_path in self.named_files
+        # promptfoo-shaped first: an AgentV v5 `*.eval.yaml` is a promptfoo suite, not an agent suite.
+        if settings.is_promptfoo_file(file_path, named=named):
+            return PromptfooFile.from_parent(parent, path=file_path, source=self)
         # Agent eval files first: a `*.eval.yaml` below `blueprints/` is still an agent suite.
-        if settings.is_agent_eval_file(file_path, named=file_path in self.named_files):
+        if settings.is_agent_eval_file(file_path, named=named):
             return AgentEvalFile.from_parent(parent, path=file_path, source=self)
         if is_blueprint_path(file_path, settings, self.named_files):
             return BlueprintFile.from_parent(parent, path=file_path, source=self)

@@ -29,9 +29,11 @@ from pytest_weval.engine.store.sqlite_health import fix_command
 from pytest_weval.engine.transport.model_lists import FILE_NAME as MODEL_LISTS_FILE
 from pytest_weval.engine.transport.model_lists import ModelLists
 from pytest_weval.files import unwritable
-from pytest_weval.formats.discover import is_agent_eval_file
+from pytest_weval.formats.discover import is_agent_eval_file, is_promptfoo_file
 from pytest_weval.formats.load import load_agent_suite
 from pytest_weval.formats.model import AgentSuite
+from pytest_weval.formats.promptfoo.load import load_promptfoo_suite
+from pytest_weval.formats.promptfoo.model import PromptfooSuite
 from pytest_weval.lint import RawSource, read_source
 from pytest_weval.plugin.options import _DEFAULTS, _INI_ONLY, _OPTIONS, _raw, option_name
 from pytest_weval.plugin.role import Role
@@ -187,6 +189,12 @@ class WevalSettings:
         return load_agent_suite(
             path, rootdir=self.rootdir, max_file_mb=self.max_file_mb, check_regex=check_pattern_syntax
         )
+
+    def is_promptfoo_file(self, path: Path, *, named: bool) -> bool:
+        return is_promptfoo_file(path, rootdir=self.rootdir, named=named, max_file_mb=self.max_file_mb)
+
+    def load_promptfoo_suite(self, path: Path) -> PromptfooSuite:
+        return load_promptfoo_suite(path, rootdir=self.rootdir, max_file_mb=self.max_file_mb)
 
     def preflight(
         self,

@@ -50,7 +50,7 @@ def write_agent_results(
     ``full`` gives the results their texts back, a suite's at a time."""
     suites: dict[str, list[ItemResult]] = {}
     for result in results:
-        if result.source != "blueprint":
+        if result.source == "agent eval file":
             suites.setdefault(result.blueprint_path, []).append(result)
     written: list[Path] = []
     used: dict[str, int] = {}

@@ -48,8 +48,10 @@ def _located(result: ItemResult, line: int | None) -> str:
 
 def _where(result: ItemResult) -> list[str]:
     labels = ("blueprint:", "prompt:   ", "model:    ")
-    if result.source != "blueprint":
+    if result.source == "agent eval file":
         labels = ("eval file:", "case:     ", "target:   ")
+    elif result.source == "promptfoo suite":
+        labels = ("suite:    ", "test:     ", "provider: ")
     lines = [
         f"  {labels[0]} {result.blueprint_path} (id {result.blueprint_id})",
         f"  {labels[1]} {result.prompt_id}" + (f" (line {result.prompt_line})" if result.prompt_line else ""),
@@ -94,6 +96,8 @@ def _point_label(p: PointAssessment, source: str = "blueprint") -> str:
     """``should: X``, or for a should_not point what it checks and whether the answer did it:
     ``must not: icontains("I don't know"): it does`` (its score is 1 minus how far it was met).
     An agent eval case's points are its evaluators: ``evaluator: rubric (rubric)``."""
+    if source == "promptfoo suite":
+        return f"assert: {_criterion(p)}"
     if source != "blueprint":
         return f"evaluator: {_criterion(p)}"
     if not p.is_inverted:

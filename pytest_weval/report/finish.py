@@ -30,6 +30,7 @@ from pytest_weval.report.flaky import flaky_gate_lines
 from pytest_weval.report.gates import check_min_score
 from pytest_weval.report.history import Changes, HistoryView, is_history_baseline
 from pytest_weval.report.html import RunFacts, write_html
+from pytest_weval.report.promptfoo_json import write_promptfoo_results
 from pytest_weval.report.rollup import Rollup, build_rollup
 from pytest_weval.report.run_record import MergeError, describe, identity, read_run_record, substance, write_run_record
 from pytest_weval.report.spool import FullResults
@@ -143,6 +144,7 @@ def write_run_files(
             full=run.full,
         )
         written += write_agent_results(out_dir, run.results, full=run.full)
+        written += write_promptfoo_results(out_dir, run.results)
         # what `python -m pytest_weval merge` rebuilds every file from
         write_run_record(
             out_dir, run.blueprints, run.results, run.usage, gates=json.dumps(run.gates.to_dict()), full=run.full

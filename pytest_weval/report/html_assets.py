@@ -334,7 +334,7 @@ JS = r"""
     const byCell = new Map();
     bp.items.forEach((item, i) => byCell.set(`${item.prompt}|${item.variant}`, i));
     const head = h("tr", null,
-      h("th", { "data-sort": "name", scope: "col" }, h("button", { type: "button" }, bp.source === "agent eval file" ? "Case" : "Prompt")),
+      h("th", { "data-sort": "name", scope: "col" }, h("button", { type: "button" }, bp.source === "blueprint" ? "Prompt" : bp.source === "promptfoo suite" ? "Test" : "Case")),
       bp.variants.map((_, v) => (bp.similarity ? [variantHeader(bp, v, v), similarityHeader(bp, v)] : variantHeader(bp, v, v))));
     const rows = bp.prompts.map((prompt, p) => {
       const first = (prompt.messages.find((m) => m[0] === "user") || [null, ""])[1];

@@ -246,10 +246,12 @@ class Rollup:
     point_problems: tuple[PointProblem, ...]
     item_problems: tuple[ItemProblem, ...]
     models: tuple[str, ...] = field(default=())  # base model ids, sorted
+    metrics: dict[str, MetricTally] = field(default_factory=dict)  # promptfoo suites' named metrics
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "overall": self.overall.to_dict(),
+            **({"metrics": {name: m.to_dict() for name, m in self.metrics.items()}} if self.metrics else {}),
             "models": {m: t.to_dict() for m, t in self.by_model.items()},
             "effectiveModels": {m: list(v) for m, v in self.effective_models.items()},
             "blueprints": [b.to_dict() for b in self.blueprints.values()],
@@ -260,6 +262,38 @@ class Rollup:
             "pointErrors": [p.to_dict() for p in self.point_problems],
             "itemErrors": [p.to_dict() for p in self.item_problems],
         }
+
+
+@dataclass(frozen=True)
+class MetricTally:
+    """One named metric of promptfoo-shaped suites (an assertion's ``metric``): the mean of its
+    score over the rows that have it (promptfoo's ``namedScores``), and in how many of them each
+    assertion of that metric passed."""
+
+    rows: int
+    mean: float
+    passed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rows": self.rows, "mean": round(self.mean, 4), "passed": self.passed}
+
+
+def _metrics(results: Sequence[ItemResult]) -> dict[str, MetricTally]:
+    scores: dict[str, list[float]] = {}
+    passed: dict[str, int] = {}
+    for r in results:
+        row = r.promptfoo
+        if not row or r.outcome == "error":
+            continue
+        components = (row.get("gradingResult") or {}).get("componentResults") or []
+        failed = {(c.get("assertion") or {}).get("metric") or c.get("metric") for c in components if not c.get("pass")}
+        for name, value in (row.get("namedScores") or {}).items():
+            scores.setdefault(name, []).append(float(value))
+            passed[name] = passed.get(name, 0) + (name not in failed)
+    return {
+        name: MetricTally(rows=len(values), mean=sum(values) / len(values), passed=passed[name])
+        for name, values in sorted(scores.items())
+    }
 
 
 def usage_dict(usage: Usage) -> dict[str, float | None]:
@@ -429,4 +463,5 @@ def build_rollup(
         point_problems=points,
         item_problems=items,
         models=tuple(sorted(effective)),
+        metrics=_metrics(ordered),
     )

@@ -217,6 +217,16 @@ def render_folder_tree(rollup: Rollup, width: int = 80) -> list[str]:
     return [fit("Scores by folder", width)] + _table(rows, "lrl", width)
 
 
+def render_metrics(rollup: Rollup, width: int = 80) -> list[str]:
+    """promptfoo suites' named metrics: mean score and the rows whose assertions of it passed."""
+    if not rollup.metrics:
+        return []
+    rows = [["metric", "mean", "passed"]]
+    for name, metric in rollup.metrics.items():
+        rows.append([name, fmt_score(metric.mean), f"{metric.passed}/{metric.rows}"])
+    return [fit("Scores by metric (promptfoo suites)", width)] + _table(rows, "lrl", width)
+
+
 def render_usage(rollup: Rollup, width: int = 80) -> list[str]:
     """Requests, cache hits and tokens per model (generation and judging)."""
     if not rollup.usage:
@@ -441,6 +451,7 @@ def render_summary(
         render_repeats(rollup, width),
         render_flaky(results, width),
         render_folder_tree(rollup, width),
+        render_metrics(rollup, width),
         render_baseline(comparison, width, limit),
         render_usage(rollup, width),
         render_agreement(rollup.agreement, width),

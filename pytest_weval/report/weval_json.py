@@ -396,6 +396,8 @@ def build_run_summary(
         "items": items,
         "files": dict(files) if files else None,
     }
+    if "metrics" in data:  # promptfoo suites' named metrics (docs/promptfoo.md, 'Reports')
+        summary["metrics"] = data["metrics"]
     if not_run is not None:  # stopped early: the figures cover only the items that ran
         summary["interrupted"] = True
         summary["notRun"] = not_run

@@ -39,6 +39,7 @@ from pytest_weval.run.generation import (
 )
 from pytest_weval.run.outcome import decide, mistakes_message
 from pytest_weval.run.programs.runner import ProgramRunner
+from pytest_weval.run.promptfoo import PromptfooRunner, PromptfooWork
 
 BUILTIN_MODELS = frozenset({"ideal", "echo"})
 NOTHING_TO_SCORE = "this prompt has no points and no ideal answer: nothing to score"
@@ -89,7 +90,7 @@ class ItemWork:
         return self.blueprint.threshold
 
 
-Work: TypeAlias = "ItemWork | AgentWork"  # what an item asks the pipeline to evaluate
+Work: TypeAlias = "ItemWork | AgentWork | PromptfooWork"  # what an item asks the pipeline to evaluate
 
 
 @dataclasses.dataclass
@@ -121,6 +122,13 @@ class Pipeline:
             borderline_fails=settings.borderline_fails,
             asker=lambda priority, usage, purpose: self.asker(priority, usage, purpose=purpose),
         )
+        self.promptfoo = PromptfooRunner(
+            engine,
+            judges=settings.judges,
+            allow_exec=settings.allow_exec,
+            allowed_env=settings.allowed_env,
+            custom_models=settings.custom_models,
+        )
 
     def model_spec(self, model_id: str) -> ModelSpec:
         custom = self.settings.custom_models.get(model_id)
@@ -129,6 +137,8 @@ class Pipeline:
     async def evaluate(self, work: Work) -> ItemResult:
         if isinstance(work, AgentWork):
             return await self.agents.evaluate(work)
+        if isinstance(work, PromptfooWork):
+            return await self.promptfoo.evaluate(work)
         if (self.settings.repeat > 1 or self.settings.repeat_auto) and work.blocked is None:
             return await self._evaluate_repeated(work, self.settings.repeat)
         return await self._evaluate_once(work)

@@ -31,6 +31,7 @@ from pytest_weval.run.pipeline import (
     missing_fixture,
     sends_nothing,
 )
+from pytest_weval.run.promptfoo import PromptfooWork, grader_model, needs_grader
 
 
 class ModelLists(Protocol):
@@ -251,6 +252,11 @@ def preflight(
             _agent_keys(result, checker, work, judges or (), reasons)
             _block(result, checker, work, reasons, keys_needed)
             continue
+        if isinstance(work, PromptfooWork):
+            reasons = {}
+            _promptfoo_keys(result, checker, work, judges or (), custom_models, reasons)
+            _block(result, checker, work, reasons, keys_needed)
+            continue
         if id(work.prompt) in prompts:
             prompt = prompts[id(work.prompt)]
         else:
@@ -359,6 +365,31 @@ def _agent_keys(
         if variable is not None:
             _note(result, variable, work).judges.add(judge)
             reasons.setdefault(variable, []).append(f"judge {judge}")
+
+
+def _promptfoo_keys(
+    result: Preflight,
+    checker: _Checker,
+    work: PromptfooWork,
+    judges: Sequence[str],
+    custom_models: Mapping[str, dict],
+    reasons: dict[str, list[str]],
+) -> None:
+    """The keys of a promptfoo row: its provider's model and, when it has a model-graded
+    assertion, its grader. A row that cannot run as written sends nothing and needs no key."""
+    if work.prepared.problem or work.prompt.problem or work.provider.problem or work.provider.model is None:
+        return
+    where = work.nodeid.split("::")[0]
+    models = [("model", work.provider.model)]
+    if needs_grader(work.prepared):
+        models.append(("judge", grader_model(work, judges, custom_models)))
+    for role, model in models:
+        checker.note_named(model, where)
+        variable = checker.variable_missing(model)
+        if variable is not None:
+            missing = _note(result, variable, work)
+            (missing.models if role == "model" else missing.judges).add(model.id)
+            reasons.setdefault(variable, []).append(f"{role} {model.id}")
 
 
 def _where_named(work: ItemWork) -> str:

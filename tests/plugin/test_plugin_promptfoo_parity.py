@@ -1,0 +1,78 @@
+"""promptfoo 0.123.1 itself and us on one suite against one fake server (issue 46, Acceptance):
+the same outcome, score and named scores for every test row x prompt x provider, and every
+request we send (answers and grader requests) one promptfoo sent identically.
+
+Needs promptfoo's CLI: ``npm install promptfoo@0.123.1`` somewhere and
+``WEVAL_PROMPTFOO_MAIN=<that>/node_modules/promptfoo/dist/src/main.js`` (its ``main.js``
+runs on Node 20; the ``promptfoo`` command refuses Node < 22). Skipped without it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from plugin_helpers import Project
+
+from tests.fakeserver import Rule
+
+DATA = Path(__file__).parent / "data" / "promptfoo_parity"
+PROMPTFOO_MAIN = os.environ.get("WEVAL_PROMPTFOO_MAIN", "")
+
+
+@pytest.mark.skipif(
+    not (PROMPTFOO_MAIN and Path(PROMPTFOO_MAIN).is_file() and shutil.which("node")),
+    reason="promptfoo's CLI is not installed (set WEVAL_PROMPTFOO_MAIN to its dist/src/main.js)",
+)
+def test_promptfoo_and_we_score_every_row_alike_and_send_the_same_requests(project: Project):
+    for name in ("promptfooconfig.yaml", "rows.csv"):
+        shutil.copyfile(DATA / name, project.path / name)
+    project.rules(*[Rule.from_dict(rule) for rule in json.loads((DATA / "rules.json").read_text())])
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": "sk-test",
+        "PROMPTFOO_DISABLE_TELEMETRY": "1",
+        "PROMPTFOO_DISABLE_UPDATE": "1",
+        "PROMPTFOO_CACHE_ENABLED": "false",
+        "PROMPTFOO_CONFIG_DIR": str(project.path / ".promptfoo"),
+    }
+    ran = subprocess.run(
+        ["node", PROMPTFOO_MAIN, "eval", "-c", "promptfooconfig.yaml", "-o", "pf.json", "--no-cache"]
+        + ["--no-progress-bar", "--max-concurrency", "1"],
+        cwd=project.path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert (project.path / "pf.json").is_file(), ran.stdout[-3000:] + ran.stderr[-3000:]
+    theirs_sent = list(project.requests())
+    project.run("--weval-out=ours", "--weval-cache=off")
+    ours_sent = project.requests()[len(theirs_sent) :]
+
+    def rows(path: str) -> dict[tuple[int, int], tuple[bool, float, dict]]:
+        document = json.loads((project.path / path).read_text(encoding="utf-8"))
+        return {
+            (r["testIdx"], r["promptIdx"]): (r["success"], round(r["score"], 6), r["namedScores"])
+            for r in document["results"]["results"]
+        }
+
+    theirs, ours = rows("pf.json"), rows("ours/promptfoo-results.json")
+    assert len(theirs) == 12
+    assert ours == theirs
+
+    def sent(request) -> tuple:
+        body = request.body
+        return (
+            request.model,
+            json.dumps(body["messages"], sort_keys=True),
+            body.get("temperature"),
+            body.get("max_tokens"),
+        )
+
+    # Every request of ours is one promptfoo sent; promptfoo asks its grader again for two rows
+    # with the same answer and rubric, which our engine answers once (docs/promptfoo.md).
+    assert {sent(r) for r in ours_sent} == {sent(r) for r in theirs_sent}
