@@ -140,24 +140,32 @@ def main() -> None:
         common = (f"--weval-judges={JUDGE}", f"--weval-concurrency={args.concurrency}")
 
         floor, proc = run_pytest(suite, env, "--collect-only", *common)
-        # What xdist itself costs here: the same number of empty Python tests, serial and -n 2.
+        # What xdist itself costs here: the same number of empty Python tests, serial and -n 2,
+        # without the plugin (under xdist it activates in every process, blueprints or not).
         empty = tmp / "empty"
         empty.mkdir()
         (empty / "test_empty.py").write_text(
             f"import pytest\n@pytest.mark.parametrize('i', range({items}))\ndef test_empty(i):\n    pass\n"
         )
         (empty / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-        empty_serial, _ = run_pytest(empty, env)
+        empty_serial, _ = run_pytest(empty, env, "-p", "no:weval")
         empty_cpu = LAST_RUN["cpu"]
-        empty_xdist, _ = run_pytest(empty, env, "-n", "2")
+        empty_xdist, _ = run_pytest(empty, env, "-n", "2", "-p", "no:weval")
+        empty_xdist_cpu = LAST_RUN["cpu"]
         print(
             f"suite: {items} items, each 1 generation + 2 judged + 3 function points; "
             f"latency {args.latency_ms:g} ms; --weval-concurrency={args.concurrency}; {os.cpu_count()} CPUs, "
-            f"load average {os.getloadavg()[0]:.2f}"
+            f"load average {os.getloadavg()[0]:.2f}; bytecode "
+            + (
+                "not cached (PYTHONDONTWRITEBYTECODE: every process compiles the plugin)"
+                if env.get("PYTHONDONTWRITEBYTECODE")
+                else "cached"
+            )
         )
         print(
-            f"floor (pytest --collect-only, fresh process): {floor:.2f} s; {items} empty tests: "
-            f"serial {empty_serial:.2f} s, -n 2 {empty_xdist:.2f} s (xdist's own cost {empty_xdist - empty_serial:+.2f} s)"
+            f"floor (pytest --collect-only, fresh process): {floor:.2f} s; {items} empty tests (-p no:weval): "
+            f"serial {empty_serial:.2f} s (CPU {empty_cpu:.2f} s), -n 2 {empty_xdist:.2f} s (CPU {empty_xdist_cpu:.2f} s; "
+            f"xdist's own cost {empty_xdist - empty_serial:+.2f} s, CPU {empty_xdist_cpu - empty_cpu:+.2f} s)"
         )
 
         runs = [
@@ -173,7 +181,7 @@ def main() -> None:
             reset(server)
             if args.profile and label == "serial":
                 cmd_prefix = ["py-spy", "record", "-o", args.profile, "--subprocesses", "--"]
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), children_cpu()
                 proc = subprocess.run(
                     cmd_prefix + [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *common, *extra],
                     cwd=suite,
@@ -182,6 +190,7 @@ def main() -> None:
                     text=True,
                 )
                 wall = time.perf_counter() - start
+                LAST_RUN["cpu"] = children_cpu() - cpu
             else:
                 wall, proc = run_pytest(suite, env, *common, *extra)
             log = server.log()
@@ -192,6 +201,7 @@ def main() -> None:
                 max_in_flight=log["max_in_flight"],
                 outcome=summary_line(proc),
                 rc=proc.returncode,
+                cpu=LAST_RUN["cpu"],
             )
             ideal = log["count"] * latency / args.concurrency
             if log["count"]:
@@ -201,7 +211,8 @@ def main() -> None:
                 before = arrivals[0] - LAST_RUN["start"]
                 after = LAST_RUN["end"] - (arrivals[-1] + latency)
                 print(
-                    f"{label:>15}: wall {wall:6.2f} s  ideal {ideal:5.2f} s  ratio {wall / ideal:4.2f}x  "
+                    f"{label:>15}: wall {wall:6.2f} s  CPU {LAST_RUN['cpu']:5.2f} s  ideal {ideal:5.2f} s  "
+                    f"ratio {wall / ideal:4.2f}x  "
                     f"(minus floor {(wall - floor) / ideal:4.2f}x; start to first request {before:4.2f} s, "
                     f"request phase {span:5.2f} s = {span / ideal:4.2f}x, last reply to exit {after:4.2f} s)  "
                     f"requests {log['count']} distinct {log['distinct']}  "
@@ -220,6 +231,7 @@ def main() -> None:
     if "serial" in results and "-n 2" in results:
         serial, xdist = results["serial"], results["-n 2"]
         print()
+        print(f"-n 2 / serial CPU: {xdist['cpu'] / serial['cpu']:.2f}")
         print(f"duplicates: serial {serial['count'] - serial['distinct']}, -n 2 {xdist['count'] - xdist['distinct']}")
         print(
             f"-n 2 / serial wall: {xdist['wall'] / serial['wall']:.2f} "

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from pytest_weval.api import Weval
 
 FIXTURES = ("weval_client", "weval_judge")
+_PACKAGE = __name__.split(".", 1)[0]
 
 _ACTIVE = pytest.StashKey[bool]()
 _NAMED = pytest.StashKey[frozenset[Path]]()
@@ -78,6 +79,7 @@ def activate(config: pytest.Config, session: pytest.Session | None = None, *, co
     if is_active(config):
         return
     config.stash[_ACTIVE] = True
+    _load_unrewritten(config)
     # Imported by its full name, never as an attribute of the package: what a run imports is
     # what pytest's in-process runs (pytester) forget afterwards, and an attribute would hand the
     # next run the module they forgot (with other stash keys than the ones it uses).
@@ -90,6 +92,26 @@ def activate(config: pytest.Config, session: pytest.Session | None = None, *, co
         config.stash[_CHECKS_PENDING] = True
         if not collecting:
             _run_pending_checks(config)
+
+
+def _load_unrewritten(config: pytest.Config) -> None:
+    """pytest rewrites the asserts of every module of an installed plugin's package as it is
+    imported, in Python (``ast.parse``, a visitor, ``compile`` of the tree): for the plugin's
+    ~200 modules ~0.8 s of CPU per process wherever bytecode is not cached
+    (``PYTHONDONTWRITEBYTECODE``, a read-only install), in every xdist worker and the controller
+    alike, against ~0.1 s for Python's own compiler. The plugin's asserts are internal checks
+    that no user reads, so its modules imported from here on are left to Python's own import.
+    pytest has no public way to unmark a package, so this reaches its hook's set of marked
+    names, and does nothing if that set is not there."""
+    marked = getattr(getattr(config.pluginmanager, "rewrite_hook", None), "_must_rewrite", None)
+    if not isinstance(marked, set):
+        return
+    ours = {name for name in marked if name == _PACKAGE or name.startswith(_PACKAGE + ".")}
+    if ours:
+        marked.difference_update(ours)
+        decided = getattr(config.pluginmanager.rewrite_hook, "_marked_for_rewrite_cache", None)
+        if isinstance(decided, dict):
+            decided.clear()
 
 
 def _run_pending_checks(config: pytest.Config) -> None:
