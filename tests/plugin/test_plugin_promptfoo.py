@@ -7,12 +7,14 @@ fake, AgentV's v5 examples, and the promptfoo-shaped results file."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from pathlib import Path
 
 from plugin_helpers import JUDGE, JUDGE_ID, MODEL, MODEL_ID, Project, answer_rule, outcomes_by_id, section
 
+from pytest_weval.report.html import unpacked_json
 from tests.fakeserver import Rule
 
 HEAD_V5 = Path("/work/shared/spec/agent-examples/agentv/head-v5")
@@ -62,7 +64,7 @@ def test_matrix_of_vars_prompts_and_providers_with_node_ids_and_k(project: Proje
     props = project.junit()["greets#2[shout][big]"]["properties"]
     assert props["weval_score"] == "1" and props["weval_model"] == "big"
     assert props["weval_prompt_id"] == "greets#2[shout]" and props["weval_blueprint_id"] == "suite__promptfooconfig"
-    page = (project.path / "report.html").read_text(encoding="utf-8")
+    page = _page_data((project.path / "report.html").read_text(encoding="utf-8"))
     assert "greets#2[shout]" in page and "suite/promptfooconfig.yaml" in page
     # the metric roll-up in the terminal summary
     metrics = section(result.outlines, "weval scores")
@@ -445,3 +447,9 @@ def test_similar_asks_embeddings_through_the_engine(project: Project):
         if r.path.endswith("/embeddings")
     }
     assert {model for model, _ in embedded} == {"text-embedding-3-large", "my-embedder"}
+
+
+def _page_data(page: str) -> str:
+    """The page's HTML with its blueprints' blocks decoded, as the browser reads them."""
+    blocks = re.findall(r'<script type="application/octet-stream"[^>]*>(.*?)</script>', page, flags=re.S)
+    return page + "".join(json.dumps(unpacked_json(block)) for block in blocks)
