@@ -13,6 +13,10 @@ if str(ROOT) not in sys.path:
 
 pytest_plugins = ["pytester"]
 
+# The suites the tests copy and run (promptfoo configs, AgentV files, recorded data) are test
+# data, not this suite's tests: collected here, a promptfooconfig.yaml would be run as one.
+collect_ignore_glob = ["*/data/*"]
+
 # pytester's in-process runs drop from sys.modules what each run imported. psycopg's compiled
 # core keeps the error classes of the first import, so a psycopg imported again afterwards no
 # longer catches them (a refused connection escaped as OperationalError instead of StoreError
