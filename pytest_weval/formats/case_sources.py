@@ -18,7 +18,7 @@ from pytest_weval.blueprint.loader import RawSource, decode_blueprint_bytes, loa
 from pytest_weval.blueprint.model import BlueprintError, Location
 from pytest_weval.formats.context import Context, Problem, Where, describe, display_path
 
-_GLOB_CHARS = re.compile(r"[*?{\[]")
+GLOB_CHARS = re.compile(r"[*?{\[]")
 
 
 @dataclasses.dataclass
@@ -93,7 +93,7 @@ def _reference_entries(ctx: Context, written: str, location: Location) -> list[C
     where = ctx.where
     label = _reference_label(written)
     raw = written.removeprefix("file://")
-    if _GLOB_CHARS.search(raw):
+    if GLOB_CHARS.search(raw):
         files = ctx.find_glob(written)
         if not files:
             problem = Problem(f"no file matches the cases pattern {written!r}", location, hint="fix the pattern")

@@ -22,34 +22,30 @@ one test, prompt or provider is that part's ``problem``, the rest still load.
 from __future__ import annotations
 
 import dataclasses
-import glob
 import itertools
-import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 from pytest_weval.blueprint.loader import DEFAULT_MAX_FILE_MB, RawSource, load_source, room_for_depth
 from pytest_weval.blueprint.model import BlueprintError, Location
 from pytest_weval.errors import WevalError
-from pytest_weval.formats.case_sources import jsonl_entries, read_yaml
-from pytest_weval.formats.context import Context, Where, describe, display_path, is_within
+from pytest_weval.formats.case_sources import GLOB_CHARS, jsonl_entries, read_yaml
+from pytest_weval.formats.context import Context, Where, describe, display_path
 from pytest_weval.formats.load import suite_id_from_path
 from pytest_weval.formats.promptfoo.csv_rows import csv_tests
 from pytest_weval.formats.promptfoo.model import (
     Dialect,
-    PfPrompt,
     PfProvider,
     PfTest,
     PromptfooSuite,
     RawAssertion,
 )
+from pytest_weval.formats.promptfoo.places import files_named, key_location
+from pytest_weval.formats.promptfoo.prompts import PromptReader
 from pytest_weval.formats.promptfoo.providers import build_provider
 
-_GLOB_CHARS = re.compile(r"[*?{\[]")
 _TEST_FILE_SUFFIXES = (".csv", ".json", ".jsonl", ".yaml", ".yml")
-DEFAULT_AGENTV_PROMPT = "{{ input }}"
 
 
 def is_promptfoo_name(path: Path) -> bool:
@@ -105,7 +101,7 @@ class _Loader:
                 Location(path=self.shown, line=1),
                 hint="write `prompts:`, `providers:` and `tests:` at the top level",
             )
-        prompts = self._prompts(document)
+        prompts = PromptReader(self.ctx, self.where, self.shown, self.dialect).prompts(document)
         providers = self._providers(document)
         default = self._default_test(document)
         tests = self._tests(document, default)
@@ -127,107 +123,6 @@ class _Loader:
     def _name(self) -> str:
         return "promptfoo config" if self.dialect == "promptfoo" else "AgentV v5 suite"
 
-    def _at(self, obj: Any, key: str, field: str) -> Location:
-        try:
-            return self.where.key(obj, key, field)
-        except Exception:  # noqa: BLE001 - a location is best effort; the message still names the field
-            return Location(path=self.shown, field=field)
-
-    # --- prompts -------------------------------------------------------------------------
-
-    def _prompts(self, document: dict[str, Any]) -> list[PfPrompt]:
-        raw = document.get("prompts")
-        if raw is None:
-            if self.dialect == "agentv5":
-                return [PfPrompt(DEFAULT_AGENTV_PROMPT, DEFAULT_AGENTV_PROMPT, 0, False, Location(path=self.shown))]
-            raise BlueprintError(
-                "the config has no `prompts`",
-                Location(path=self.shown, line=1),
-                hint="add `prompts: ['{{ question }}']`",
-            )
-        entries = raw if isinstance(raw, list) else [raw]
-        prompts: list[PfPrompt] = []
-        for index, entry in enumerate(entries):
-            where = (
-                self.where.item(raw, index, f"prompts[{index}]")
-                if isinstance(raw, list)
-                else self._at(document, "prompts", "prompts")
-            )
-            prompts.extend(self._prompt(entry, len(prompts), where))
-        if not prompts:
-            raise BlueprintError("`prompts` is empty", self._at(document, "prompts", "prompts"), hint="list a prompt")
-        return prompts
-
-    def _prompt(self, entry: Any, index: int, where: Location) -> list[PfPrompt]:
-        if isinstance(entry, list):  # a chat array: kept as its JSON text, as promptfoo does
-            return [
-                PfPrompt(
-                    json.dumps(entry, ensure_ascii=False), json.dumps(entry, ensure_ascii=False), index, False, where
-                )
-            ]
-        if isinstance(entry, dict):
-            label = entry.get("label") or entry.get("id")
-            raw = entry.get("raw", entry.get("id"))
-            if isinstance(raw, list):
-                raw = json.dumps(raw, ensure_ascii=False)
-            if not isinstance(raw, str):
-                return [self._bad_prompt(index, where, "a prompt object needs `raw` (the template) or `id`")]
-            if raw.startswith("file://"):
-                return [
-                    PfPrompt(
-                        p.raw,
-                        str(label) if label else p.label,
-                        p.index,
-                        bool(label) or p.labelled,
-                        p.location,
-                        p.problem,
-                    )
-                    for p in self._prompt_file(raw, index, where)
-                ]
-            return [PfPrompt(raw, str(label or raw), index, bool(label), where)]
-        if isinstance(entry, str):
-            if entry.startswith("file://"):
-                return self._prompt_file(entry, index, where)
-            return [PfPrompt(entry, entry, index, False, where)]
-        return [self._bad_prompt(index, where, f"a prompt is text, a chat array or an object, not {describe(entry)}")]
-
-    def _bad_prompt(self, index: int, where: Location, why: str) -> PfPrompt:
-        return PfPrompt("", f"prompt-{index}", index, False, where, problem=str(BlueprintError(why, where)))
-
-    def _prompt_file(self, written: str, index: int, where: Location) -> list[PfPrompt]:
-        files, why = self._files(written)
-        if why is not None:
-            return [self._bad_prompt(index, where, f"the prompt file {written!r} cannot be used: {why}")]
-        prompts = []
-        for number, file in enumerate(files):
-            if file.suffix.lower() in (".py", ".js", ".ts", ".mjs", ".cjs"):
-                prompts.append(
-                    self._bad_prompt(
-                        index + number,
-                        where,
-                        f"{written!r}: a prompt made by a program is not supported (docs/promptfoo.md)",
-                    )
-                )
-                continue
-            text, why = self.ctx.read_text(file)
-            if text is None:
-                prompts.append(self._bad_prompt(index + number, where, f"the prompt file {written!r} {why}"))
-                continue
-            if file.suffix.lower() in (".json", ".yaml", ".yml") and file.suffix.lower() != ".json":
-                try:
-                    parsed = load_source(text, fmt="yaml", path=self.ctx.display(file)).documents[0]
-                    text = json.dumps(parsed, ensure_ascii=False)
-                except BlueprintError as exc:
-                    prompts.append(self._bad_prompt(index + number, where, exc.message))
-                    continue
-            if file.suffix.lower() in (".txt", ".md", ".j2", ".njk") and "\n---\n" in text:
-                # promptfoo's separator between prompts of one text file
-                for part in text.split("\n---\n"):
-                    prompts.append(PfPrompt(part.strip(), part.strip(), index + len(prompts), False, where))
-                continue
-            prompts.append(PfPrompt(text, f"{self.ctx.display(file)}", index + number, False, where))
-        return prompts
-
     # --- providers -----------------------------------------------------------------------
 
     def _providers(self, document: dict[str, Any]) -> list[PfProvider]:
@@ -241,7 +136,7 @@ class _Loader:
             where = (
                 self.where.item(raw, index, f"{key}[{index}]")
                 if isinstance(raw, list)
-                else self._at(document, key, key)
+                else key_location(self.where, self.shown, document, key, key)
             )
             provider = build_provider(entry, index, where)
             if provider.problem:
@@ -260,13 +155,14 @@ class _Loader:
             found, why = self.ctx.find_file(value, ancestors=False)
             if found is None:
                 raise BlueprintError(
-                    f"`{key}` names {value!r}, which cannot be used: {why}", self._at(document, key, key)
+                    f"`{key}` names {value!r}, which cannot be used: {why}",
+                    key_location(self.where, self.shown, document, key, key),
                 )
             value = read_yaml(found, rootdir=self.rootdir, max_file_mb=self.max_file_mb).documents[0]
         if not isinstance(value, dict):
             raise BlueprintError(
                 f"`{key}` must be a mapping (vars, assert, options), not {describe(value)}",
-                self._at(document, key, key),
+                key_location(self.where, self.shown, document, key, key),
             )
         return value
 
@@ -282,18 +178,20 @@ class _Loader:
         for test, location, row_description in written:
             tests.extend(self._expanded(test, location, row_description, default, len(tests)))
         if not tests:
-            raise BlueprintError("`tests` is empty", self._at(document, key, key), hint="add a test")
+            raise BlueprintError(
+                "`tests` is empty", key_location(self.where, self.shown, document, key, key), hint="add a test"
+            )
         return tests
 
     def _written_tests(self, document: dict[str, Any], raw: Any) -> list[tuple[Any, Location, str | None]]:
         if isinstance(raw, str):
             if self.dialect == "agentv5" and (raw.rstrip().endswith("/") or (self.path.parent / raw).is_dir()):
                 return self._case_folder(document, raw)
-            return self._test_file(raw, self._at(document, "tests", "tests"))
+            return self._test_file(raw, key_location(self.where, self.shown, document, "tests", "tests"))
         if not isinstance(raw, list):
             raise BlueprintError(
                 f"`tests` must be a list of tests or a file of them, not {describe(raw)}",
-                self._at(document, "tests", "tests"),
+                key_location(self.where, self.shown, document, "tests", "tests"),
             )
         out: list[tuple[Any, Location, str | None]] = []
         for index, entry in enumerate(raw):
@@ -305,7 +203,7 @@ class _Loader:
         return out
 
     def _test_file(self, written: str, where: Location) -> list[tuple[Any, Location, str | None]]:
-        files, why = self._files(written)
+        files, why = files_named(self.ctx, self.path.parent, written)
         if why is not None:
             return [(_Broken(f"the tests file {written!r} cannot be used: {why}"), where, None)]
         out: list[tuple[Any, Location, str | None]] = []
@@ -353,7 +251,10 @@ class _Loader:
         (its ``input`` a var of the default prompt ``{{ input }}``)."""
         folder, why = self.ctx.find_dir(written.rstrip("/"))
         if folder is None:
-            raise BlueprintError(f"`tests` names the folder {written!r}: {why}", self._at(document, "tests", "tests"))
+            raise BlueprintError(
+                f"`tests` names the folder {written!r}: {why}",
+                key_location(self.where, self.shown, document, "tests", "tests"),
+            )
         out: list[tuple[Any, Location, str | None]] = []
         for case_file in sorted(folder.rglob("case.y*ml")):
             source = read_yaml(case_file, rootdir=self.rootdir, max_file_mb=self.max_file_mb)
@@ -367,17 +268,6 @@ class _Loader:
             test["vars"] = {**(case.get("vars") or {}), "input": case.get("input")}
             out.append((test, location, None))
         return out
-
-    def _files(self, written: str) -> tuple[list[Path], str | None]:
-        raw = written.removeprefix("file://")
-        if _GLOB_CHARS.search(raw):
-            pattern = str(self.path.parent / raw)
-            # promptfoo takes glob matches in directory order: not sorted
-            found = [Path(p).resolve() for p in glob.glob(pattern, recursive=True)]
-            found = [p for p in found if p.is_file() and is_within(p, self.ctx.boundary)]
-            return (found, None) if found else ([], "no file matches it")
-        found_one, why = self.ctx.find_file(written, ancestors=False)
-        return ([found_one], None) if found_one is not None else ([], why)
 
     def _expanded(
         self, test: Any, location: Location, row_description: str | None, default: dict[str, Any], first_index: int
@@ -489,8 +379,8 @@ class _Loader:
         value per row; a list of anything else is one value."""
         choices: list[list[Any]] = []
         for name, value in variables.items():
-            if isinstance(value, str) and value.startswith("file://") and _GLOB_CHARS.search(value[len("file://") :]):
-                files, why = self._files(value)
+            if isinstance(value, str) and value.startswith("file://") and GLOB_CHARS.search(value[len("file://") :]):
+                files, why = files_named(self.ctx, self.path.parent, value)
                 if why is not None:
                     raise _Problem(f"var `{name}`: {value!r}: {why}", location)
                 values: list[Any] = [f"file://{f}" for f in files]
