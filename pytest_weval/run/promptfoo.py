@@ -19,7 +19,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pytest_weval.blueprint.model import BlueprintError, ModelSpec
-from pytest_weval.engine.errors import BatchPending, EmptyReplyError, ModelCallError
+from pytest_weval.engine.errors import (
+    BatchPending,
+    CircuitOpenError,
+    EmptyReplyError,
+    ModelCallError,
+    ProviderError,
+    ReplyTooLargeError,
+)
 from pytest_weval.engine.request import ChatMessage, ModelClient, ModelRequest
 from pytest_weval.engine.transport.providers.embeddings import vector_of
 from pytest_weval.formats.promptfoo.model import PfPrompt, PfProvider, PfTest, PromptfooSuite
@@ -39,6 +46,9 @@ EXEC_REFUSED = (
     "assertion or transform), and programs from eval files run only when allowed: pass --weval-allow-exec "
     "(ini weval_allow_exec = true) if you trust this file; nothing was sent"
 )
+
+# What a grader's failure to answer fails the assertion of (promptfoo's rule), rather than the row.
+GRADER_FAILURES = (ProviderError, EmptyReplyError, CircuitOpenError, ReplyTooLargeError)
 
 
 PROMPTFOO_TEMPERATURE = 0.0
@@ -427,33 +437,39 @@ class PromptfooRunner:
         grading = pf_judges.grading_for(assertion, context)
         asked = grading.next_request()
         while asked is not None:
-            if isinstance(asked, pf_judges.EmbeddingRequest):
-                embedding_id = (
-                    map_embedding_provider(asked.provider)[0] if asked.provider else None
-                ) or EMBEDDING_MODEL
-                embedder = ModelSpec(id=embedding_id, custom=self.custom_models.get(embedding_id))
-                reply = await self.engine.complete(
-                    dataclasses.replace(embedding_request(embedder, asked.text), priority=work.priority)
-                )
-                usage.setdefault(embedder.id, Usage()).add(reply.usage())
-                grading.take_reply(vector_of(reply))
-            else:
-                grader = grader_for(asked.provider, work, self.judges, self.custom_models)
-                model = grader.model
-                assert model is not None
-                request = ModelRequest(
-                    model=model,
-                    messages=tuple(ChatMessage(m["role"], m["content"]) for m in asked.messages),
-                    temperature=_first(asked.temperature, grader.temperature, 0.0),
-                    max_tokens=_first(asked.max_tokens, grader.max_tokens),
-                    priority=work.priority,
-                    purpose="judge",
-                )
-                reply = await self.engine.complete(request)
-                usage.setdefault(model.id, Usage()).add(reply.usage())
-                grading.take_reply(reply.text)
+            try:
+                grading.take_reply(await self._ask(asked, work, usage))
+            except GRADER_FAILURES as exc:
+                # promptfoo fails the assertion with the grader's error as its reason; the row
+                # goes on (a stop of the run, a missing key or a replay miss still ends the row)
+                grading.take_error(str(exc))
             asked = grading.next_request()
         return grading.result()
+
+    async def _ask(self, asked: Any, work: PromptfooWork, usage: dict[str, Usage]) -> Any:
+        """One grader request through the engine: the reply's text, or an embedding's vector."""
+        if isinstance(asked, pf_judges.EmbeddingRequest):
+            embedding_id = (map_embedding_provider(asked.provider)[0] if asked.provider else None) or EMBEDDING_MODEL
+            embedder = ModelSpec(id=embedding_id, custom=self.custom_models.get(embedding_id))
+            reply = await self.engine.complete(
+                dataclasses.replace(embedding_request(embedder, asked.text), priority=work.priority)
+            )
+            usage.setdefault(embedder.id, Usage()).add(reply.usage())
+            return vector_of(reply)
+        grader = grader_for(asked.provider, work, self.judges, self.custom_models)
+        model = grader.model
+        assert model is not None
+        request = ModelRequest(
+            model=model,
+            messages=tuple(ChatMessage(m["role"], m["content"]) for m in asked.messages),
+            temperature=_first(asked.temperature, grader.temperature, 0.0),
+            max_tokens=_first(asked.max_tokens, grader.max_tokens),
+            priority=work.priority,
+            purpose="judge",
+        )
+        reply = await self.engine.complete(request)
+        usage.setdefault(model.id, Usage()).add(reply.usage())
+        return reply.text
 
 
 # promptfoo's ResultFailureReason

@@ -220,6 +220,40 @@ def test_llm_rubric_graded_by_the_fake_grader(project: Project):
     assert funny.body["temperature"] == 0
 
 
+def test_a_grader_that_cannot_answer_fails_its_assertion_not_the_row(project: Project):
+    # promptfoo 0.123.1 (matchers.ts): a grader call that fails makes the assertion fail with the
+    # error as its reason; the row is scored (failed), with its other assertions, not an error
+    project.write(
+        "promptfooconfig.yaml",
+        f"""
+        prompts: ["Tell a joke about {{{{ topic }}}}"]
+        providers: [openai:chat:{MODEL}]
+        defaultTest:
+          options:
+            provider: openai:chat:{JUDGE}
+        tests:
+          - description: broken grader
+            vars: {{topic: cats}}
+            assert:
+              - type: contains
+                value: joke
+              - type: llm-rubric
+                value: is refused
+        """,
+    )
+    project.rules(
+        Rule(model=JUDGE, contains="is refused", status=400),
+        answer_rule("joke", "A joke about {last}"),
+    )
+    result = project.run("-rA", "-p", "no:randomly", "--weval-out=out")
+    assert outcomes_by_id(result) == {f"promptfooconfig.yaml::broken grader[0][openai:chat:{MODEL}]": "FAILED"}
+    [row] = json.loads((project.path / "out" / "promptfoo-results.json").read_text())["results"]["results"]
+    assert row["success"] is False and row["failureReason"] == 1  # an assertion failed, not an error
+    contains, rubric = row["gradingResult"]["componentResults"]
+    assert contains["pass"] is True
+    assert rubric["pass"] is False and "400" in rubric["reason"]
+
+
 def _head_v5(project: Project) -> None:
     """AgentV's v5 examples in their original layout (ruling 21), with the grader prompt files
     the weighted-graders suite names (not part of the flattened examples)."""
