@@ -311,6 +311,9 @@ class PromptfooRunner:
             )
         except ModelCallError as exc:
             result.outcome, result.error, result.error_kind = "error", str(exc), exc.error_kind
+        except pf_scoring.ScriptError as exc:  # promptfoo: a transform that throws is the row's error
+            result.outcome, result.error_kind = "error", "blueprint"
+            result.error = f"{work.suite.path}: the test's transform failed: {exc.message}"
         except Exception as exc:  # noqa: BLE001 - one item's failure must never stop the run
             result.outcome = "error"
             result.error = result.error or f"{type(exc).__name__}: {exc}"

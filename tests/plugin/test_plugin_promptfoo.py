@@ -435,6 +435,41 @@ def test_options_transform_runs_before_the_assertions(project: Project):
     assert {row["response"]["output"] for row in rows} == {"SAY HELLO (hello)", "SAY QUIET (quiet)"}
 
 
+def test_a_transform_that_throws_is_the_rows_error_located_at_the_file(project: Project):
+    # promptfoo 0.123.1: an options.transform that throws makes the row an error (failureReason 2)
+    project.write(
+        "promptfooconfig.yaml",
+        f"""
+        prompts: ["say {{{{ word }}}}"]
+        providers: [openai:chat:{MODEL}]
+        tests:
+          - description: throws
+            vars: {{word: hello}}
+            options:
+              transform: "(() => {{ throw new Error('no shouting today') }})()"
+            assert:
+              - {{type: contains, value: hello}}
+          - description: plain
+            vars: {{word: quiet}}
+            assert:
+              - {{type: contains, value: quiet}}
+        """,
+    )
+    project.rules(Rule(reply="{last}"))
+    result = project.run("-rA", "--weval-out=out")
+    assert outcomes_by_id(result) == {
+        f"promptfooconfig.yaml::throws[0][openai:chat:{MODEL}]": "ERROR",
+        f"promptfooconfig.yaml::plain[0][openai:chat:{MODEL}]": "PASSED",
+    }
+    text = "\n".join(result.outlines)
+    assert "promptfooconfig.yaml: the test's transform failed" in text and "no shouting today" in text
+    rows = {
+        row["description"] if "description" in row else row["testCase"]["description"]: row
+        for row in project.json("out/promptfoo-results.json")["results"]["results"]
+    }
+    assert rows["throws"]["failureReason"] == 2 and rows["throws"]["success"] is False
+
+
 def test_a_broken_file_is_one_located_collection_error_and_the_others_run(project: Project):
     project.write("a/promptfooconfig.yaml", "prompts: [x]\ntests: [\n")
     project.write("b/promptfooconfig.yaml", f"providers: [openai:chat:{MODEL}]\ntests: [{{vars: {{a: 1}}}}]\n")
