@@ -68,6 +68,7 @@ class RunnableProvider:
     max_tokens: int | None = PROMPTFOO_MAX_TOKENS
     system: str | None = None
     problem: str | None = None
+    index: int = 0  # its place in the suite's providers (or in --weval-models)
 
 
 def providers_for(
@@ -77,7 +78,8 @@ def providers_for(
     else the file's, each mapped onto our model ids (``formats/promptfoo/providers.py``)."""
     if models:
         return [
-            RunnableProvider(label=m, written_id=m, model=ModelSpec(id=m, custom=custom_models.get(m))) for m in models
+            RunnableProvider(label=m, written_id=m, model=ModelSpec(id=m, custom=custom_models.get(m)), index=i)
+            for i, m in enumerate(models)
         ]
     return [runnable(p, custom_models) for p in suite.providers]
 
@@ -94,6 +96,7 @@ def runnable(provider: PfProvider, custom_models: Mapping[str, dict[str, Any]]) 
         max_tokens=_first(provider.max_tokens, PROMPTFOO_MAX_TOKENS),
         system=provider.system,
         problem=provider.problem,
+        index=provider.index,
     )
 
 
@@ -484,7 +487,8 @@ def base_row(work: PromptfooWork) -> dict[str, Any]:
     test = _test_record(work.test)
     test["assert"] = [written.raw for written in work.test.asserts]
     return {
-        "promptIdx": work.prompt.index,
+        # promptfoo numbers each provider x prompt pair, providers outer (its results' `prompts`)
+        "promptIdx": work.provider.index * len(work.suite.prompts) + work.prompt.index,
         "testIdx": work.test.index,
         "testCase": test,
         "provider": {"id": work.provider.written_id, "label": work.provider.label},

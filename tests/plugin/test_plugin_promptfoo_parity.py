@@ -1,4 +1,6 @@
-"""promptfoo 0.123.1 itself and us on one suite against one fake server (issue 46, Acceptance):
+"""promptfoo 0.123.1 itself and us on the same suites against one fake server (issue 46, Acceptance):
+a suite of ours and two of promptfoo's own examples (data/promptfoo_examples/README.md), each with
+what the stand-in answers (its rules.json):
 the same outcome, score and named scores for every test row x prompt x provider, and every
 request we send (answers and grader requests) one promptfoo sent identically.
 
@@ -19,7 +21,14 @@ from plugin_helpers import Project
 
 from tests.fakeserver import Rule
 
-DATA = Path(__file__).parent / "data" / "promptfoo_parity"
+DATA = Path(__file__).parent / "data"
+# folder, how many rows promptfoo makes, our options: promptfoo's default grader (an OpenAI model
+# once OPENAI_API_KEY is set, in its providers/defaults) is named, as ours is the run's judge
+SUITES = {
+    "ours": ("promptfoo_parity", 12, ()),
+    "getting-started": ("promptfoo_examples/getting-started", 8, ()),
+    "self-grading": ("promptfoo_examples/self-grading", 20, ("--weval-judges=openai:gpt-5.6-sol",)),
+}
 PROMPTFOO_MAIN = os.environ.get("WEVAL_PROMPTFOO_MAIN", "")
 
 
@@ -27,10 +36,13 @@ PROMPTFOO_MAIN = os.environ.get("WEVAL_PROMPTFOO_MAIN", "")
     not (PROMPTFOO_MAIN and Path(PROMPTFOO_MAIN).is_file() and shutil.which("node")),
     reason="promptfoo's CLI is not installed (set WEVAL_PROMPTFOO_MAIN to its dist/src/main.js)",
 )
-def test_promptfoo_and_we_score_every_row_alike_and_send_the_same_requests(project: Project):
-    for name in ("promptfooconfig.yaml", "rows.csv"):
-        shutil.copyfile(DATA / name, project.path / name)
-    project.rules(*[Rule.from_dict(rule) for rule in json.loads((DATA / "rules.json").read_text())])
+@pytest.mark.parametrize("suite", list(SUITES))
+def test_promptfoo_and_we_score_every_row_alike_and_send_the_same_requests(project: Project, suite: str):
+    folder, row_count, options = SUITES[suite]
+    for file in (DATA / folder).iterdir():
+        if file.name != "rules.json":
+            shutil.copyfile(file, project.path / file.name)
+    project.rules(*[Rule.from_dict(rule) for rule in json.loads((DATA / folder / "rules.json").read_text())])
     env = {
         **os.environ,
         "OPENAI_API_KEY": "sk-test",
@@ -50,7 +62,7 @@ def test_promptfoo_and_we_score_every_row_alike_and_send_the_same_requests(proje
     )
     assert (project.path / "pf.json").is_file(), ran.stdout[-3000:] + ran.stderr[-3000:]
     theirs_sent = list(project.requests())
-    project.run("--weval-out=ours", "--weval-cache=off")
+    project.run("--weval-out=ours", "--weval-cache=off", *options)
     ours_sent = project.requests()[len(theirs_sent) :]
 
     def rows(path: str) -> dict[tuple[int, int], tuple[bool, float, dict]]:
@@ -61,7 +73,7 @@ def test_promptfoo_and_we_score_every_row_alike_and_send_the_same_requests(proje
         }
 
     theirs, ours = rows("pf.json"), rows("ours/promptfoo-results.json")
-    assert len(theirs) == 12
+    assert len(theirs) == row_count
     assert ours == theirs
 
     def sent(request) -> tuple:
@@ -75,4 +87,5 @@ def test_promptfoo_and_we_score_every_row_alike_and_send_the_same_requests(proje
 
     # Every request of ours is one promptfoo sent; promptfoo asks its grader again for two rows
     # with the same answer and rubric, which our engine answers once (docs/promptfoo.md).
+    print(f"\n{suite}: {len(theirs)} rows alike; requests: promptfoo {len(theirs_sent)}, ours {len(ours_sent)}")
     assert {sent(r) for r in ours_sent} == {sent(r) for r in theirs_sent}
