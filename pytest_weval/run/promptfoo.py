@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -37,6 +38,7 @@ from pytest_weval.judges.config import DEFAULT_JUDGES
 from pytest_weval.results import ItemResult, Outcome, PointAssessment, Usage
 from pytest_weval.run.embedding import embedding_request
 from pytest_weval.run.generation import generation_request
+from pytest_weval.run.programs.runner import STDERR_TAIL, ProgramRunner
 from pytest_weval.scoring import promptfoo as pf_scoring
 
 DEFAULT_GRADER = DEFAULT_JUDGES[0].model
@@ -46,6 +48,17 @@ EXEC_REFUSED = (
     "assertion or transform), and programs from eval files run only when allowed: pass --weval-allow-exec "
     "(ini weval_allow_exec = true) if you trust this file; nothing was sent"
 )
+
+# promptfoo's python wrapper, ours: runs the script, calls main(output, context), prints the value.
+PYTHON_HARNESS = (
+    "import json, sys\n"
+    "request = json.load(sys.stdin)\n"
+    "namespace = {'__name__': 'promptfoo_assertion'}\n"
+    "exec(compile(request['script'], '<python assertion>', 'exec'), namespace)\n"
+    "sys.stdout.write(json.dumps({'value': namespace['main'](request['output'], request['context'])}))\n"
+)
+PYTHON_TIMEOUT_S = 60.0
+_NO_CALL = pf_scoring.PythonCall(script="", output=None, context={}, code="", metric=None)
 
 # What a grader's failure to answer fails the assertion of (promptfoo's rule), rather than the row.
 GRADER_FAILURES = (ProviderError, EmptyReplyError, CircuitOpenError, ReplyTooLargeError)
@@ -282,6 +295,7 @@ class PromptfooRunner:
         self.judges = tuple(judges or ())
         self.allow_exec = allow_exec
         self.env = {name: os.environ[name] for name in allowed_env if name in os.environ}
+        self.programs = ProgramRunner(allow_exec, allowed_env)
         self.custom_models = custom_models
 
     async def evaluate(self, work: PromptfooWork) -> ItemResult:
@@ -435,8 +449,10 @@ class PromptfooRunner:
     async def _assess(self, assertion: Any, context: Any, work: PromptfooWork, usage: dict[str, Usage]) -> Any:
         """One top-level assertion's result: scored here, or graded through the engine (an
         assert-set holding a model-graded assertion: each child, then the set)."""
-        if not pf_judges.is_model_graded(assertion):
+        if not (pf_judges.is_model_graded(assertion) or pf_scoring.needs_exec(assertion)):
             return pf_scoring.score_assertion(assertion, context)
+        if assertion.type == "python":
+            return await self._python(assertion, context, work)
         if assertion.type == "assert-set":
             children = [await self._assess(child, context, work, usage) for child in assertion.children]
             return pf_scoring.score_assert_set(assertion, children, context)
@@ -451,6 +467,32 @@ class PromptfooRunner:
                 grading.take_error(str(exc))
             asked = grading.next_request()
         return grading.result()
+
+    async def _python(self, assertion: Any, context: Any, work: PromptfooWork) -> Any:
+        """A ``python`` assertion: promptfoo's script run by our Python in a stripped environment
+        (the runner refuses unless --weval-allow-exec: ruling 27), its value read as promptfoo
+        reads it."""
+        try:
+            call = pf_scoring.python_call(assertion, context)
+        except pf_scoring.AssertionFailure as exc:
+            return pf_scoring.python_result(assertion, _NO_CALL, error=str(exc))
+        request = json.dumps({"script": call.script, "output": call.output, "context": call.context})
+        ran = await self.programs.run(
+            [sys.executable, "-c", PYTHON_HARNESS],
+            cwd=work.suite.directory,
+            stdin=request.encode("utf-8"),
+            timeout_s=PYTHON_TIMEOUT_S,
+            what="a python assertion",
+        )
+        if ran.timed_out:
+            return pf_scoring.python_result(assertion, call, error=f"timed out after {PYTHON_TIMEOUT_S:g} s")
+        if ran.returncode != 0:
+            return pf_scoring.python_result(assertion, call, error=ran.stderr_text.strip()[-STDERR_TAIL:])
+        try:
+            value = json.loads(ran.stdout_text)["value"]
+        except (ValueError, KeyError, TypeError) as exc:
+            return pf_scoring.python_result(assertion, call, error=f"the program printed no result: {exc}")
+        return pf_scoring.python_result(assertion, call, value)
 
     async def _ask(self, asked: Any, work: PromptfooWork, usage: dict[str, Usage]) -> Any:
         """One grader request through the engine: the reply's text, or an embedding's vector."""

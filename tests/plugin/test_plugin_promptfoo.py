@@ -359,6 +359,52 @@ def test_a_provider_without_its_key_is_blocked_and_a_script_assertion_is_a_locat
     assert [r.model for r in project.requests()] == [MODEL]  # nothing sent for the errors
 
 
+PYTHON_SUITE = f"""
+prompts: ["say {{{{ word }}}}"]
+providers: [openai:chat:{MODEL}]
+tests:
+  - description: expression
+    vars: {{word: hello}}
+    assert:
+      - type: python
+        value: output.endswith('hello')
+  - description: body
+    vars: {{word: quiet}}
+    assert:
+      - type: python
+        value: |
+          words = output.split()
+          return {{'pass': len(words) > 5, 'score': len(words) / 10, 'reason': f'{{len(words)}} words'}}
+  - description: no keys
+    vars: {{word: keys}}
+    assert:
+      - type: python
+        value: "not any(name.endswith('_API_KEY') for name in __import__('os').environ)"
+"""
+
+
+def test_python_assertions_run_only_when_allowed_without_the_keys(project: Project):
+    # ruling 27: a program named by the file runs only with --weval-allow-exec, in an environment
+    # without provider keys; its value read as promptfoo 0.123.1 reads it (python.ts)
+    project.write("promptfooconfig.yaml", PYTHON_SUITE)
+    project.rules(Rule(reply="{last}"))
+    refused = project.run("-rA", "-p", "no:randomly")
+    assert set(outcomes_by_id(refused).values()) == {"ERROR"}
+    assert "--weval-allow-exec" in "\n".join(refused.outlines)
+    assert project.requests() == []  # nothing sent for a row that cannot be scored
+    result = project.run("-rA", "-p", "no:randomly", "--weval-allow-exec", "--weval-out=out")
+    assert outcomes_by_id(result) == {
+        f"promptfooconfig.yaml::expression[0][openai:chat:{MODEL}]": "PASSED",
+        f"promptfooconfig.yaml::body[0][openai:chat:{MODEL}]": "FAILED",
+        f"promptfooconfig.yaml::no keys[0][openai:chat:{MODEL}]": "PASSED",
+    }, result.outlines
+    rows = {
+        row["testCase"]["description"]: row for row in project.json("out/promptfoo-results.json")["results"]["results"]
+    }
+    [body] = rows["body"]["gradingResult"]["componentResults"]
+    assert body["pass"] is False and body["score"] == 0.2 and body["reason"] == "2 words"
+
+
 def test_batch_submit_skips_rows_and_a_later_wait_collects_them(project: Project):
     project.write(
         "promptfooconfig.yaml",

@@ -31,6 +31,7 @@ from pytest_weval.scoring.promptfoo.model import (
     rendered_metric,
     rendered_value,
 )
+from pytest_weval.scoring.promptfoo.python import PythonCall, python_call, python_result
 
 __all__ = [
     "DETERMINISTIC_TYPES",
@@ -42,6 +43,7 @@ __all__ = [
     "AssertionProblem",
     "ComponentResult",
     "GradingResult",
+    "PythonCall",
     "ScriptError",
     "apply_assertion_transform",
     "apply_transform",
@@ -51,6 +53,8 @@ __all__ = [
     "metric_names",
     "needs_exec",
     "parse_assertion",
+    "python_call",
+    "python_result",
     "rendered_metric",
     "rendered_value",
     "score_assert_set",

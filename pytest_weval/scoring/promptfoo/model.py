@@ -22,6 +22,7 @@ from pytest_weval.jsvalues import is_number, js_json, js_string, js_trim
 __all__ = [
     "DETERMINISTIC_TYPES",
     "MODEL_GRADED_TYPES",
+    "PROGRAM_TYPES",
     "SUPPORTED_TYPES",
     "Assertion",
     "AssertionContext",
@@ -72,11 +73,13 @@ MODEL_GRADED_TYPES = frozenset(
         "similar:euclidean",
     }
 )
-SUPPORTED_TYPES = DETERMINISTIC_TYPES | MODEL_GRADED_TYPES | {"assert-set"}
+# Assertions that run a program the file names: only with --weval-allow-exec (ruling 27), by the
+# run layer (scoring/promptfoo/python.py says what the program's value means).
+PROGRAM_TYPES = frozenset({"python"})
+SUPPORTED_TYPES = DETERMINISTIC_TYPES | MODEL_GRADED_TYPES | PROGRAM_TYPES | {"assert-set"}
 
 # Types promptfoo has that we do not run, with why: the located error names the reason.
 _WHY_NOT = {
-    "python": "Python assertions run only where programs from eval files are allowed, which this runner does not offer yet",
     "ruby": "Ruby assertions run programs from the eval file; this runner does not run them",
     "webhook": "it would send the output to a web service named by the file",
     "moderation": "moderation endpoints are not implemented for promptfoo suites",
@@ -410,10 +413,9 @@ def _shown(value: Any) -> str:
 
 
 def needs_exec(assertion: Assertion) -> bool:
-    """Whether scoring this assertion runs a program named by the eval file. Such assertions are
-    refused at parsing (``parse_assertion``), so none that parsed does; kept for the run layer's
-    gate."""
-    return False
+    """Whether scoring this assertion (or one in its assert-set) runs a program named by the
+    eval file: a ``python`` assertion. The run layer lets it run only with --weval-allow-exec."""
+    return assertion.type in PROGRAM_TYPES or any(needs_exec(child) for child in assertion.children)
 
 
 def metric_names(assertion: Assertion) -> list[str]:

@@ -103,7 +103,10 @@ def test_unknown_type_is_a_located_error_naming_it() -> None:
         {"type": "contains", "value": "x", "weight": "heavy"},
         {"type": "cost"},
         {"type": "assert-set", "assert": []},
-        {"type": "python", "value": "output == 1"},
+        {
+            "type": "python",
+            "value": "file://check.py",
+        },  # a program from a file (inline code runs with --weval-allow-exec)
         {"type": "javascript", "value": "file://check.js"},
     ],
 )
