@@ -442,18 +442,28 @@ def _question(ctx: AssertionContext, kind: str) -> str:
     return prompt
 
 
-def _closed_qa(assertion: Assertion, ctx: AssertionContext, output: Any, value: Any) -> Flow:
+def _ask_about_answer(
+    assertion: Assertion, ctx: AssertionContext, output: Any, value: Any, kind: str, key: str, default: str
+) -> Generator[Request, Any, Any]:
+    """Closed QA and factuality alike: the question, the written ``value`` (as ``key``) and the
+    answer rendered into the grading prompt, asked of the grader; the reply as it came."""
     if not isinstance(value, str):
-        raise _RowError("model-graded-closedqa assertion type must have a string value")
+        raise _RowError(f"{kind} assertion type must have a string value")
     variables = {
         **ctx.vars,
-        "input": _question(ctx, "model-graded-closedqa"),
-        "criteria": value,
+        "input": _question(ctx, kind),
+        key: value,
         "completion": _try_parse(_output_text(output)),
     }
-    template = _load_rubric_prompt(_rubric_prompt(assertion, ctx), prompts.CLOSED_QA_PROMPT)
+    template = _load_rubric_prompt(_rubric_prompt(assertion, ctx), default)
     prompt = render_grading_prompt(template, variables, ctx.render)
-    reply = yield _ask("model-graded-closedqa", prompt, grader_provider(assertion, ctx))
+    return (yield _ask(kind, prompt, grader_provider(assertion, ctx)))
+
+
+def _closed_qa(assertion: Assertion, ctx: AssertionContext, output: Any, value: Any) -> Flow:
+    reply = yield from _ask_about_answer(
+        assertion, ctx, output, value, "model-graded-closedqa", "criteria", prompts.CLOSED_QA_PROMPT
+    )
     text = _text_reply(reply)
     if text is None:
         return _fail(assertion, reply.message if isinstance(reply, _Failed) else "No output")
@@ -513,17 +523,9 @@ def _factuality_legacy(text: str) -> tuple[str, str]:
 
 
 def _factuality(assertion: Assertion, ctx: AssertionContext, output: Any, value: Any) -> Flow:
-    if not isinstance(value, str):
-        raise _RowError("factuality assertion type must have a string value")
-    variables = {
-        **ctx.vars,
-        "input": _question(ctx, "factuality"),
-        "ideal": value,
-        "completion": _try_parse(_output_text(output)),
-    }
-    template = _load_rubric_prompt(_rubric_prompt(assertion, ctx), prompts.FACTUALITY_PROMPT)
-    prompt = render_grading_prompt(template, variables, ctx.render)
-    reply = yield _ask("factuality", prompt, grader_provider(assertion, ctx))
+    reply = yield from _ask_about_answer(
+        assertion, ctx, output, value, "factuality", "ideal", prompts.FACTUALITY_PROMPT
+    )
     text = _text_reply(reply)
     if text is None:
         return _fail(assertion, reply.message if isinstance(reply, _Failed) else "No output")
