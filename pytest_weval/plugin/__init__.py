@@ -45,6 +45,8 @@ def pytest_configure(config: pytest.Config) -> None:
         html_columns.register(config)
     if activation.asked_for(config):
         activation.activate(config)
+    elif role_of(config).kind == "controller":
+        config.pluginmanager.register(activation.XdistController(config), "weval-xdist-controller")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

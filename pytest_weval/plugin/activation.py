@@ -6,13 +6,19 @@ That module, and this one, import nothing heavy (no pydantic, YAML, engine, repo
 client): the plugin becomes active, and loads and registers its concerns
 (``registration.activate``), only when the run uses it:
 
-* at configure time, when a weval option, ini value or ``WEVAL_RUN_ID`` is given, under
-  pytest-xdist (its controller and workers must agree on the concerns before any file is
-  collected), or for ``pytest --markers`` (which lists blueprint tags without collecting);
+* at configure time, when a weval option, ini value or ``WEVAL_RUN_ID`` is given (in every
+  process of an xdist run alike: each reads the same options), or for ``pytest --markers``
+  (which lists blueprint tags without collecting);
 * else at the first file collection would make a blueprint or agent eval collector of (the
-  rules of ``blueprint_paths.py`` and ``formats/discover.py``, by name and a capped read);
+  rules of ``blueprint_paths.py`` and ``formats/discover.py``, by name and a capped read), in
+  a serial run or an xdist worker alike;
 * else once collection is over, when a collected test asks for ``weval_client`` or
   ``weval_judge`` (or when a test asks for one by name while it runs).
+
+An xdist controller collects nothing: ``XdistController`` activates it when a worker's
+collected ids name a file of those rules (before anything is scheduled), else at the first
+report that carries a Weval result, else when a worker that used the plugin goes down (a run
+whose only use is the fixtures), and hands the concerns the xdist events they missed.
 
 Activated after the session started, the plugin does what the session's start would have done
 for it: the cache line of the header, and the session's checks once collection is over.
@@ -25,6 +31,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +41,7 @@ import pytest
 from pytest_weval.formats.discover import is_agent_eval_file, is_promptfoo_file
 from pytest_weval.plugin.blueprint_paths import is_blueprint_path, named_files, uncollected_hints
 from pytest_weval.plugin.options import _INI_ONLY, _OPTIONS, _raw
-from pytest_weval.plugin.role import role_of
+from pytest_weval.plugin.role import USAGE_OUTPUT
 
 if TYPE_CHECKING:
     from pytest_weval.api import Weval
@@ -60,8 +68,6 @@ def asked_for(config: pytest.Config) -> bool:
     """Whether the run asks for the plugin before anything is collected."""
     if os.environ.get("WEVAL_RUN_ID") or getattr(config.option, "markers", False):
         return True
-    if role_of(config).kind != "serial":
-        return True
     for _opt, ini, _help, _kind, _default in _OPTIONS:
         value = _raw(config, ini)
         if value is not None and value != "" and value is not False:
@@ -73,9 +79,13 @@ def asked_for(config: pytest.Config) -> bool:
     return False
 
 
-def activate(config: pytest.Config, session: pytest.Session | None = None, *, collecting: bool = False) -> None:
+def activate(
+    config: pytest.Config, session: pytest.Session | None = None, *, collecting: bool = False, checks: bool = True
+) -> None:
     """Load and register the plugin's concerns, once. ``session``: the session has started
-    without them, so they catch up with it (``collecting``: its checks once collection is over)."""
+    without them, so they catch up with it (``collecting``: its checks once collection is over;
+    ``checks=False``: neither checks nor the header's line, for an xdist controller activated
+    once items were already sent, amid their progress)."""
     if is_active(config):
         return
     config.stash[_ACTIVE] = True
@@ -87,7 +97,7 @@ def activate(config: pytest.Config, session: pytest.Session | None = None, *, co
     from pytest_weval.plugin.registration import say_header
 
     register_concerns(config)
-    if session is not None:
+    if session is not None and checks:
         say_header(config)
         config.stash[_CHECKS_PENDING] = True
         if not collecting:
@@ -134,24 +144,41 @@ def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector 
     """The first blueprint or agent eval file of an inactive run activates the plugin, whose
     collection then makes this file's collector (and every later file's, itself)."""
     config = parent.config
-    if is_active(config):
+    if is_active(config) or not _is_eval_file(config, file_path):
         return None
+    activate(config, parent.session, collecting=True)
+    collection = config.pluginmanager.get_plugin("weval-collection")
+    if collection is None:  # not a process that collects (cannot happen: the xdist controller collects nothing)
+        return None
+    collector: pytest.Collector | None = collection.pytest_collect_file(file_path=file_path, parent=parent)
+    return collector
+
+
+def _is_eval_file(config: pytest.Config, file_path: Path) -> bool:
+    """Whether collection makes a blueprint, agent eval or promptfoo collector of ``file_path``."""
     named = config.stash.get(_NAMED, None)
     if named is None:
         named = config.stash[_NAMED] = named_files(config.args)
     rules = _PathRules(config.rootpath)
-    if not (
+    return (
         is_agent_eval_file(file_path, rootdir=rules.rootdir, named=file_path in named)
         or is_promptfoo_file(file_path, rootdir=rules.rootdir, named=file_path in named)
         or is_blueprint_path(file_path, rules, named)
-    ):
-        return None
-    activate(config, parent.session, collecting=True)
-    collection = config.pluginmanager.get_plugin("weval-collection")
-    if collection is None:  # not a process that collects (cannot happen inactive: xdist activates early)
-        return None
-    collector: pytest.Collector | None = collection.pytest_collect_file(file_path=file_path, parent=parent)
-    return collector
+    )
+
+
+def _names_eval_file(config: pytest.Config, nodeids: Iterable[str]) -> bool:
+    """Whether the collected ``nodeids`` (relative to the root, as a worker sends them) hold
+    an item of a file ``_is_eval_file`` takes: each file is judged once."""
+    seen: set[str] = set()
+    for nodeid in nodeids:
+        file = nodeid.split("::", 1)[0]
+        if file in seen:
+            continue
+        seen.add(file)
+        if _is_eval_file(config, (config.rootpath / file).resolve()):
+            return True
+    return False
 
 
 def collection_done(session: pytest.Session, items: list[pytest.Item]) -> None:
@@ -179,6 +206,71 @@ def engine_for(request: pytest.FixtureRequest) -> Weval:
     from pytest_weval.plugin.registration import engine_of
 
     return engine_of(request.config).weval()
+
+
+class XdistController:
+    """Registered on an xdist controller whose run has not asked for the plugin: it collects
+    nothing, so it learns from its workers whether the run uses the plugin, and stays light
+    otherwise. Activated late, the concerns are handed the xdist events they missed (each
+    worker's configuration, and the event that activated them)."""
+
+    def __init__(self, config: pytest.Config):
+        self._config = config
+        self._session: pytest.Session | None = None
+        self._nodes: list[Any] = []  # every worker configured so far
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self._session = session
+
+    @pytest.hookimpl(optionalhook=True, tryfirst=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """Every worker learns when the run began, whether or not the controller is active (a
+        worker that activates reads it then)."""
+        node.workerinput.setdefault("weval_run_started", time.time())
+        self._nodes.append(node)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Before anything is scheduled: as a serial run activates at its first blueprint, with
+        the header's cache line and the session's checks (a usage error ends the session)."""
+        if not is_active(self._config) and _names_eval_file(self._config, ids):
+            self._activate(checks=True)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if is_active(self._config) or not (
+            getattr(report, "weval_result", None) or getattr(report, "weval_spool", None)
+        ):
+            return
+        self._activate(checks=False).pytest_runtest_logreport(report=report)
+
+    @pytest.hookimpl(optionalhook=True, tryfirst=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """A worker that used the plugin (its fixtures only, say) hands over what its engine did."""
+        if is_active(self._config) or USAGE_OUTPUT not in (getattr(node, "workeroutput", None) or {}):
+            return
+        self._activate(checks=False).pytest_testnodedown(node=node, error=error)
+
+    def _activate(self, *, checks: bool) -> Any:
+        """The concerns, handed each worker's configuration; returns the hook relay that calls
+        them alone (pluggy's current call does not reach a plugin registered during it)."""
+        pluginmanager = self._config.pluginmanager
+        before = pluginmanager.get_plugins()
+        activate(self._config, self._session, checks=checks)
+        for node in self._nodes:
+            pluginmanager.subset_hook_caller("pytest_configure_node", before)(node=node)
+        return _Subset(pluginmanager, before)
+
+
+class _Subset:
+    """``hook.<name>(...)`` for the plugins registered since ``before`` only."""
+
+    def __init__(self, pluginmanager: pytest.PytestPluginManager, before: Iterable[object]):
+        self._pluginmanager = pluginmanager
+        self._before = before
+
+    def __getattr__(self, name: str) -> Any:
+        return self._pluginmanager.subset_hook_caller(name, self._before)
 
 
 class TagMarkers:

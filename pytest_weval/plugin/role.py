@@ -16,6 +16,9 @@ import pytest
 
 Kind = Literal["serial", "controller", "worker"]
 PLANNING_WORKER = "gw0"  # every worker holds the whole selection: this one plans for all
+# workeroutput key: model id -> Usage JSON, as the worker's engine counted it. Every worker that
+# used the plugin sets it (``xdist_transfer.WorkerOutput``): the controller learns so from it.
+USAGE_OUTPUT = "weval_usage"
 
 
 @dataclasses.dataclass(frozen=True)

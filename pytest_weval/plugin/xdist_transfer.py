@@ -13,14 +13,13 @@ import pytest
 from pytest_weval.blueprint.model import Blueprint
 from pytest_weval.engine.store.cache import StoreFaults
 from pytest_weval.plugin.item_results import ItemResults
-from pytest_weval.plugin.role import Role
+from pytest_weval.plugin.role import USAGE_OUTPUT, Role
 from pytest_weval.plugin.run_state import Blueprints, EngineTally, RunOutputs
 from pytest_weval.results import Usage
 
 BLUEPRINTS_OUTPUT = "weval_blueprints"  # workeroutput key: blueprint path -> Blueprint JSON
 STOP_OUTPUT = "weval_stop"  # workeroutput key: why the pre-flight stopped the run
 STORE_FAULTS_OUTPUT = "weval_store_faults"  # workeroutput key: the worker's StoreFaults as a dict
-USAGE_OUTPUT = "weval_usage"  # workeroutput key: model id -> Usage JSON, as the worker's engine counted it
 
 
 class WorkerOutput:

@@ -82,7 +82,9 @@ def test_under_xdist_the_controller_reports_and_the_workers_run(project: Project
     project.write("conftest.py", CONFTEST)
     result = project.run("-p", "no:randomly", "-n", "2", sub=True)
     result.assert_outcomes(passed=2)
-    assert _concerns(project, "main", "running") == ALWAYS | REPORTS | {"weval-controller-input"}
+    # weval-xdist-controller: the light watcher that activated the controller once a worker collected the blueprint
+    controller = ALWAYS | REPORTS | {"weval-controller-input", "weval-xdist-controller"}
+    assert _concerns(project, "main", "running") == controller
     for worker in ("gw0", "gw1"):
         assert _concerns(project, worker, "running") == ALWAYS | RUNS_ITEMS | {"weval-worker-output"}
 

@@ -13,7 +13,16 @@ from plugin_helpers import MODEL_ID, Project, answer_rule
 
 from pytest_weval.plugin.options import _OPTIONS
 
-HEAVY = ("pydantic", "yaml", "aiohttp", "py_mini_racer", "pytest_weval.engine", "pytest_weval.report")
+HEAVY = (
+    "pydantic",
+    "yaml",
+    "aiohttp",
+    "py_mini_racer",
+    "pytest_weval.engine",
+    "pytest_weval.report",
+    "pytest_weval.results",
+    "pytest_weval.plugin.registration",
+)
 
 # Writes which of HEAVY the process imported, once its session is over (the plugin's own hooks
 # included).
@@ -195,6 +204,49 @@ def test_under_xdist_a_plain_run_and_a_blueprint_run_work(project: Project):
     result = project.run("-n", "2", "-p", "no:randomly", sub=True)
     result.assert_outcomes(passed=2)
     assert "weval scores" in result.stdout.str()
+
+
+def test_under_xdist_a_run_without_blueprints_loads_nothing_heavy_in_any_process(project: Project):
+    _plain(project)
+    project.write("tests/test_more.py", "".join(f"def test_{i}():\n    pass\n\n" for i in range(8)))
+    result = project.run("-n", "2", "-p", "no:randomly", sub=True)
+    result.assert_outcomes(passed=9)
+    imported = {who: _imported(project, who) for who in ("main", "gw0", "gw1")}
+    assert imported == {"main": [], "gw0": [], "gw1": []}
+    assert not (project.path / ".weval_cache").exists()
+    assert not any(line.startswith("weval: cache") for line in result.outlines)
+
+
+def test_under_xdist_a_blueprint_activates_the_controller_before_anything_runs(project: Project):
+    _plain(project)
+    project.write("blueprints/one.yml", BLUEPRINT)
+    project.rules(answer_rule("Say hello.", "hello"))
+    result = project.run("-n", "2", "-p", "no:randomly", sub=True)
+    result.assert_outcomes(passed=2)
+    lines = result.outlines
+    header = next(i for i, line in enumerate(lines) if line.startswith("weval: cache "))
+    first_result = next(i for i, line in enumerate(lines) if "PASSED" in line or line.startswith("."))
+    assert header < first_result, lines
+    assert "weval scores" in result.stdout.str()
+    assert "pydantic" in _imported(project, "main")
+
+
+def test_under_xdist_the_fixtures_activate_the_plugin(project: Project):
+    project.write("conftest.py", CONFTEST)
+    project.write(
+        "test_fixture.py",
+        f"""\
+        def test_generate(weval_client):
+            assert "hello" in weval_client.generate("{MODEL_ID}", "Say hello.")
+
+        def test_plain():
+            pass
+        """,
+    )
+    project.rules(answer_rule("Say hello.", "hello"))
+    result = project.run("-n", "2", "-p", "no:randomly", sub=True)
+    result.assert_outcomes(passed=2)
+    assert len(project.requests()) == 1
 
 
 def test_without_the_plugin_nothing_of_it_runs(project: Project):
