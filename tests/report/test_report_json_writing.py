@@ -28,7 +28,10 @@ def _floats(count: int) -> list[float]:
 DOCUMENTS = {
     "a comparison's shape": {
         "configId": "b",
-        "evaluationResults": {"perPromptSimilarities": {}, "llmCoverageScores": {"p": {"m": {"avgCoverageExtent": 0.83}}}},
+        "evaluationResults": {
+            "perPromptSimilarities": {},
+            "llmCoverageScores": {"p": {"m": {"avgCoverageExtent": 0.83}}},
+        },
         "models": ["openai:a", "openai:b"],
         "empty": [[], {}, [{}], {"x": []}],
         "text": "caf\u00e9 \u2028 \U0001f600 \x00\x1f\x7f \"quoted\" back\\slash\nnew line\ttab",
@@ -37,7 +40,7 @@ DOCUMENTS = {
     "floats of every magnitude": {"values": _floats(3000)},
     "NaN and infinities": {"a": math.nan, "b": [math.inf, -math.inf]},
     "an integer past 64 bits": {"n": 2**70},
-    "keys that are not strings": {1: "one", 2.5: "two and a half", None: "none", True: "yes"},
+    "keys that are not strings": {1: "one", 2.5: "two and a half", None: "none", False: "no"},
     "tuples": {"pair": (1, "two"), "nested": [(), ((1,),)]},
     "a lone surrogate": {"broken": "half \ud83d of an emoji"},
 }
