@@ -8,8 +8,9 @@ store, so each item is evaluated once and no request is sent twice (docs/engine.
 
 from __future__ import annotations
 
+import contextlib
 import gc
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import pytest
@@ -98,6 +99,22 @@ def settle_collected_objects() -> None:
     (~0.05-0.08 s, a tenth of a one-item run), and the older garbage is small."""
     gc.collect(1)
     gc.freeze()
+
+
+@contextlib.contextmanager
+def building_long_lived() -> Iterator[None]:
+    """Many objects built at once that live until the session ends (the run's blueprints, as
+    the xdist controller receives them): the collector would otherwise walk all those built so
+    far again and again on the way (the corpus's 196 blueprints: 3.6 s, 1.1 s without). Frozen
+    after, as collection's are."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+        gc.freeze()
 
 
 class ItemRunning:

@@ -15,6 +15,7 @@ from pytest_weval.engine.store.cache import StoreFaults
 from pytest_weval.plugin.item_results import ItemResults
 from pytest_weval.plugin.role import USAGE_OUTPUT, Role
 from pytest_weval.plugin.run_state import Blueprints, EngineTally, RunOutputs
+from pytest_weval.plugin.running import building_long_lived
 from pytest_weval.results import Usage
 
 BLUEPRINTS_OUTPUT = "weval_blueprints"  # workeroutput key: blueprint path -> Blueprint JSON
@@ -79,9 +80,10 @@ class ControllerInput:
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         output = getattr(node, "workeroutput", None) or {}
         received = self._blueprints.received
-        for path, data in output.get(BLUEPRINTS_OUTPUT, {}).items():
-            if path not in received:
-                received[path] = Blueprint.model_validate_json(data)
+        with building_long_lived():
+            for path, data in output.get(BLUEPRINTS_OUTPUT, {}).items():
+                if path not in received:
+                    received[path] = Blueprint.model_validate_json(data)
         if output.get(STOP_OUTPUT):
             self._outputs.stop_message = output[STOP_OUTPUT]
         usage = {model: Usage.model_validate_json(data) for model, data in output.get(USAGE_OUTPUT, {}).items()}
