@@ -43,10 +43,12 @@ def pytest_configure(config: pytest.Config) -> None:
         # pytest-html asks for its table's columns at the session's start, before any blueprint
         # is collected; the columns load nothing heavy until a row holds a Weval result.
         html_columns.register(config)
-    if activation.asked_for(config):
+    asked = activation.asked_for(config)
+    if role_of(config).kind == "controller":
+        # Activated once xdist has started the workers, which then start meanwhile.
+        config.pluginmanager.register(activation.XdistController(config, asked=asked), "weval-xdist-controller")
+    elif asked:
         activation.activate(config)
-    elif role_of(config).kind == "controller":
-        config.pluginmanager.register(activation.XdistController(config), "weval-xdist-controller")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

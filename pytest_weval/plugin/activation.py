@@ -6,9 +6,10 @@ That module, and this one, import nothing heavy (no pydantic, YAML, engine, repo
 client): the plugin becomes active, and loads and registers its concerns
 (``registration.activate``), only when the run uses it:
 
-* at configure time, when a weval option, ini value or ``WEVAL_RUN_ID`` is given (in every
-  process of an xdist run alike: each reads the same options), or for ``pytest --markers``
-  (which lists blueprint tags without collecting);
+* at configure time, when a weval option, ini value or ``WEVAL_RUN_ID`` is given (in a serial
+  run and every xdist worker; the xdist controller, which reads the same options, once xdist
+  has started the workers), or for ``pytest --markers`` (which lists blueprint tags without
+  collecting);
 * else at the first file collection would make a blueprint or agent eval collector of (the
   rules of ``blueprint_paths.py`` and ``formats/discover.py``, by name and a capped read), in
   a serial run or an xdist worker alike;
@@ -32,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -214,13 +215,22 @@ class XdistController:
     otherwise. Activated late, the concerns are handed the xdist events they missed (each
     worker's configuration, and the event that activated them)."""
 
-    def __init__(self, config: pytest.Config):
+    def __init__(self, config: pytest.Config, *, asked: bool = False):
         self._config = config
+        self._asked = asked  # a weval option or ini value: active from the session's start
         self._session: pytest.Session | None = None
         self._nodes: list[Any] = []  # every worker configured so far
 
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> Generator[None, None, None]:
+        """A run that asks for the plugin activates it here, after xdist has started its
+        workers (in its own ``pytest_sessionstart``), not at configure time: the workers start
+        while the controller loads the plugin (~0.4 s of CPU), not after."""
         self._session = session
+        result = yield
+        if self._asked:
+            self._activate(checks=True)
+        return result
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_configure_node(self, node: Any) -> None:
