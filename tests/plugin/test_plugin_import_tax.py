@@ -255,3 +255,27 @@ def test_without_the_plugin_nothing_of_it_runs(project: Project):
     result = project.run("-p", "no:weval", sub=True)
     result.assert_outcomes(passed=1)  # the blueprint is not collected
     assert _imported(project) == []
+
+
+def test_under_xdist_a_run_that_asks_for_the_plugin_starts_the_workers_before_the_controller_loads_it(
+    project: Project,
+):
+    # xdist configures each worker as it starts it (pytest_configure_node): what the controller
+    # has imported by then, it loaded before the workers could start.
+    project.write(
+        "conftest.py",
+        CONFTEST
+        + """
+def pytest_configure_node(node):
+    with open(os.path.join(str(node.config.rootpath), f"at-start-{node.gateway.id}.json"), "w") as f:
+        json.dump(sorted(m for m in HEAVY if m in sys.modules), f)
+""",
+    )
+    project.write("blueprints/one.yml", BLUEPRINT)
+    project.rules(answer_rule("Say hello.", "hello"))
+    result = project.run("-n", "2", "-p", "no:randomly", "--weval-threshold=0.5", sub=True)
+    result.assert_outcomes(passed=1)
+    assert [json.loads((project.path / f"at-start-{gw}.json").read_text()) for gw in ("gw0", "gw1")] == [[], []]
+    assert "pytest_weval.plugin.registration" in _imported(project, "main")
+    assert any(line.startswith("weval: cache") for line in result.outlines)
+    assert "weval scores" in result.stdout.str()
