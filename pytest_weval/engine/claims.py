@@ -187,6 +187,19 @@ class Coordinator:
         (a holder on another machine is judged by its lease alone)."""
         return host == self.host and pid != self.pid and not _pid_alive(pid)
 
+    def _dead_now(self) -> Callable[[str, int], bool]:
+        """``dead`` for one transaction: its rows name the same few holders (an xdist run's
+        workers) hundreds of times, each asked of the system once (a signal and a read of /proc)."""
+        verdicts: dict[tuple[str, int], bool] = {}
+
+        def dead(host: str, pid: int) -> bool:
+            verdict = verdicts.get((host, pid))
+            if verdict is None:
+                verdict = verdicts[(host, pid)] = self.dead(host, pid)
+            return verdict
+
+        return dead
+
     async def start(self) -> None:
         await self.store.prepare(RESULT_RETENTION_S)
         if self.handover is not None:
@@ -266,7 +279,9 @@ class Coordinator:
 
     async def claim_many(self, keys: list[str]) -> dict[str, Landed | bool]:
         """``claim`` for several keys in one transaction (the scheduler claims items in runs)."""
-        claiming = asyncio.ensure_future(self.store.claim_many(self.run_id, keys, self.me, self.lease_s, self.dead))
+        claiming = asyncio.ensure_future(
+            self.store.claim_many(self.run_id, keys, self.me, self.lease_s, self._dead_now())
+        )
 
         def note_held(done: asyncio.Future) -> None:
             # Also when the caller was cancelled meanwhile: what was claimed is renewed and
@@ -357,7 +372,7 @@ class Coordinator:
                     # Nothing can be handed over either: each waiter asks again, the claim
                     # fails, and it is evaluated here rather than waiting out the lease.
                     raise StoreDown("the store takes no more writes")
-                found.update(await self.store.look(self.run_id, keys, self.dead) if keys else {})
+                found.update(await self.store.look(self.run_id, keys, self._dead_now()) if keys else {})
             except StoreDown:
                 # Given up for the run: no outcome will be read, so every waiter is told the
                 # claim lapsed, and asks again (where the engine sends nothing more).
