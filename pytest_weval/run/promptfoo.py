@@ -82,6 +82,13 @@ class RunnableProvider:
     system: str | None = None
     problem: str | None = None
     index: int = 0  # its place in the suite's providers (or in --weval-models)
+    promptfoo_id: str | None = None  # promptfoo's provider.id(), where not the written id
+    written_label: str | None = None  # the file's `label`, if it gives one
+
+    @property
+    def results_id(self) -> str:
+        """The id promptfoo's results file (and a script's ``provider.id``) shows."""
+        return self.promptfoo_id or self.written_id
 
 
 def providers_for(
@@ -110,6 +117,8 @@ def runnable(provider: PfProvider, custom_models: Mapping[str, dict[str, Any]]) 
         system=provider.system,
         problem=provider.problem,
         index=provider.index,
+        promptfoo_id=provider.promptfoo_id,
+        written_label=provider.label,
     )
 
 
@@ -387,7 +396,7 @@ class PromptfooRunner:
             prompt=rendered,
             vars=dict(work.test.vars),
             test=_test_record(work.test),
-            provider_id=work.provider.written_id,
+            provider_id=work.provider.results_id,
             provider_label=work.provider.label,
             prompt_label=work.prompt.label,
             latency_ms=round(reply.latency_s * 1000) if reply.latency_s else 0,
@@ -533,7 +542,8 @@ def base_row(work: PromptfooWork) -> dict[str, Any]:
         "promptIdx": work.provider.index * len(work.suite.prompts) + work.prompt.index,
         "testIdx": work.test.index,
         "testCase": test,
-        "provider": {"id": work.provider.written_id, "label": work.provider.label},
+        # as promptfoo writes it: its label is empty unless the file gives one
+        "provider": {"id": work.provider.results_id, "label": work.provider.written_label or ""},
         "prompt": {"raw": work.prompt.raw, "label": work.prompt.label},
         "vars": dict(work.test.vars),
         "response": None,

@@ -123,7 +123,7 @@ def test_default_test_merging_csv_and_jsonl_rows_and_the_results_file(project: P
     failing = rows[2]
     assert failing["success"] is False and failing["failureReason"] == 1
     assert failing["vars"] == {"tone": "polite", "question": "three"}
-    assert failing["provider"]["id"] == f"openai:chat:{MODEL}"
+    assert failing["provider"]["id"] == f"openai:{MODEL}"  # promptfoo's provider.id()
     assert failing["prompt"]["raw"] == "Q: three (polite)"
     assert failing["response"]["output"] == "ANSWER to Q: three (polite)"
     components = failing["gradingResult"]["componentResults"]
@@ -135,6 +135,42 @@ def test_default_test_merging_csv_and_jsonl_rows_and_the_results_file(project: P
     asked = len(project.requests())
     again = project.run("-rA", "-p", "no:randomly")
     assert outcomes_by_id(again) == found and len(project.requests()) == asked
+
+
+def test_the_results_file_names_each_provider_as_promptfoo_does(project: Project):
+    # measured with promptfoo 0.123.1's CLI: its OpenAI chat provider loaded from the text
+    # openai:chat:<m> calls itself openai:<m>; an object's id is kept as written
+    project.write(
+        "promptfooconfig.yaml",
+        f"""
+        prompts: ["Say {{{{ word }}}}"]
+        providers:
+          - openai:chat:{MODEL}
+          - id: openai:chat:gpt-4.1
+          - openai:chat:gpt-4.1-mini:
+              config: {{temperature: 0.5}}
+          - id: openai:chat:gpt-4o
+            label: big
+        tests:
+          - vars: {{word: hi}}
+            assert: [{{type: contains, value: hi}}]
+        """,
+    )
+    project.rules(Rule(reply="{last}"))
+    result = project.run("-rA", "--weval-out=out")
+    assert set(outcomes_by_id(result).values()) == {"PASSED"}, result.outlines
+    results = project.json("out/promptfoo-results.json")["results"]
+    by_index = {row["promptIdx"]: row["provider"] for row in results["results"]}
+    assert by_index == {
+        0: {"id": f"openai:{MODEL}", "label": ""},
+        1: {"id": "openai:chat:gpt-4.1", "label": ""},
+        2: {"id": "openai:chat:gpt-4.1-mini", "label": ""},
+        3: {"id": "openai:chat:gpt-4o", "label": "big"},
+    }
+    # its prompts name each provider by its label, else by that id
+    assert sorted(prompt["provider"] for prompt in results["prompts"]) == sorted(
+        [f"openai:{MODEL}", "openai:chat:gpt-4.1", "openai:chat:gpt-4.1-mini", "big"]
+    )
 
 
 def test_a_bad_provider_and_a_bad_assertion_type_are_located_errors_that_stop_nothing_else(project: Project):
