@@ -339,7 +339,7 @@ class PromptfooRunner:
             result.outcome, result.error, result.error_kind = "error", str(exc), exc.error_kind
         except pf_scoring.ScriptError as exc:  # promptfoo: a transform that throws is the row's error
             result.outcome, result.error_kind = "error", "blueprint"
-            result.error = f"{work.suite.path}: the test's transform failed: {exc.message}"
+            result.error = f"{work.test.location}: the test's transform failed: {exc.message}"
         except Exception as exc:  # noqa: BLE001 - one item's failure must never stop the run
             result.outcome = "error"
             result.error = result.error or f"{type(exc).__name__}: {exc}"
@@ -406,6 +406,8 @@ class PromptfooRunner:
         )
         transform = work.test.options.get("transform")
         if isinstance(transform, str):
+            # kept should the transform throw: the answer it could not take is what to look at
+            result.response, result.generated_texts = reply.text, [reply.text]
             output = pf_scoring.apply_transform(transform, context)
             context = dataclasses.replace(context, output=output)
         result.response = output if isinstance(output, str) else json.dumps(output)

@@ -15,6 +15,7 @@ from pathlib import Path
 from plugin_helpers import JUDGE, JUDGE_ID, MODEL, MODEL_ID, Project, answer_rule, outcomes_by_id, section
 
 from pytest_weval.report.html import unpacked_json
+from pytest_weval.results import ItemResult
 from tests.fakeserver import Rule
 
 HEAD_V5 = Path("/work/shared/spec/agent-examples/agentv/head-v5")
@@ -517,8 +518,9 @@ def test_options_transform_runs_before_the_assertions(project: Project):
     assert {row["response"]["output"] for row in rows} == {"SAY HELLO (hello)", "SAY QUIET (quiet)"}
 
 
-def test_a_transform_that_throws_is_the_rows_error_located_at_the_file(project: Project):
-    # promptfoo 0.123.1: an options.transform that throws makes the row an error (failureReason 2)
+def test_a_transform_that_throws_is_the_rows_error_located_at_its_test(project: Project):
+    # promptfoo 0.123.1: an options.transform that throws makes the row an error (failureReason 2);
+    # ours names the line of the test whose transform it is, and keeps the answer it was given
     project.write(
         "promptfooconfig.yaml",
         f"""
@@ -544,7 +546,13 @@ def test_a_transform_that_throws_is_the_rows_error_located_at_the_file(project: 
         f"promptfooconfig.yaml::plain[0][openai:chat:{MODEL}]": "PASSED",
     }
     text = "\n".join(result.outlines)
-    assert "promptfooconfig.yaml: the test's transform failed" in text and "no shouting today" in text
+    assert "promptfooconfig.yaml:4" in text and "no shouting today" in text
+    lines = (project.path / "out/.weval/items.jsonl").read_text(encoding="utf-8").splitlines()
+    items = {item.prompt_id: item for item in map(ItemResult.model_validate_json, lines)}
+    thrown = items["throws[0]"]
+    assert thrown.error is not None and thrown.error.startswith("promptfooconfig.yaml:4")
+    assert "no shouting today" in thrown.error and thrown.error_kind == "blueprint"
+    assert thrown.response == "say hello" and thrown.points == []
     rows = {
         row["description"] if "description" in row else row["testCase"]["description"]: row
         for row in project.json("out/promptfoo-results.json")["results"]["results"]
