@@ -612,3 +612,57 @@ def _page_data(page: str) -> str:
     """The page's HTML with its blueprints' blocks decoded, as the browser reads them."""
     blocks = re.findall(r'<script type="application/octet-stream"[^>]*>(.*?)</script>', page, flags=re.S)
     return page + "".join(json.dumps(unpacked_json(block)) for block in blocks)
+
+
+def test_file_assertion_values_are_read_from_the_suites_folder(project: Project):
+    # pytest runs from the project's root: the suite's file:// values are beside it, not in the cwd
+    project.write("expected.txt", "wrong answer")
+    project.write("suite/expected.txt", "Echo alpha")
+    project.write("suite/rubric.txt", "is an echo")
+    project.write(
+        "suite/promptfooconfig.yaml",
+        f"""
+        prompts: ["Echo {{{{ word }}}}"]
+        providers: [openai:chat:{MODEL}]
+        defaultTest:
+          options:
+            provider: openai:chat:{JUDGE}
+        tests:
+          - vars: {{word: alpha}}
+            assert:
+              - {{type: equals, value: file://expected.txt}}
+              - {{type: llm-rubric, value: file://rubric.txt}}
+        """,
+    )
+    project.rules(
+        Rule(model=JUDGE, contains="is an echo", reply=json.dumps({"reason": "yes", "pass": True, "score": 1})),
+        Rule(reply="{last}"),
+    )
+    found = outcomes_by_id(project.run("-rA"))
+    assert found == {f"suite/promptfooconfig.yaml::0[0][openai:chat:{MODEL}]": "PASSED"}, found
+    assert len(project.requests(JUDGE)) == 1  # the rubric read from suite/rubric.txt
+
+
+def test_answer_relevance_asks_the_text_grader_and_embeds_with_the_named_embedding_provider(project: Project):
+    # promptfoo's {text, embedding} provider: the grader writes questions, the embedder compares
+    project.write(
+        "promptfooconfig.yaml",
+        f"""
+        prompts: ["What is {{{{ word }}}}?"]
+        providers: [openai:chat:{MODEL}]
+        defaultTest:
+          options:
+            provider:
+              text: openai:chat:{JUDGE}
+              embedding: openai:embedding:my-embedder
+        tests:
+          - vars: {{word: alpha}}
+            assert: [{{type: answer-relevance, threshold: 0}}]
+        """,
+    )
+    project.rules(Rule(model=JUDGE, reply="What is alpha?"), Rule(reply="{last}"))
+    found = outcomes_by_id(project.run("-rA"))
+    assert set(found.values()) == {"PASSED"}, found
+    embedded = [r for r in project.requests() if r.path.endswith("/embeddings")]
+    assert embedded and {r.model for r in embedded} == {"my-embedder"}
+    assert project.requests(JUDGE)
