@@ -82,6 +82,13 @@ class RunnableProvider:
     system: str | None = None
     problem: str | None = None
     index: int = 0  # its place in the suite's providers (or in --weval-models)
+    promptfoo_id: str | None = None  # promptfoo's provider.id(), where not the written id
+    written_label: str | None = None  # the file's `label`, if it gives one
+
+    @property
+    def results_id(self) -> str:
+        """The id promptfoo's results file (and a script's ``provider.id``) shows."""
+        return self.promptfoo_id or self.written_id
 
 
 def providers_for(
@@ -110,6 +117,8 @@ def runnable(provider: PfProvider, custom_models: Mapping[str, dict[str, Any]]) 
         system=provider.system,
         problem=provider.problem,
         index=provider.index,
+        promptfoo_id=provider.promptfoo_id,
+        written_label=provider.label,
     )
 
 
@@ -330,7 +339,7 @@ class PromptfooRunner:
             result.outcome, result.error, result.error_kind = "error", str(exc), exc.error_kind
         except pf_scoring.ScriptError as exc:  # promptfoo: a transform that throws is the row's error
             result.outcome, result.error_kind = "error", "blueprint"
-            result.error = f"{work.suite.path}: the test's transform failed: {exc.message}"
+            result.error = f"{work.test.location}: the test's transform failed: {exc.message}"
         except Exception as exc:  # noqa: BLE001 - one item's failure must never stop the run
             result.outcome = "error"
             result.error = result.error or f"{type(exc).__name__}: {exc}"
@@ -387,7 +396,7 @@ class PromptfooRunner:
             prompt=rendered,
             vars=dict(work.test.vars),
             test=_test_record(work.test),
-            provider_id=work.provider.written_id,
+            provider_id=work.provider.results_id,
             provider_label=work.provider.label,
             prompt_label=work.prompt.label,
             latency_ms=round(reply.latency_s * 1000) if reply.latency_s else 0,
@@ -397,6 +406,8 @@ class PromptfooRunner:
         )
         transform = work.test.options.get("transform")
         if isinstance(transform, str):
+            # kept should the transform throw: the answer it could not take is what to look at
+            result.response, result.generated_texts = reply.text, [reply.text]
             output = pf_scoring.apply_transform(transform, context)
             context = dataclasses.replace(context, output=output)
         result.response = output if isinstance(output, str) else json.dumps(output)
@@ -533,7 +544,8 @@ def base_row(work: PromptfooWork) -> dict[str, Any]:
         "promptIdx": work.provider.index * len(work.suite.prompts) + work.prompt.index,
         "testIdx": work.test.index,
         "testCase": test,
-        "provider": {"id": work.provider.written_id, "label": work.provider.label},
+        # as promptfoo writes it: its label is empty unless the file gives one
+        "provider": {"id": work.provider.results_id, "label": work.provider.written_label or ""},
         "prompt": {"raw": work.prompt.raw, "label": work.prompt.label},
         "vars": dict(work.test.vars),
         "response": None,

@@ -15,6 +15,7 @@ from pathlib import Path
 from plugin_helpers import JUDGE, JUDGE_ID, MODEL, MODEL_ID, Project, answer_rule, outcomes_by_id, section
 
 from pytest_weval.report.html import unpacked_json
+from pytest_weval.results import ItemResult
 from tests.fakeserver import Rule
 
 HEAD_V5 = Path("/work/shared/spec/agent-examples/agentv/head-v5")
@@ -123,7 +124,7 @@ def test_default_test_merging_csv_and_jsonl_rows_and_the_results_file(project: P
     failing = rows[2]
     assert failing["success"] is False and failing["failureReason"] == 1
     assert failing["vars"] == {"tone": "polite", "question": "three"}
-    assert failing["provider"]["id"] == f"openai:chat:{MODEL}"
+    assert failing["provider"]["id"] == f"openai:{MODEL}"  # promptfoo's provider.id()
     assert failing["prompt"]["raw"] == "Q: three (polite)"
     assert failing["response"]["output"] == "ANSWER to Q: three (polite)"
     components = failing["gradingResult"]["componentResults"]
@@ -135,6 +136,42 @@ def test_default_test_merging_csv_and_jsonl_rows_and_the_results_file(project: P
     asked = len(project.requests())
     again = project.run("-rA", "-p", "no:randomly")
     assert outcomes_by_id(again) == found and len(project.requests()) == asked
+
+
+def test_the_results_file_names_each_provider_as_promptfoo_does(project: Project):
+    # measured with promptfoo 0.123.1's CLI: its OpenAI chat provider loaded from the text
+    # openai:chat:<m> calls itself openai:<m>; an object's id is kept as written
+    project.write(
+        "promptfooconfig.yaml",
+        f"""
+        prompts: ["Say {{{{ word }}}}"]
+        providers:
+          - openai:chat:{MODEL}
+          - id: openai:chat:gpt-4.1
+          - openai:chat:gpt-4.1-mini:
+              config: {{temperature: 0.5}}
+          - id: openai:chat:gpt-4o
+            label: big
+        tests:
+          - vars: {{word: hi}}
+            assert: [{{type: contains, value: hi}}]
+        """,
+    )
+    project.rules(Rule(reply="{last}"))
+    result = project.run("-rA", "--weval-out=out")
+    assert set(outcomes_by_id(result).values()) == {"PASSED"}, result.outlines
+    results = project.json("out/promptfoo-results.json")["results"]
+    by_index = {row["promptIdx"]: row["provider"] for row in results["results"]}
+    assert by_index == {
+        0: {"id": f"openai:{MODEL}", "label": ""},
+        1: {"id": "openai:chat:gpt-4.1", "label": ""},
+        2: {"id": "openai:chat:gpt-4.1-mini", "label": ""},
+        3: {"id": "openai:chat:gpt-4o", "label": "big"},
+    }
+    # its prompts name each provider by its label, else by that id
+    assert sorted(prompt["provider"] for prompt in results["prompts"]) == sorted(
+        [f"openai:{MODEL}", "openai:chat:gpt-4.1", "openai:chat:gpt-4.1-mini", "big"]
+    )
 
 
 def test_a_bad_provider_and_a_bad_assertion_type_are_located_errors_that_stop_nothing_else(project: Project):
@@ -481,8 +518,9 @@ def test_options_transform_runs_before_the_assertions(project: Project):
     assert {row["response"]["output"] for row in rows} == {"SAY HELLO (hello)", "SAY QUIET (quiet)"}
 
 
-def test_a_transform_that_throws_is_the_rows_error_located_at_the_file(project: Project):
-    # promptfoo 0.123.1: an options.transform that throws makes the row an error (failureReason 2)
+def test_a_transform_that_throws_is_the_rows_error_located_at_its_test(project: Project):
+    # promptfoo 0.123.1: an options.transform that throws makes the row an error (failureReason 2);
+    # ours names the line of the test whose transform it is, and keeps the answer it was given
     project.write(
         "promptfooconfig.yaml",
         f"""
@@ -508,7 +546,13 @@ def test_a_transform_that_throws_is_the_rows_error_located_at_the_file(project: 
         f"promptfooconfig.yaml::plain[0][openai:chat:{MODEL}]": "PASSED",
     }
     text = "\n".join(result.outlines)
-    assert "promptfooconfig.yaml: the test's transform failed" in text and "no shouting today" in text
+    assert "promptfooconfig.yaml:4" in text and "no shouting today" in text
+    lines = (project.path / "out/.weval/items.jsonl").read_text(encoding="utf-8").splitlines()
+    items = {item.prompt_id: item for item in map(ItemResult.model_validate_json, lines)}
+    thrown = items["throws[0]"]
+    assert thrown.error is not None and thrown.error.startswith("promptfooconfig.yaml:4")
+    assert "no shouting today" in thrown.error and thrown.error_kind == "blueprint"
+    assert thrown.response == "say hello" and thrown.points == []
     rows = {
         row["description"] if "description" in row else row["testCase"]["description"]: row
         for row in project.json("out/promptfoo-results.json")["results"]["results"]
@@ -568,3 +612,57 @@ def _page_data(page: str) -> str:
     """The page's HTML with its blueprints' blocks decoded, as the browser reads them."""
     blocks = re.findall(r'<script type="application/octet-stream"[^>]*>(.*?)</script>', page, flags=re.S)
     return page + "".join(json.dumps(unpacked_json(block)) for block in blocks)
+
+
+def test_file_assertion_values_are_read_from_the_suites_folder(project: Project):
+    # pytest runs from the project's root: the suite's file:// values are beside it, not in the cwd
+    project.write("expected.txt", "wrong answer")
+    project.write("suite/expected.txt", "Echo alpha")
+    project.write("suite/rubric.txt", "is an echo")
+    project.write(
+        "suite/promptfooconfig.yaml",
+        f"""
+        prompts: ["Echo {{{{ word }}}}"]
+        providers: [openai:chat:{MODEL}]
+        defaultTest:
+          options:
+            provider: openai:chat:{JUDGE}
+        tests:
+          - vars: {{word: alpha}}
+            assert:
+              - {{type: equals, value: file://expected.txt}}
+              - {{type: llm-rubric, value: file://rubric.txt}}
+        """,
+    )
+    project.rules(
+        Rule(model=JUDGE, contains="is an echo", reply=json.dumps({"reason": "yes", "pass": True, "score": 1})),
+        Rule(reply="{last}"),
+    )
+    found = outcomes_by_id(project.run("-rA"))
+    assert found == {f"suite/promptfooconfig.yaml::0[0][openai:chat:{MODEL}]": "PASSED"}, found
+    assert len(project.requests(JUDGE)) == 1  # the rubric read from suite/rubric.txt
+
+
+def test_answer_relevance_asks_the_text_grader_and_embeds_with_the_named_embedding_provider(project: Project):
+    # promptfoo's {text, embedding} provider: the grader writes questions, the embedder compares
+    project.write(
+        "promptfooconfig.yaml",
+        f"""
+        prompts: ["What is {{{{ word }}}}?"]
+        providers: [openai:chat:{MODEL}]
+        defaultTest:
+          options:
+            provider:
+              text: openai:chat:{JUDGE}
+              embedding: openai:embedding:my-embedder
+        tests:
+          - vars: {{word: alpha}}
+            assert: [{{type: answer-relevance, threshold: 0}}]
+        """,
+    )
+    project.rules(Rule(model=JUDGE, reply="What is alpha?"), Rule(reply="{last}"))
+    found = outcomes_by_id(project.run("-rA"))
+    assert set(found.values()) == {"PASSED"}, found
+    embedded = [r for r in project.requests() if r.path.endswith("/embeddings")]
+    assert embedded and {r.model for r in embedded} == {"my-embedder"}
+    assert project.requests(JUDGE)

@@ -44,6 +44,9 @@ class PfProvider:
     system: str | None = None  # config.systemPrompt / config.system: sent before the prompt
     config: dict[str, Any] = dataclasses.field(default_factory=dict)
     problem: str | None = None
+    # promptfoo's ``provider.id()`` where it differs from the written id: its results file names
+    # a provider written as the text ``openai:chat:<m>`` ``openai:<m>``
+    promptfoo_id: str | None = None
 
     @property
     def node_label(self) -> str:

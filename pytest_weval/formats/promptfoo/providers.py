@@ -83,6 +83,16 @@ def map_embedding_provider(raw: Any) -> tuple[str | None, str | None]:
     return None, f"embedding provider {written!r} is not one this plugin speaks to (use openai:embedding:<model>)"
 
 
+def promptfoo_provider_id(raw: Any) -> str | None:
+    """promptfoo 0.123.1's ``provider.id()`` when it is not the id as written (measured against
+    its CLI): its OpenAI chat provider, loaded from the text ``openai:chat:<m>``, calls itself
+    ``openai:<m>``; an object's ``id`` (``{id: ...}`` or ``{<id>: {config}}``) is kept."""
+    prefix = "openai:chat:"
+    if isinstance(raw, str) and raw.startswith(prefix) and raw[len(prefix) :]:
+        return "openai:" + raw[len(prefix) :]
+    return None
+
+
 def build_provider(raw: Any, index: int, location: Location) -> PfProvider:
     """A ``providers:`` entry: a string id, ``{id, label, config}``, or promptfoo's
     ``{<id>: {config...}}`` single-key mapping."""
@@ -152,4 +162,5 @@ def build_provider(raw: Any, index: int, location: Location) -> PfProvider:
         system=system if isinstance(system, str) else None,
         config=dict(config),
         problem=problem,
+        promptfoo_id=promptfoo_provider_id(raw),
     )

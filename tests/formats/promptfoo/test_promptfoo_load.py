@@ -258,6 +258,16 @@ def test_providers_map_onto_ours() -> None:
     assert build_provider({"id": "openai:gpt-4o", "config": {"temperature": "hot"}}, 0, where).problem
 
 
+def test_promptfoos_own_name_for_a_provider_is_kept_where_it_differs() -> None:
+    # promptfoo 0.123.1's provider.id() (its results file): the text openai:chat:<m> is
+    # openai:<m>; an object's id, or a single-key mapping's, is kept as written
+    where = Location(path="p.yaml", line=3)
+    assert build_provider("openai:chat:gpt-4o", 0, where).promptfoo_id == "openai:gpt-4o"
+    assert build_provider({"id": "openai:chat:gpt-4o"}, 0, where).promptfoo_id is None
+    assert build_provider({"openai:chat:gpt-4o": {"config": {}}}, 0, where).promptfoo_id is None
+    assert build_provider("openai:gpt-4o", 0, where).promptfoo_id is None
+
+
 def test_one_broken_part_is_located_and_the_rest_loads(tmp_path: Path) -> None:
     write(
         tmp_path,
