@@ -105,14 +105,17 @@ def main() -> None:
         )
     )
     pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    # promptfoo keeps maxConcurrency requests in flight; ours, with the provider's cap set to the
+    # same (OpenAI's own profile starts at 20: docs/engine.md, 'Concurrency')
+    caps = [f"--weval-concurrency={args.concurrency}", "-o", f"weval_provider_concurrency=openai:{args.concurrency}"]
     runs: dict[str, tuple[Path, list[str]]] = {
         "ours (blueprints)": (
             blueprints,
-            [*pytest, f"--weval-judges={JUDGE}", f"--weval-concurrency={args.concurrency}"],
+            [*pytest, f"--weval-judges={JUDGE}", *caps],
         ),
         "ours (promptfoo file)": (
             promptfoo,
-            [*pytest, "promptfooconfig.yaml", f"--weval-concurrency={args.concurrency}"],
+            [*pytest, "promptfooconfig.yaml", *caps],
         ),
     }
     if has_promptfoo:
