@@ -1,0 +1,117 @@
+"""The history's typed record (report/history_record.py) against what the store really holds.
+
+``data/history-record/`` was captured from real runs of the code before the record was typed
+(``python -m tests.report.test_report_history_record`` made it, at commit 09db410): the run and
+item JSON the files store and the SQLite store were handed for a small suite against the fake
+server (two models, a system prompt, a weighted prompt, an inverted point, a judged point, a
+prompt threshold, a point no judge could score, two samples each). A run of the same suite today must hand the stores the very
+same bytes, but for the run's start, end and host, which no two runs share.
+
+``data/history-record/oldest/`` is a files-store record written by the first code that recorded
+a history (commit c73d148), before figures said their ``selection`` and items their ``digest``
+and ``samples``: it still reads, with the defaults today's readers gave the missing fields.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import sys
+from pathlib import Path
+
+from tests.fakeserver import FakeServer, Rule
+from tests.store.test_store_history import INI, _env, pytest_run
+
+DATA = Path(__file__).resolve().parent / "data" / "history-record"
+RUN_ID = "record-fixture"
+SUITE = """\
+title: Records
+models: [openai:gpt-a, openai:gpt-b]
+system: Answer in one line.
+---
+- id: q1
+  prompt: Say alpha and beta. (q1)
+  weight: 2
+  should:
+    - $contains: alpha
+    - $contains: beta
+  should_not:
+    - $contains: gamma
+- id: q2
+  prompt: Say alpha. (q2)
+  threshold: 0.9
+  should:
+    - $contains: alpha
+    - $contains: delta
+- id: q3
+  prompt: Be polite about alpha. (q3)
+  should:
+    - Is polite.
+    - Is short.
+"""
+JUDGE_REPLY = "<reflection>Polite enough.</reflection><classification>CLASS_MAJOR</classification>"
+# The run's own facts, different in every run: masked on both sides before the bytes compare.
+VOLATILE = re.compile(r'^(\s*"(?:started|ended|host)": )(?:[0-9.e+]+|"[^"]*")(,?)$', re.MULTILINE)
+
+
+def _masked(text: str) -> str:
+    return VOLATILE.sub(r"\1<varies>\2", text)
+
+
+def record_suite(folder: Path, store: str) -> Path:
+    """Run the suite into ``store`` (files or sqlite) under ``folder``; the store's cache folder."""
+    (folder / "blueprints").mkdir(parents=True, exist_ok=True)
+    (folder / "blueprints" / "records.yml").write_text(SUITE)
+    (folder / "pytest.ini").write_text(INI)
+    with FakeServer() as server:
+        server.rules = [Rule(model="judge-model", contains="<CRITERION>\nIs polite.\n</CRITERION>", reply=JUDGE_REPLY)]
+        done = pytest_run(
+            folder,
+            _env(server),
+            f"--weval-cache-store={store}",
+            f"--weval-run-id={RUN_ID}",
+            "--weval-judges=openai:judge-model",
+            "--weval-repeat=2",
+        )
+    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
+    assert "weval history:" not in done.stdout, done.stdout[-3000:]
+    return folder / ".weval_cache"
+
+
+def files_record(cache: Path) -> str:
+    """The files store's record of the run, as written, the run's own facts masked."""
+    (path,) = (cache / "history").glob("*.json")
+    return _masked(path.read_text(encoding="utf-8"))
+
+
+def sqlite_rows(cache: Path) -> str:
+    """The SQLite store's rows of the run, each column as stored, the run's own facts masked."""
+    with sqlite3.connect(cache / "weval-cache.sqlite") as conn:
+        runs = conn.execute("SELECT * FROM history_runs").fetchall()
+        items = conn.execute("SELECT * FROM history_items ORDER BY nodeid").fetchall()
+    columns = ("id", "started", "ended", "commit", "branch", "host", "models", "judges", "figures")
+    shown = [dict(zip(columns, row)) for row in runs]
+    return _masked(json.dumps({"runs": shown, "items": items}, indent=1, ensure_ascii=False)) + "\n"
+
+
+def test_a_run_hands_the_stores_the_bytes_the_untyped_record_did(tmp_path: Path):
+    files = record_suite(tmp_path / "files", "files")
+    assert files_record(files) == (DATA / "files-record.json").read_text(encoding="utf-8")
+    sqlite = record_suite(tmp_path / "sqlite", "sqlite")
+    assert sqlite_rows(sqlite) == (DATA / "sqlite-rows.json").read_text(encoding="utf-8")
+
+
+def _capture(commit: str) -> None:
+    """Write data/history-record/ from the code on sys.path (run it on the commit it names)."""
+    import tempfile
+
+    DATA.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as folder:
+        (DATA / "files-record.json").write_text(files_record(record_suite(Path(folder) / "f", "files")))
+        (DATA / "sqlite-rows.json").write_text(sqlite_rows(record_suite(Path(folder) / "s", "sqlite")))
+    print(f"captured at {commit}")
+
+
+if __name__ == "__main__":
+    _capture(sys.argv[1] if len(sys.argv) > 1 else "HEAD")
