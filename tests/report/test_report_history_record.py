@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sqlite3
 import sys
 from pathlib import Path
 
+from pytest_weval.engine.store.history import history_for
+from pytest_weval.report.history import result_of, run_selections
+from pytest_weval.report.history_record import RecordedHistory
 from tests.fakeserver import FakeServer, Rule
-from tests.store.test_store_history import INI, _env, pytest_run
+from tests.store.test_store_history import INI, _env, cli, pytest_run
 
 DATA = Path(__file__).resolve().parent / "data" / "history-record"
 RUN_ID = "record-fixture"
@@ -100,6 +104,54 @@ def test_a_run_hands_the_stores_the_bytes_the_untyped_record_did(tmp_path: Path)
     assert files_record(files) == (DATA / "files-record.json").read_text(encoding="utf-8")
     sqlite = record_suite(tmp_path / "sqlite", "sqlite")
     assert sqlite_rows(sqlite) == (DATA / "sqlite-rows.json").read_text(encoding="utf-8")
+
+
+def test_a_record_written_before_selection_digest_and_samples_still_reads(tmp_path: Path):
+    shutil.copytree(DATA / "oldest", tmp_path / ".weval_cache")
+    history = RecordedHistory(history_for("files", tmp_path / ".weval_cache"))
+    (run,) = history.runs()
+    items = history.items(run.id)
+    assert history.damaged == []
+    assert run.id == "oldest-shape" and run.judges == ["openai:judge-model"]
+    assert [figure.selection for figure in run.figures.values()] == [None, None]  # not said then
+    assert len(items) == 6 and all(item.detail.digest is None and item.detail.samples is None for item in items)
+    assert [p.kind for p in items[-1].detail.points] == ["judged", "judged"]
+    assert [result_of(item).score for item in items] == [item.score for item in items]
+    # The selection comes from the items, as it did: the same node ids as today's record of the suite.
+    today = json.loads(re.sub(r": <varies>", ": null", (DATA / "files-record.json").read_text()))
+    said = {model: figure["selection"] for model, figure in today["run"]["figures"].items()}
+    assert run_selections(run, history.items) == said
+    listed = cli(tmp_path, _env(None), "history", "--json", "--cache-store", "files")
+    assert listed.returncode == 0 and listed.stderr == "", listed.stderr
+    (row,) = json.loads(listed.stdout)["runs"]
+    assert {model: figure["selection"] for model, figure in row["models"].items()} == said
+
+
+def test_an_item_the_store_keeps_but_the_report_cannot_read_is_skipped_and_named(tmp_path: Path):
+    """The store checks what it needs to keep a record; a point's score that is not a number
+    (edited by hand) passes it, and the one reader skips that item, naming where and why,
+    while the run and ``history`` go on with the rest."""
+    cache = record_suite(tmp_path, "files")
+    (path,) = (cache / "history").glob("*.json")
+    document = json.loads(path.read_text())
+    nodeid = "blueprints/records.yml::q1[openai:gpt-a]"
+    (item,) = [item for item in document["items"] if item["nodeid"] == nodeid]
+    item["detail"]["points"][0]["score"] = "high"
+    path.write_text(json.dumps(document))
+    with FakeServer() as server:
+        server.rules = [Rule(model="judge-model", contains="<CRITERION>\nIs polite.\n</CRITERION>", reply=JUDGE_REPLY)]
+        again = pytest_run(tmp_path, _env(server), "--weval-cache-store=files", "--weval-judges=openai:judge-model")
+    assert again.returncode == 1 and "Traceback" not in again.stdout + again.stderr, again.stdout[-3000:]
+    notes = [line for line in again.stdout.splitlines() if line.startswith("weval history:")]
+    assert len(notes) == 1, notes
+    assert f"{path}: run {RUN_ID!r}: item {nodeid!r} skipped: detail.points.0.score" in notes[0]
+    assert "cache repair" not in notes[0]  # the store keeps it: repair would not remove it
+    # The other five items still compare with the recorded run.
+    assert "since the last run: 0 of 5 items changed" in again.stdout, again.stdout[-3000:]
+    pains = cli(tmp_path, _env(None), "history", "--cache-store", "files", "pain-points", "--json")
+    assert pains.returncode == 0 and "Traceback" not in pains.stderr, pains.stderr
+    assert f"item {nodeid!r} skipped: detail.points.0.score" in pains.stderr
+    assert [p["prompt"] for p in json.loads(pains.stdout)["painPoints"]] == ["q2", "q2"]  # 0.5, from the newer run
 
 
 def _capture(commit: str) -> None:
