@@ -116,11 +116,31 @@ class DamagedRecord(WevalError, ValueError):
     """A stored record the report cannot read: which field, and why."""
 
 
-def _why(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    field = ".".join(str(part) for part in error["loc"]) or "the record"
-    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-    return f"{field}: {error['msg']}{more}"
+def _where(raw: Any, loc: Sequence[int | str]) -> str:
+    """The field an error is of, as the stored record spells it (``detail.points.0.score``):
+    pydantic's location, less the union branches it tried below the value."""
+    parts: list[str] = []
+    value = raw
+    for part in loc:
+        if isinstance(value, Mapping):
+            parts.append(str(part))
+            if part not in value:
+                break
+            value = value[part]
+        elif isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value):
+            parts.append(str(part))
+            value = value[part]
+        else:
+            break
+    return ".".join(parts) or "the record"
+
+
+def _why(raw: Mapping[str, Any], exc: ValidationError) -> str:
+    errors = exc.errors()
+    where = _where(raw, errors[0]["loc"])
+    said = list(dict.fromkeys(e["msg"] for e in errors if _where(raw, e["loc"]) == where))
+    others = len({_where(raw, e["loc"]) for e in errors} - {where})
+    return f"{where}: {' or '.join(said)}" + (f" (and {others} more)" if others else "")
 
 
 def read_run(raw: Mapping[str, Any]) -> RunRecord:
@@ -128,7 +148,7 @@ def read_run(raw: Mapping[str, Any]) -> RunRecord:
     try:
         return RunRecord.model_validate(raw)
     except ValidationError as exc:
-        raise DamagedRecord(_why(exc)) from None
+        raise DamagedRecord(_why(raw, exc)) from None
 
 
 def read_item(raw: Mapping[str, Any]) -> ItemRecord:
@@ -136,7 +156,7 @@ def read_item(raw: Mapping[str, Any]) -> ItemRecord:
     try:
         return ItemRecord.model_validate(raw)
     except ValidationError as exc:
-        raise DamagedRecord(_why(exc)) from None
+        raise DamagedRecord(_why(raw, exc)) from None
 
 
 def stored_run(run: RunRecord) -> dict[str, Any]:

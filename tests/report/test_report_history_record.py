@@ -21,9 +21,11 @@ import sqlite3
 import sys
 from pathlib import Path
 
+import pytest
+
 from pytest_weval.engine.store.history import history_for
 from pytest_weval.report.history import result_of, run_selections
-from pytest_weval.report.history_record import RecordedHistory
+from pytest_weval.report.history_record import DamagedRecord, RecordedHistory, read_item, read_run
 from tests.fakeserver import FakeServer, Rule
 from tests.store.test_store_history import INI, _env, cli, pytest_run
 
@@ -125,6 +127,32 @@ def test_a_record_written_before_selection_digest_and_samples_still_reads(tmp_pa
     assert listed.returncode == 0 and listed.stderr == "", listed.stderr
     (row,) = json.loads(listed.stdout)["runs"]
     assert {model: figure["selection"] for model, figure in row["models"].items()} == said
+
+
+def test_missing_fields_read_as_the_readers_always_took_them_and_a_wrong_one_is_located():
+    item = read_item(
+        {"nodeid": "b.yml::p[m]", "blueprint": "b", "prompt": "p", "model": "openai:m", "outcome": "passed"}
+        | {"score": 1, "answer": None, "detail": {"blueprintPath": None, "points": [{"text": "x"}]}}
+    )
+    assert (item.score, item.detail.blueprint_path, item.effective_model, item.detail.threshold) == (
+        1,
+        "",
+        "openai:m",
+        0.5,
+    )
+    assert (item.detail.source, item.detail.samples, item.detail.digest, item.scored) == ("blueprint", None, None, True)
+    assert item.detail.points[0].score is None and item.detail.points[0].kind == "function"
+    run = read_run({"id": "r", "started": 1, "ended": 2})
+    assert (run.host, run.models, run.judges, run.figures) == (None, [], [], {})
+    for raw, where in (
+        ({"outcome": "maybe"}, "outcome"),
+        ({"detail": {"promptLine": "7"}}, "detail.promptLine"),
+        ({"detail": {"points": [{"text": "x", "score": True}]}}, "detail.points.0.score"),
+    ):
+        with pytest.raises(DamagedRecord, match=rf"^{re.escape(where)}: "):
+            read_item({"nodeid": "n", "blueprint": "b", "prompt": "p", "model": "m", "outcome": "passed"} | raw)
+    with pytest.raises(DamagedRecord, match=r"^figures\.m\.ci95: "):
+        read_run({"id": "r", "started": 1, "ended": 2, "figures": {"m": {"mean": 1, "ci95": [0]}}})
 
 
 def test_an_item_the_store_keeps_but_the_report_cannot_read_is_skipped_and_named(tmp_path: Path):
