@@ -91,7 +91,7 @@ class RunHistory:
         """None when the run keeps no store (``--weval-cache=off``)."""
         if settings.cache_mode == "off":
             return None
-        return cls(settings, started, settings.run_id or new_run_id(started))
+        return cls(settings, started, settings.run_id_or(new_run_id(started)))
 
     @property
     def records(self) -> bool:
@@ -170,7 +170,7 @@ class RunHistory:
             host=socket.gethostname(),
             commit=commit,
             branch=branch,
-            judges=self.settings.judges or (),
+            judges=self.settings.recorded_judges(),
         )
         if record and self.records:
             # the answers, read back from the spool one item at a time (the run kept none)
