@@ -48,7 +48,6 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import pytest_weval.defaults as defaults
 from pytest_weval.engine.batching import cancel_batches, list_batches
@@ -62,7 +61,7 @@ from pytest_weval.engine.store.backends import (
     store_health,
     store_stats,
 )
-from pytest_weval.engine.store.history import History, history_for
+from pytest_weval.engine.store.history import history_for
 from pytest_weval.report._fmt import fmt_duration, plural
 from pytest_weval.report.analyses import (
     MIN_SCORE_DELTA,
@@ -78,6 +77,7 @@ from pytest_weval.report.analyses import (
 )
 from pytest_weval.report.finish import merge_outputs
 from pytest_weval.report.history import history_rows, history_table
+from pytest_weval.report.history_record import ItemRecord, RecordedHistory, RunRecord
 from pytest_weval.report.run_record import MergeError
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -174,8 +174,13 @@ def _count(text: str) -> int:
     return value
 
 
+def _say_damage(history: RecordedHistory) -> None:
+    for line in history.damaged:
+        print(f"history: {line}", file=sys.stderr)
+
+
 def _history(store: str, args: argparse.Namespace) -> int:
-    history = history_for(store, args.cache_dir)
+    history = RecordedHistory(history_for(store, args.cache_dir))
     if not history.exists():
         raise StoreError(f"no cache at {args.cache_dir}")
     runs = history.runs()
@@ -183,8 +188,7 @@ def _history(store: str, args: argparse.Namespace) -> int:
         return _regressions(history, runs, args)
     if getattr(args, "analysis", None) == "deltas":
         rows = deltas(runs, history.items, model=args.delta_model, min_peers=args.min_peers)[: args.delta_limit]
-        for line in history.damaged:
-            print(f"history: {line} (`python -m pytest_weval cache repair` removes it)", file=sys.stderr)
+        _say_damage(history)
         if args.json or args.analysis_json:
             print(json.dumps({"minPeers": args.min_peers, "deltas": rows}, indent=2))
         else:
@@ -192,24 +196,25 @@ def _history(store: str, args: argparse.Namespace) -> int:
         return 0
     if getattr(args, "analysis", None) == "pain-points":
         found = pain_points(runs, history.items, low=args.low, high=args.high, limit=args.limit)
-        for line in history.damaged:
-            print(f"history: {line} (`python -m pytest_weval cache repair` removes it)", file=sys.stderr)
+        _say_damage(history)
         if args.json or args.analysis_json:
             print(json.dumps({"min": args.low, "max": args.high, "painPoints": found}, indent=2))
         else:
             print("\n".join(pain_lines(found)))
         return 0
-    rows = history_rows(runs, history.items, model=args.model, blueprint=args.blueprint, last=args.last)
-    for line in history.damaged:
-        print(f"history: {line} (`python -m pytest_weval cache repair` removes it)", file=sys.stderr)
-    if runs and not rows and (args.model is not None or args.blueprint is not None):
+    shown = history_rows(runs, history.items, model=args.model, blueprint=args.blueprint, last=args.last)
+    _say_damage(history)
+    if runs and not shown and (args.model is not None or args.blueprint is not None):
         print(f"history: {_no_match(runs, history.items, args)}", file=sys.stderr)
         return 1
-    print(json.dumps({"runs": rows}, indent=2) if args.json else "\n".join(history_table(rows)))
+    if args.json:
+        print(json.dumps({"runs": [row.to_dict() for row in shown]}, indent=2))
+    else:
+        print("\n".join(history_table(shown)))
     return 0
 
 
-def _regressions(history: History, runs: list[dict[str, Any]], args: argparse.Namespace) -> int:
+def _regressions(history: RecordedHistory, runs: list[RunRecord], args: argparse.Namespace) -> int:
     """The newest run against the one before it (or ``--since``): each prompt and point that moved."""
     if len(runs) < 2:
         print(f"history regressions: {len(runs)} run(s) recorded, two are needed to compare", file=sys.stderr)
@@ -218,41 +223,35 @@ def _regressions(history: History, runs: list[dict[str, Any]], args: argparse.Na
     if args.since is None:
         older = runs[-2]
     else:
-        matching = [run for run in runs if run["id"] == args.since]
+        matching = [run for run in runs if run.id == args.since]
         if not matching:
-            close = difflib.get_close_matches(args.since, [str(r["id"]) for r in runs], n=3, cutoff=0.5)
+            close = difflib.get_close_matches(args.since, [r.id for r in runs], n=3, cutoff=0.5)
             hint = f"; did you mean {' or '.join(close)}?" if close else ""
             print(f"history regressions: --since {args.since}: no recorded run has that id{hint}", file=sys.stderr)
             return 1
         older = matching[0]
-    found = regressions(
-        history.items(str(older["id"])), history.items(str(newer["id"])), min_delta=args.min_score_delta
-    )
-    for line in history.damaged:
-        print(f"history: {line} (`python -m pytest_weval cache repair` removes it)", file=sys.stderr)
+    found = regressions(history.items(older.id), history.items(newer.id), min_delta=args.min_score_delta)
+    _say_damage(history)
     if args.json or args.analysis_json:
-        body = {"older": older["id"], "newer": newer["id"], "minScoreDelta": args.min_score_delta} | found
+        body = {"older": older.id, "newer": newer.id, "minScoreDelta": args.min_score_delta} | found
         print(json.dumps(body, indent=2))
     else:
-        print("\n".join(regression_lines(found["regressions"], str(older["id"]), str(newer["id"]))))
+        print("\n".join(regression_lines(found["regressions"], older.id, newer.id)))
     return 0
 
 
-def _no_match(
-    runs: list[dict[str, Any]], items_of: Callable[[str], list[dict[str, Any]]], args: argparse.Namespace
-) -> str:
+def _no_match(runs: list[RunRecord], items_of: Callable[[str], list[ItemRecord]], args: argparse.Namespace) -> str:
     """The filter matched none of the recorded runs: say so, with the names it could have meant."""
     if args.model is not None:
-        known = sorted({str(name) for run in runs for name in (run.get("figures") or {})})
+        known = sorted({name for run in runs for name in run.figures})
         what, given = "model", args.model
     else:
         names: set[str] = set()
         for run in runs[-20:]:  # the recent runs name the blueprints people mean
-            for item in items_of(str(run["id"])):
-                names.add(str(item["blueprint"]))
-                path = (item.get("detail") or {}).get("blueprintPath")
-                if path:
-                    names.add(str(path))
+            for item in items_of(run.id):
+                names.add(item.blueprint)
+                if item.detail.blueprint_path:
+                    names.add(item.detail.blueprint_path)
         known = sorted(names)
         what, given = "blueprint", args.blueprint
     close = difflib.get_close_matches(given, known, n=3, cutoff=0.5)

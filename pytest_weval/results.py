@@ -15,6 +15,7 @@ import pytest_weval.defaults as defaults
 from pytest_weval.errors import STORE_KINDS, ErrorKind
 
 Outcome = Literal["passed", "failed", "error", "skipped"]
+Source = Literal["blueprint", "agent eval file", "promptfoo suite"]  # what an item comes from
 
 
 def passes(score: float | None, threshold: float) -> bool:
@@ -116,7 +117,7 @@ class ItemResult(BaseModel):
     verdict: Literal["pass", "borderline", "fail"] | None = None
     # What the item comes from: a Weval blueprint's prompt, an agent eval file's case, or a
     # promptfoo-shaped suite's test row (docs/promptfoo.md).
-    source: Literal["blueprint", "agent eval file", "promptfoo suite"] = "blueprint"
+    source: Source = "blueprint"
     error: str | None = None  # why the item errored (provider, key, replay miss, judges)
     # What the error is, set where it was made: reports say it from this, never by reading `error` back.
     error_kind: ErrorKind | None = None

@@ -17,10 +17,8 @@ import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pytest_weval.engine.store.common import StoreError
-from pytest_weval.engine.store.history import History
 from pytest_weval.plugin.settings import WevalSettings
 from pytest_weval.report.analyses import RunAnalyses, run_analyses
 from pytest_weval.report.baseline import Baseline
@@ -37,6 +35,7 @@ from pytest_weval.report.history import (
     run_record,
     run_selections,
 )
+from pytest_weval.report.history_record import ItemRecord, RecordedHistory, RunRecord
 from pytest_weval.results import ItemResult
 from pytest_weval.run.sampling import HISTORY_RUNS, Past
 
@@ -83,8 +82,8 @@ class RunHistory:
     started: float
     run_id: str
     notes: list[str] = dataclasses.field(default_factory=list)  # said in the terminal summary
-    _runs: list[dict[str, Any]] | None = None
-    _store: History | None = None
+    _runs: list[RunRecord] | None = None
+    _store: RecordedHistory | None = None
     _scores: dict[str | None, Earlier] = dataclasses.field(default_factory=dict)  # by branch, read once
 
     @classmethod
@@ -92,16 +91,16 @@ class RunHistory:
         """None when the run keeps no store (``--weval-cache=off``)."""
         if settings.cache_mode == "off":
             return None
-        return cls(settings, started, settings.run_id or new_run_id(started))
+        return cls(settings, started, settings.run_id_or(new_run_id(started)))
 
     @property
     def records(self) -> bool:
         """``ro`` reads the store and never writes it (committed recordings stay as they are)."""
         return self.settings.cache_mode in ("rw", "refresh")
 
-    def _history(self) -> History:
+    def _history(self) -> RecordedHistory:
         if self._store is None:
-            self._store = self.settings.history()
+            self._store = RecordedHistory(self.settings.history())
         return self._store
 
     def _say(self, what: str, exc: Exception) -> None:
@@ -111,14 +110,14 @@ class RunHistory:
         """One line per damaged record the reads skipped (a few, then a count), naming the fix."""
         damaged = self._store.damaged if self._store is not None else []
         for line in damaged[:DAMAGED_SAID]:
-            self.notes.append(f"weval history: {line} (`python -m pytest_weval cache repair` removes it)")
+            self.notes.append(f"weval history: {line}")
         if len(damaged) > DAMAGED_SAID:
             self.notes.append(
                 f"weval history: {len(damaged) - DAMAGED_SAID} more damaged records skipped "
                 "(`python -m pytest_weval cache repair` removes them)"
             )
 
-    def earlier(self) -> list[dict[str, Any]]:
+    def earlier(self) -> list[RunRecord]:
         """The runs recorded so far, oldest first, read once."""
         if self._runs is None:
             try:
@@ -129,14 +128,14 @@ class RunHistory:
                 self._runs = []
         return self._runs
 
-    def items_of(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    def items_of(self, run_ids: Sequence[str]) -> dict[str, list[ItemRecord]]:
         try:
             return self._history().items_of(run_ids)
         except StoreError as exc:
             self._say(f"cannot read the items of run {', '.join(run_ids)}", exc)
             return {}
 
-    def items(self, run_id: str) -> list[dict[str, Any]]:
+    def items(self, run_id: str) -> list[ItemRecord]:
         return self.items_of([run_id]).get(run_id, [])
 
     def _newest_scores(self, results: Sequence[ItemResult], branch: str | None = None) -> Earlier:
@@ -171,13 +170,12 @@ class RunHistory:
             host=socket.gethostname(),
             commit=commit,
             branch=branch,
-            judges=self.settings.judges or (),
+            judges=self.settings.recorded_judges(),
         )
         if record and self.records:
             # the answers, read back from the spool one item at a time (the run kept none)
             answers = {r.nodeid: r.response for r in run.full.each(run.results)}
-            for item in items:
-                item["answer"] = answers.get(item["nodeid"])
+            items = [item.model_copy(update={"answer": answers.get(item.nodeid)}) for item in items]
             try:
                 self._history().record(current, items)
             except StoreError as exc:
@@ -197,7 +195,7 @@ class RunHistory:
         return dataclasses.replace(run, changes=changes, history=view)
 
     def _analyses(
-        self, results: Sequence[ItemResult], current: dict[str, Any], items: Sequence[dict[str, Any]]
+        self, results: Sequence[ItemResult], current: RunRecord, items: Sequence[ItemRecord]
     ) -> RunAnalyses | None:
         """The history commands' analyses of this run for the page (docs/history.md, 'In the
         HTML report'): against the run recorded before it, which the changes read already;
@@ -236,22 +234,20 @@ def past_samples(settings: WevalSettings) -> dict[str, tuple[Past, ...]]:
         return {}
     found: dict[str, list[Past]] = {}
     try:
-        history = settings.history()
+        history = RecordedHistory(settings.history())
         if not history.exists():
             return {}
-        newest = [str(run["id"]) for run in reversed(history.runs()[-PAST_WINDOW:])]
+        newest = [run.id for run in reversed(history.runs()[-PAST_WINDOW:])]
         for start in range(0, len(newest), HISTORY_RUNS):
             chunk = newest[start : start + HISTORY_RUNS]
             items_of = history.items_of(chunk)
             for run_id in chunk:
                 for item in items_of.get(run_id, ()):
-                    past = found.setdefault(item["nodeid"], [])
-                    if item["outcome"] == "skipped" or len(past) >= HISTORY_RUNS:
+                    past = found.setdefault(item.nodeid, [])
+                    if item.outcome == "skipped" or len(past) >= HISTORY_RUNS:
                         continue
-                    detail = item.get("detail") or {}
-                    score = item.get("score")
-                    scores = tuple(detail.get("samples") or (() if score is None else (score,)))
-                    past.append(Past(detail.get("digest"), item["outcome"], scores))
+                    scores = tuple(item.detail.samples or (() if item.score is None else (item.score,)))
+                    past.append(Past(item.detail.digest, item.outcome, scores))
     except StoreError:
         return {}
     return {nodeid: tuple(past) for nodeid, past in found.items() if past}

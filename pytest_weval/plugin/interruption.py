@@ -40,7 +40,7 @@ class Interruption:
         if self._session_id is not None:
             settings = self._settings.engine_settings(dataclasses.replace(self._role, session_id=self._session_id))
             # This session's workers only: the other machines of a shared run (--weval-run-id) go on.
-            request_stop(settings, settings.run_id or self._session_id, f"stop:{self._session_id}")
+            request_stop(settings, self._settings.run_id_or(self._session_id), f"stop:{self._session_id}")
 
     @pytest.hookimpl(trylast=True)  # after the worker's output is written
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

@@ -65,7 +65,6 @@ class RunEngine:
             self._runner = Runner(
                 self.weval(),
                 items,
-                concurrency=settings.concurrency,
                 blocked=blocked,
                 blocked_outcome=settings.blocked_outcome,
                 maxfail=maxfail,
@@ -73,7 +72,7 @@ class RunEngine:
 
     def _runner_for(self, item: WevalItem) -> Runner:
         if self._runner is None:  # not started at collection end (should not happen): this item alone
-            self._runner = Runner(self.weval(), [item], concurrency=self._inputs.settings.concurrency)
+            self._runner = Runner(self.weval(), [item])
         return self._runner
 
     def hurry(self, item: WevalItem) -> None:

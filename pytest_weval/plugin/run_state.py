@@ -10,15 +10,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from pytest_weval.blueprint import load_model_defs
-from pytest_weval.blueprint.fixtures import ResponseFixtures, load_fixtures
-from pytest_weval.blueprint.model import Blueprint, BlueprintError, Location
+from pytest_weval.blueprint.fixtures import ResponseFixtures
+from pytest_weval.blueprint.model import Blueprint
 from pytest_weval.engine.store.cache import StoreFaults
 from pytest_weval.files import Unwritten
 from pytest_weval.plugin.blueprint_paths import blueprint_rel_path, named_files
-from pytest_weval.plugin.options import option_name
 from pytest_weval.plugin.role import Role
 from pytest_weval.plugin.settings import WevalSettings
 from pytest_weval.results import Usage
@@ -41,41 +37,15 @@ class RunInputs:
 
 
 def read_inputs(settings: WevalSettings, args: Iterable[str]) -> RunInputs:
+    custom_models, fixtures = settings.read_files()
     return RunInputs(
         settings=settings,
-        custom_models=_custom_models(settings),
-        fixtures=_fixtures(settings),
+        custom_models=custom_models,
+        fixtures=fixtures,
         named_files=named_files(args),
         started=time.time(),
         cache_was_new=not Path(settings.cache_dir).exists(),
     )
-
-
-def _fixtures(settings: WevalSettings) -> ResponseFixtures | None:
-    """--weval-fixtures, read before anything is collected or sent: a bad file stops the run."""
-    if settings.fixtures is None:
-        if settings.fixtures_strict:  # strict about no file would error every item: say so once
-            raise pytest.UsageError(
-                f"{option_name('weval_fixtures_strict')} needs a fixture file: "
-                f"give it with {option_name('weval_fixtures')}"
-            )
-        return None
-    try:
-        return load_fixtures(settings.fixtures, strict=settings.fixtures_strict)
-    except BlueprintError as exc:
-        raise pytest.UsageError(f"{option_name('weval_fixtures')}: {exc}") from None
-
-
-def _custom_models(settings: WevalSettings) -> dict[str, dict[str, Any]]:
-    if settings.model_defs is None:
-        return {}
-    try:
-        return load_model_defs(settings.model_defs)
-    except BlueprintError as exc:
-        raise pytest.UsageError(f"weval_model_defs: {exc}") from None
-    except OSError as exc:
-        location = Location(path=str(settings.model_defs))
-        raise pytest.UsageError(f"weval_model_defs: {location}: cannot read: {exc.strerror}") from None
 
 
 class Blueprints:

@@ -35,7 +35,6 @@ class Runner:
         weval: Weval,
         items: Sequence[WevalItem],
         *,
-        concurrency: int | None,
         blocked: Mapping[str, str] | None = None,
         blocked_outcome: Outcome = "error",
         maxfail: int = 0,
@@ -47,7 +46,7 @@ class Runner:
         workers = self.engine.settings.worker_count
         # xdist workers, or machines joined by --weval-run-id: items are shared out through the claims
         exchange = self.engine.coordinator is not None and self.engine.settings.shares_items
-        cap = concurrency or 64
+        cap = self.engine.settings.concurrency or 64  # --weval-concurrency, as engine_settings made it
         if exchange:
             # Small: a worker claims only what its share of the caps can start soon, so the
             # workers split the items evenly however their start-up times differ.

@@ -17,9 +17,9 @@ import pytest
 
 import pytest_weval.defaults as defaults
 from pytest_weval.api import Weval
-from pytest_weval.blueprint import load_blueprint
-from pytest_weval.blueprint.fixtures import ResponseFixtures
-from pytest_weval.blueprint.model import Blueprint
+from pytest_weval.blueprint import load_blueprint, load_model_defs
+from pytest_weval.blueprint.fixtures import ResponseFixtures, load_fixtures
+from pytest_weval.blueprint.model import Blueprint, BlueprintError, Location
 from pytest_weval.engine import EngineSettings
 from pytest_weval.engine.prices import Price, PriceBook, parse_price_lines
 from pytest_weval.engine.request import BATCH_MODES, CACHE_MODES, CACHE_STORES, PROMPT_CACHE_MODES, SERVICE_TIERS
@@ -37,7 +37,9 @@ from pytest_weval.formats.promptfoo.model import PromptfooSuite
 from pytest_weval.lint import RawSource, read_source
 from pytest_weval.plugin.options import _DEFAULTS, _INI_ONLY, _OPTIONS, _raw, option_name
 from pytest_weval.plugin.role import Role
+from pytest_weval.report.baseline import Baseline, BaselineError, read_baseline
 from pytest_weval.report.finish import FinishedRun, RunGates, write_run_files
+from pytest_weval.report.history import is_history_baseline
 from pytest_weval.report.html import RunFacts
 from pytest_weval.report.weval_json import write_json_atomic
 from pytest_weval.results import Outcome
@@ -244,6 +246,34 @@ class WevalSettings:
             embeddings=self.embeds,
         )
 
+    def read_files(self) -> tuple[dict[str, dict[str, Any]], ResponseFixtures | None]:
+        """The model definitions (weval_model_defs) and response fixtures (--weval-fixtures)
+        the run's items use, read before anything is collected or sent: a bad file stops the run."""
+        return _model_defs(self.model_defs), _fixtures(self.fixtures, strict=self.fixtures_strict)
+
+    def baseline_folder(self) -> Baseline | None:
+        """--weval-baseline's folder, read at the start (a bad one stops the run); None without
+        one, or when the baseline is the history's run (read at the end, with the history)."""
+        if self.baseline is None or is_history_baseline(self.baseline):
+            return None
+        try:
+            return read_baseline(self.baseline)
+        except BaselineError as exc:
+            raise pytest.UsageError(f"--weval-baseline: {exc}") from None
+
+    def history_baseline(self) -> str | None:
+        """``last`` or ``last:<branch>`` when the baseline is the history's newest scores."""
+        return self.baseline if isinstance(self.baseline, str) and is_history_baseline(self.baseline) else None
+
+    def run_id_or(self, own: str) -> str:
+        """The run's id: --weval-run-id's when given (a run shared by machines), else ``own``."""
+        return self.run_id or own
+
+    def recorded_judges(self) -> tuple[str, ...]:
+        """The judges the run names (--weval-judges), for its record and its page; none when
+        the blueprints choose."""
+        return self.judges or ()
+
     @property
     def blocked_outcome(self) -> Outcome:
         """What an item that needs a missing key becomes (--weval-missing-keys)."""
@@ -280,6 +310,31 @@ class WevalSettings:
 
     def write_run_files(self, run: FinishedRun, facts: RunFacts | None) -> None:
         write_run_files(run, out_dir=self.out_dir, html_path=self.html_path, facts=facts)
+
+
+def _model_defs(path: Path | None) -> dict[str, dict[str, Any]]:
+    if path is None:
+        return {}
+    try:
+        return load_model_defs(path)
+    except BlueprintError as exc:
+        raise pytest.UsageError(f"weval_model_defs: {exc}") from None
+    except OSError as exc:
+        raise pytest.UsageError(f"weval_model_defs: {Location(path=str(path))}: cannot read: {exc.strerror}") from None
+
+
+def _fixtures(path: Path | None, *, strict: bool) -> ResponseFixtures | None:
+    if path is None:
+        if strict:  # strict about no file would error every item: say so once
+            raise pytest.UsageError(
+                f"{option_name('weval_fixtures_strict')} needs a fixture file: "
+                f"give it with {option_name('weval_fixtures')}"
+            )
+        return None
+    try:
+        return load_fixtures(path, strict=strict)
+    except BlueprintError as exc:
+        raise pytest.UsageError(f"{option_name('weval_fixtures')}: {exc}") from None
 
 
 def _split(value: object) -> tuple[str, ...] | None:

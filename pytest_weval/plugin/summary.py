@@ -23,9 +23,8 @@ from pytest_weval.plugin.running import was_interrupted
 from pytest_weval.plugin.settings import WevalSettings, options_in_effect
 from pytest_weval.plugin.similarity import embed_answers
 from pytest_weval.report._fmt import plural, visible
-from pytest_weval.report.baseline import Baseline, BaselineError, read_baseline
+from pytest_weval.report.baseline import Baseline
 from pytest_weval.report.finish import FinishedRun, RunGates, finish_run
-from pytest_weval.report.history import is_history_baseline
 from pytest_weval.report.html import RunFacts
 from pytest_weval.report.terminal import render_summary
 
@@ -47,7 +46,7 @@ class RunSummary:
         self._parts = parts
         # --weval-baseline: read before anything runs (a folder that cannot be read stops the
         # run first), compared once at the end (docs/statistics.md)
-        self._baseline = read_baseline_folder(parts.inputs.settings)
+        self._baseline = parts.inputs.settings.baseline_folder()
         self.finished: FinishedRun | None = None  # the run's roll-up and gates
         self.history: RunHistory | None = None  # the store's history (docs/history.md)
 
@@ -122,11 +121,10 @@ class RunSummary:
         history's run ``last`` names (none: no baseline gate, and a note says why)."""
         settings = self._parts.inputs.settings
         gates = settings.run_gates()
-        if not is_history_baseline(settings.baseline):
+        last = settings.history_baseline()
+        if last is None:
             return gates, self._baseline
-        baseline, missing = (
-            self.history.baseline(str(settings.baseline), self._parts.results.results) if self.history else (None, None)
-        )
+        baseline, missing = self.history.baseline(last, self._parts.results.results) if self.history else (None, None)
         if baseline is None:
             gates = dataclasses.replace(gates, baseline=None)
             if self.history is not None and missing:
@@ -149,7 +147,7 @@ class RunSummary:
             started=dt.datetime.fromtimestamp(started, dt.timezone.utc),
             duration_s=time.time() - started,
             options=tuple(shown),
-            judges=self._parts.inputs.settings.judges or (),
+            judges=self._parts.inputs.settings.recorded_judges(),
             not_run=not_run,
         )
 
@@ -254,15 +252,7 @@ def _junit_property(config: pytest.Config, name: str, value: str) -> None:
 
 def _baseline_name(run: FinishedRun, settings: WevalSettings) -> str:
     """The baseline as people know it: its folder, or which of the history's runs ``last`` was."""
-    if is_history_baseline(settings.baseline) and run.comparison is not None:
-        return f"{settings.baseline} ({run.comparison.directory})"
+    last = settings.history_baseline()
+    if last is not None and run.comparison is not None:
+        return f"{last} ({run.comparison.directory})"
     return str(settings.baseline)
-
-
-def read_baseline_folder(settings: WevalSettings) -> Baseline | None:
-    if settings.baseline is None or is_history_baseline(settings.baseline):
-        return None  # the history's run is read at the end, with the history
-    try:
-        return read_baseline(settings.baseline)
-    except BaselineError as exc:
-        raise pytest.UsageError(f"--weval-baseline: {exc}") from None

@@ -2,7 +2,7 @@
 
 ``regressions``: per blueprint x model, each prompt's and each rubric point's score in the newer
 run against the older one's; a drop of at least ``min_delta`` is a regression, graded by its size. The records are
-the history's plain dicts (``engine/store/history.py``); nothing here reads a store itself.
+the history's typed records (``report/history_record.py``); nothing here reads a store itself.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+
+from pytest_weval.report.history_record import ItemRecord, RunRecord
 
 MIN_SCORE_DELTA = 0.05
 MAJOR = 0.15
@@ -25,34 +27,28 @@ def severity(drop: float) -> str:
     return "minor"
 
 
-def _is_scored(item: Mapping[str, Any]) -> bool:
-    return isinstance(item.get("score"), (int, float)) and item.get("outcome") in ("passed", "failed")
-
-
-def _scored(items: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [i for i in items if _is_scored(i)]
-
-
-def _by_blueprint_model(items: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
-    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-    for item in _scored(items):
-        groups.setdefault((str(item["blueprint"]), str(item["model"])), []).append(item)
+def _by_blueprint_model(items: Iterable[ItemRecord]) -> dict[tuple[str, str], list[ItemRecord]]:
+    groups: dict[tuple[str, str], list[ItemRecord]] = {}
+    for item in items:
+        if item.scored:
+            groups.setdefault((item.blueprint, item.model), []).append(item)
     return groups
 
 
-def _point_scores(item: Mapping[str, Any]) -> dict[str, float]:
+def _score(item: ItemRecord) -> float:
+    """A scored item's score (``ItemRecord.scored``)."""
+    assert item.score is not None, item.nodeid
+    return float(item.score)
+
+
+def _point_scores(item: ItemRecord) -> dict[str, float]:
     """Each scored point of an item by its text (a point that errored has no score to compare)."""
-    points = (item.get("detail") or {}).get("points") or []
-    return {
-        str(p["text"]): float(p["score"])
-        for p in points
-        if isinstance(p, Mapping) and isinstance(p.get("score"), (int, float)) and not p.get("error")
-    }
+    return {p.text: float(p.score) for p in item.detail.points if p.score is not None and not p.error}
 
 
 def regressions(
-    older: Sequence[Mapping[str, Any]],
-    newer: Sequence[Mapping[str, Any]],
+    older: Sequence[ItemRecord],
+    newer: Sequence[ItemRecord],
     *,
     min_delta: float = MIN_SCORE_DELTA,
 ) -> dict[str, list[dict[str, Any]]]:
@@ -65,14 +61,14 @@ def regressions(
     better: list[dict[str, Any]] = []
     old_groups = _by_blueprint_model(older)
     for key, new_items in sorted(_by_blueprint_model(newer).items()):
-        old_by_id = {str(i["nodeid"]): i for i in old_groups.get(key, [])}
+        old_by_id = {i.nodeid: i for i in old_groups.get(key, [])}
         blueprint, model = key
         for new in new_items:
-            old = old_by_id.get(str(new["nodeid"]))
+            old = old_by_id.get(new.nodeid)
             if old is None:
                 continue
-            where = {"blueprint": blueprint, "model": model, "prompt": str(new["prompt"]), "nodeid": str(new["nodeid"])}
-            moves = [({"type": "prompt"} | where, float(old["score"]), float(new["score"]))]
+            where = {"blueprint": blueprint, "model": model, "prompt": new.prompt, "nodeid": new.nodeid}
+            moves = [({"type": "prompt"} | where, _score(old), _score(new))]
             old_points = _point_scores(old)
             moves += [
                 ({"type": "point"} | where | {"point": text}, old_points[text], score)
@@ -114,27 +110,26 @@ POINT_FAILED_BELOW = 0.5
 
 
 def newest_per_blueprint(
-    runs: Sequence[Mapping[str, Any]], items_of: Callable[[str], Sequence[Mapping[str, Any]]]
-) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    runs: Sequence[RunRecord], items_of: Callable[[str], Sequence[ItemRecord]]
+) -> list[tuple[RunRecord, ItemRecord]]:
     """Each blueprint's items from the newest run that recorded it, with that run (as the
     reference reads each blueprint's latest run): a ``-k`` run of one blueprint does not hide the
     others' latest results."""
     seen: set[str] = set()
-    found: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
+    found: list[tuple[RunRecord, ItemRecord]] = []
     for run in reversed(runs):
         fresh: set[str] = set()
-        for item in items_of(str(run["id"])):
-            blueprint = str(item["blueprint"])
-            if blueprint not in seen:
-                fresh.add(blueprint)
+        for item in items_of(run.id):
+            if item.blueprint not in seen:
+                fresh.add(item.blueprint)
                 found.append((run, item))
         seen |= fresh
     return found
 
 
 def pain_points(
-    runs: Sequence[Mapping[str, Any]],
-    items_of: Callable[[str], Sequence[Mapping[str, Any]]],
+    runs: Sequence[RunRecord],
+    items_of: Callable[[str], Sequence[ItemRecord]],
     *,
     low: float = PAIN_MIN,
     high: float = PAIN_MAX,
@@ -144,23 +139,22 @@ def pain_points(
     total breakdowns; each with its points below 0.5; the worst first, at most ``limit``."""
     found: list[dict[str, Any]] = []
     for run, item in newest_per_blueprint(runs, items_of):
-        if not _is_scored(item) or not low <= float(item["score"]) <= high:
+        if not item.scored or not low <= _score(item) <= high:
             continue
-        points = (item.get("detail") or {}).get("points") or []
         failed = [
-            {"point": str(p["text"]), "score": p["score"]}
-            for p in points
-            if isinstance(p, Mapping) and isinstance(p.get("score"), (int, float)) and p["score"] < POINT_FAILED_BELOW
+            {"point": p.text, "score": p.score}
+            for p in item.detail.points
+            if p.score is not None and p.score < POINT_FAILED_BELOW
         ]
         found.append(
             {
-                "run": run["id"],
-                "blueprint": item["blueprint"],
-                "prompt": item["prompt"],
-                "model": item["model"],
-                "nodeid": item["nodeid"],
-                "score": item["score"],
-                "answer": item.get("answer"),
+                "run": run.id,
+                "blueprint": item.blueprint,
+                "prompt": item.prompt,
+                "model": item.model,
+                "nodeid": item.nodeid,
+                "score": item.score,
+                "answer": item.answer,
                 "failedPoints": failed,
             }
         )
@@ -179,16 +173,15 @@ def pain_lines(found: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-def base_model(item: Mapping[str, Any]) -> str:
-    """The model an item's variant belongs to, as the reference groups peers: the name after the
+def base_model(name: str) -> str:
+    """The model a variant belongs to, as the reference groups peers: the name after the
     provider, in lower case (``openai:gpt-4o`` and ``openrouter:GPT-4o`` are one base)."""
-    name = str(item["model"])
     return name.split(":", 1)[1].lower() if ":" in name else name.lower()
 
 
 def deltas(
-    runs: Sequence[Mapping[str, Any]],
-    items_of: Callable[[str], Sequence[Mapping[str, Any]]],
+    runs: Sequence[RunRecord],
+    items_of: Callable[[str], Sequence[ItemRecord]],
     *,
     model: str | None = None,
     min_peers: int = 0,
@@ -204,13 +197,12 @@ def deltas(
     where: dict[tuple[str, str], Any] = {}
     bases: dict[str, set[str]] = {}
     for run, item in newest_per_blueprint(runs, items_of):
-        blueprint = str(item["blueprint"])
-        bases.setdefault(blueprint, set()).add(base_model(item))
-        if _is_scored(item):
-            key = (blueprint, str(item["prompt"]))
-            groups.setdefault(key, {}).setdefault(base_model(item), []).append(float(item["score"]))
-            where[key] = run["id"]
-    wanted = None if model is None else (base_model({"model": model}))
+        bases.setdefault(item.blueprint, set()).add(base_model(item.model))
+        if item.scored:
+            key = (item.blueprint, item.prompt)
+            groups.setdefault(key, {}).setdefault(base_model(item.model), []).append(_score(item))
+            where[key] = run.id
+    wanted = None if model is None else base_model(model)
     found: list[dict[str, Any]] = []
     for (blueprint, prompt), per_base in sorted(groups.items()):
         means = {base: sum(scores) / len(scores) for base, scores in per_base.items()}
@@ -261,7 +253,7 @@ class RunAnalyses:
     and deltas (its blueprints' newest run is itself). Each list at most ``limit`` long, worst
     first, as the commands order them; ``totals`` says how many there were before the cap."""
 
-    previous: Mapping[str, Any]
+    previous: RunRecord
     regressions: list[dict[str, Any]]
     pain_points: list[dict[str, Any]]
     deltas: list[dict[str, Any]]
@@ -270,10 +262,10 @@ class RunAnalyses:
 
 
 def run_analyses(
-    previous: Mapping[str, Any],
-    previous_items: Sequence[Mapping[str, Any]],
-    current: Mapping[str, Any],
-    current_items: Sequence[Mapping[str, Any]],
+    previous: RunRecord,
+    previous_items: Sequence[ItemRecord],
+    current: RunRecord,
+    current_items: Sequence[ItemRecord],
     *,
     limit: int = PAIN_LIMIT,
 ) -> RunAnalyses:

@@ -1,9 +1,10 @@
 """A run as a point in a history (docs/history.md): the record a finished run leaves in its store,
 what changed since the run before, a recorded run as a baseline, and the history as a table.
 
-Records are the plain dicts ``engine.store.history`` keeps; this module makes and reads them and
-never opens a store (the plugin and ``python -m pytest_weval history`` do, and hand the records
-over). A run's per model figures are its roll-up's, the very numbers of ``summary.json``.
+Records are the typed ``RunRecord`` and ``ItemRecord`` of ``report/history_record.py`` (the one
+reader of what ``engine.store.history`` keeps); this module makes and reads them and never opens
+a store (the plugin and ``python -m pytest_weval history`` do, and hand the records over). A
+run's per model figures are its roll-up's, the very numbers of ``summary.json``.
 """
 
 from __future__ import annotations
@@ -15,17 +16,15 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-import pytest_weval.defaults as defaults
 from pytest_weval.report._fmt import fmt_score, fmt_signed, plural
 from pytest_weval.report.analyses import RunAnalyses
 from pytest_weval.report.baseline import Baseline, BaselineItem
+from pytest_weval.report.history_record import ItemDetail, ItemRecord, ModelFigures, PointRecord, RunRecord
 from pytest_weval.report.rollup import Rollup, tally
 from pytest_weval.report.weval_json import js_data
 from pytest_weval.results import ItemResult, PointAssessment
 
 NOISE_MARK = "*"
-
-Record = dict[str, Any]
 
 
 # ---------------------------------------------------------------- recording
@@ -40,64 +39,62 @@ def selection_digest(nodeids: Iterable[str]) -> str:
     return hashlib.sha256("\n".join(sorted(set(nodeids))).encode()).hexdigest()[:16]
 
 
-def selections(items: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """Per model, the selection digest of a run's recorded items."""
+def selections(items: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Per model, the selection digest of a run's (model, node id) pairs."""
     by_model: dict[str, list[str]] = {}
-    for item in items:
-        by_model.setdefault(str(item["model"]), []).append(str(item["nodeid"]))
+    for model, nodeid in items:
+        by_model.setdefault(model, []).append(nodeid)
     return {model: selection_digest(nodeids) for model, nodeids in by_model.items()}
 
 
-def model_figures(rollup: Rollup, results: Iterable[ItemResult] = ()) -> dict[str, dict[str, Any]]:
+def item_selections(items: Iterable[ItemRecord]) -> dict[str, str]:
+    """Per model, the selection digest of a run's recorded items."""
+    return selections((item.model, item.nodeid) for item in items)
+
+
+def _figures(t: Any, selection: str | None) -> ModelFigures:
+    shown = js_data(t.to_dict())
+    return ModelFigures(**{key: shown[key] for key in FIGURES}, selection=selection)
+
+
+def model_figures(rollup: Rollup, results: Iterable[ItemResult] = ()) -> dict[str, ModelFigures]:
     """Per model: ``mean``, ``ci95`` and ``items``, as ``summary.json`` writes them, and the
     ``selection`` of items they are over (the history's, to compare like with like)."""
-    chosen = selections({"model": r.model_id, "nodeid": r.nodeid} for r in results if r.nodeid)
-    figures = {}
-    for model, t in rollup.by_model.items():
-        shown = js_data(t.to_dict())
-        figures[model] = {key: shown[key] for key in FIGURES}
-        if model in chosen:
-            figures[model]["selection"] = chosen[model]
-    return figures
+    chosen = selections((r.model_id, r.nodeid) for r in results if r.nodeid)
+    return {model: _figures(t, chosen.get(model)) for model, t in rollup.by_model.items()}
 
 
-def _points(points: Iterable[PointAssessment]) -> list[dict[str, Any]]:
+def _points(points: Iterable[PointAssessment]) -> list[PointRecord]:
     return [
-        {
-            "text": p.key_point_text,
-            "score": p.coverage_extent,
-            "inverted": p.is_inverted,
-            "error": p.error,
-            "kind": p.kind,
-        }
+        PointRecord(text=p.key_point_text, score=p.coverage_extent, inverted=p.is_inverted, error=p.error, kind=p.kind)
         for p in points
     ]
 
 
-def item_record(result: ItemResult) -> Record:
+def item_record(result: ItemResult) -> ItemRecord:
     """One item as the history keeps it: its score and answer, and what rebuilding its place in
     the roll-up and pairing it with a later run need."""
-    return {
-        "nodeid": result.nodeid,
-        "blueprint": result.blueprint_id,
-        "prompt": result.prompt_id,
-        "model": result.model_id,
-        "score": result.score,
-        "outcome": result.outcome,
-        "answer": result.response,
-        "detail": {
-            "blueprintPath": result.blueprint_path,
-            "effectiveModel": result.effective_model_id,
-            "systemPrompt": result.system_prompt,
-            "threshold": result.threshold,
-            "promptWeight": result.prompt_weight,
-            "promptLine": result.prompt_line,
-            "source": result.source,
-            "points": _points(result.points),
-            "digest": result.content_digest,  # with the samples, read by --weval-repeat=auto
-            "samples": result.sample_scores,
-        },
-    }
+    return ItemRecord(
+        nodeid=result.nodeid,
+        blueprint=result.blueprint_id,
+        prompt=result.prompt_id,
+        model=result.model_id,
+        score=result.score,
+        outcome=result.outcome,
+        answer=result.response,
+        detail=ItemDetail(
+            blueprint_path=result.blueprint_path,
+            effective_model=result.effective_model_id,
+            system_prompt=result.system_prompt,
+            threshold=result.threshold,
+            prompt_weight=result.prompt_weight,
+            prompt_line=result.prompt_line,
+            source=result.source,
+            points=_points(result.points),
+            digest=result.content_digest,
+            samples=result.sample_scores,
+        ),
+    )
 
 
 def judges_of(results: Iterable[ItemResult]) -> list[str]:
@@ -121,41 +118,41 @@ def run_record(
     commit: str | None = None,
     branch: str | None = None,
     judges: Sequence[str] = (),
-) -> tuple[Record, list[Record]]:
+) -> tuple[RunRecord, list[ItemRecord]]:
     """The run and its items, as the history records them."""
-    run = {
-        "id": run_id,
-        "started": started,
-        "ended": ended,
-        "commit": commit,
-        "branch": branch,
-        "host": host,
-        "models": list(rollup.models),
-        "judges": list(judges) or judges_of(results),
-        "figures": model_figures(rollup, results),
-    }
+    run = RunRecord(
+        id=run_id,
+        started=started,
+        ended=ended,
+        commit=commit,
+        branch=branch,
+        host=host,
+        models=list(rollup.models),
+        judges=list(judges) or judges_of(results),
+        figures=model_figures(rollup, results),
+    )
     items = [item_record(r) for r in sorted(results, key=lambda r: r.nodeid) if r.nodeid]
     return run, items
 
 
-def result_of(item: Mapping[str, Any]) -> ItemResult:
+def result_of(item: ItemRecord) -> ItemResult:
     """A recorded item as an ``ItemResult`` again, as far as the roll-up needs one."""
-    detail = item.get("detail") or {}
+    detail = item.detail
     return ItemResult(
-        nodeid=item["nodeid"],
-        blueprint_id=item["blueprint"],
-        blueprint_path=detail.get("blueprintPath") or "",
-        prompt_id=item["prompt"],
-        prompt_line=detail.get("promptLine"),
-        prompt_weight=detail.get("promptWeight"),
-        model_id=item["model"],
-        effective_model_id=detail.get("effectiveModel") or item["model"],
-        system_prompt=detail.get("systemPrompt"),
-        outcome=item["outcome"],
-        score=item.get("score"),
-        threshold=detail.get("threshold", defaults.THRESHOLD),
-        source=detail.get("source") or "blueprint",
-        response=item.get("answer"),
+        nodeid=item.nodeid,
+        blueprint_id=item.blueprint,
+        blueprint_path=detail.blueprint_path,
+        prompt_id=item.prompt,
+        prompt_line=detail.prompt_line,
+        prompt_weight=detail.prompt_weight,
+        model_id=item.model,
+        effective_model_id=item.effective_model,
+        system_prompt=detail.system_prompt,
+        outcome=item.outcome,
+        score=item.score,
+        threshold=detail.threshold,
+        source=detail.source,
+        response=item.answer,
     )
 
 
@@ -170,28 +167,24 @@ def iso(epoch: float) -> str:
     return dt.datetime.fromtimestamp(epoch, dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def run_label(run: Mapping[str, Any]) -> str:
+def run_label(run: RunRecord) -> str:
     """``<id>, <start>, <branch>@<commit>``: how a recorded run is named to people."""
-    parts = [str(run["id"]), when(run["started"])]
-    commit = (run.get("commit") or "")[:10]
-    if commit or run.get("branch"):
-        parts.append(f"{run.get('branch') or ''}@{commit}" if run.get("branch") else commit)
+    parts = [run.id, when(run.started)]
+    commit = (run.commit or "")[:10]
+    if commit or run.branch:
+        parts.append(f"{run.branch}@{commit}" if run.branch else commit)
     return ", ".join(parts)
 
 
 def earlier_runs(
-    runs: Sequence[Mapping[str, Any]], *, current_id: str, started: float, branch: str | None = None
-) -> list[Mapping[str, Any]]:
+    runs: Sequence[RunRecord], *, current_id: str, started: float, branch: str | None = None
+) -> list[RunRecord]:
     """The runs recorded before this one began (another run id; of ``branch`` if given), newest first."""
     return [
         run
         for run in reversed(runs)
-        if run["id"] != current_id and run["started"] <= started and (branch is None or run.get("branch") == branch)
+        if run.id != current_id and run.started <= started and (branch is None or run.branch == branch)
     ]
-
-
-def _is_scored(item: Mapping[str, Any]) -> bool:
-    return item.get("outcome") in ("passed", "failed") and item.get("score") is not None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,22 +193,22 @@ class Earlier:
     result an item is compared with'): a run that skipped, errored on or did not select an item
     (``-k``, ``--lf``, ``--weval-batch=submit``) hides no older score of it."""
 
-    scored: dict[str, tuple[Mapping[str, Any], Mapping[str, Any]]]  # node id -> (run, item)
-    unscored: dict[str, tuple[Mapping[str, Any], Mapping[str, Any]]]  # never scored: the newest record
-    newest: Mapping[str, Any] | None  # the newest earlier run
-    newest_items: tuple[Mapping[str, Any], ...]  # and its items
+    scored: dict[str, tuple[RunRecord, ItemRecord]]  # node id -> (run, item)
+    unscored: dict[str, tuple[RunRecord, ItemRecord]]  # never scored: the newest record
+    newest: RunRecord | None  # the newest earlier run
+    newest_items: tuple[ItemRecord, ...]  # and its items
 
-    def runs_used(self) -> list[Mapping[str, Any]]:
+    def runs_used(self) -> list[RunRecord]:
         """The runs the scores come from, newest first."""
-        seen: dict[str, Mapping[str, Any]] = {}
+        seen: dict[str, RunRecord] = {}
         for run, _ in self.scored.values():
-            seen.setdefault(str(run["id"]), run)
-        return sorted(seen.values(), key=lambda run: (run["started"], run["id"]), reverse=True)
+            seen.setdefault(run.id, run)
+        return sorted(seen.values(), key=lambda run: (run.started, run.id), reverse=True)
 
 
 def newest_scores(
-    earlier: Sequence[Mapping[str, Any]],
-    items_of: Callable[[Sequence[str]], Mapping[str, Sequence[Mapping[str, Any]]]],
+    earlier: Sequence[RunRecord],
+    items_of: Callable[[Sequence[str]], Mapping[str, Sequence[ItemRecord]]],
     wanted: Iterable[str],
     *,
     chunk: int = 8,
@@ -224,22 +217,22 @@ def newest_scores(
     runs are all read: one run first (the usual case: the run before covered this one), then
     twice as many each time, up to ``chunk`` runs a read."""
     missing = set(wanted)
-    scored: dict[str, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
-    unscored: dict[str, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
-    newest_items: tuple[Mapping[str, Any], ...] = ()
+    scored: dict[str, tuple[RunRecord, ItemRecord]] = {}
+    unscored: dict[str, tuple[RunRecord, ItemRecord]] = {}
+    newest_items: tuple[ItemRecord, ...] = ()
     start, size = 0, 1
     while start < len(earlier) and (missing or not start):
         runs = earlier[start : start + size]
-        found = items_of([str(run["id"]) for run in runs])
+        found = items_of([run.id for run in runs])
         for number, run in enumerate(runs):
-            items = found.get(str(run["id"])) or ()
+            items = found.get(run.id) or ()
             if start == 0 and number == 0:
                 newest_items = tuple(items)
             for item in items:
-                nodeid = str(item["nodeid"])
+                nodeid = item.nodeid
                 if nodeid not in missing:
                     continue
-                if _is_scored(item):
+                if item.scored:
                     scored[nodeid] = (run, item)
                     missing.discard(nodeid)
                     unscored.pop(nodeid, None)
@@ -257,16 +250,16 @@ class Change:
     nodeid: str
     old: float
     new: float
-    previous: Mapping[str, Any]  # the recorded item
+    previous: ItemRecord  # the recorded item
     current: ItemResult
-    run: Mapping[str, Any] | None = None  # the run that recorded ``previous``
+    run: RunRecord | None = None  # the run that recorded ``previous``
 
 
 @dataclasses.dataclass(frozen=True)
 class Changes:
     """The items whose score differs from their newest earlier score (both scored)."""
 
-    previous: Mapping[str, Any]  # the newest run the earlier scores come from
+    previous: RunRecord  # the newest run the earlier scores come from
     items: tuple[Change, ...]
     compared: int = 0  # items of this run scored in both
     older: int = 0  # of those, how many were last scored before ``previous``
@@ -299,12 +292,12 @@ class Changes:
     def to_dict(self) -> dict[str, Any]:
         return js_data(
             {
-                "previousRun": self.previous["id"],
+                "previousRun": self.previous.id,
                 "compared": self.compared,
                 "better": self.better,
                 "worse": self.worse,
                 "items": [
-                    {"nodeid": c.nodeid, "old": c.old, "new": c.new, "run": (c.run or self.previous)["id"]}
+                    {"nodeid": c.nodeid, "old": c.old, "new": c.new, "run": (c.run or self.previous).id}
                     for c in self.items
                 ],
             }
@@ -317,22 +310,21 @@ def changes_since(earlier: Earlier, results: Iterable[ItemResult]) -> Changes | 
         return None
     found = []
     compared = scored_now = 0
-    runs: dict[str, Mapping[str, Any]] = {}
+    runs: dict[str, RunRecord] = {}
     for r in sorted(results, key=lambda r: r.nodeid):
         if r.score is None or r.outcome not in ("passed", "failed"):
             continue
         scored_now += 1
-        before = earlier.scored.get(r.nodeid)
-        if before is None:
+        run, old = earlier.scored.get(r.nodeid) or (None, None)
+        if run is None or old is None or old.score is None:  # Earlier.scored holds scored items only
             continue
-        run, old = before
         compared += 1
         runs[r.nodeid] = run
-        if float(old["score"]) != float(r.score):
-            found.append(Change(r.nodeid, float(old["score"]), float(r.score), old, r, run))
-    used = sorted(runs.values(), key=lambda run: (run["started"], run["id"]))
+        if float(old.score) != float(r.score):
+            found.append(Change(r.nodeid, float(old.score), float(r.score), old, r, run))
+    used = sorted(runs.values(), key=lambda run: (run.started, run.id))
     previous = used[-1] if used else earlier.newest
-    older = sum(1 for run in runs.values() if run["id"] != previous["id"])
+    older = sum(1 for run in runs.values() if run.id != previous.id)
     return Changes(previous=previous, items=tuple(found), compared=compared, older=older, scored_now=scored_now)
 
 
@@ -349,18 +341,17 @@ def history_branch(value: str) -> str | None:
     return value.partition(":")[2] or None if value.startswith("last:") else None
 
 
-def _baseline_item(item: Mapping[str, Any]) -> BaselineItem:
-    detail = item.get("detail") or {}
+def _baseline_item(item: ItemRecord) -> BaselineItem:
     return BaselineItem(
-        blueprint_id=item["blueprint"],
-        blueprint_path=detail.get("blueprintPath") or "",
-        prompt_id=item["prompt"],
-        model_id=item["model"],
-        effective_model_id=detail.get("effectiveModel") or item["model"],
-        system_prompt=detail.get("systemPrompt"),
-        outcome=item["outcome"],
-        score=item.get("score"),
-        nodeid=item["nodeid"],
+        blueprint_id=item.blueprint,
+        blueprint_path=item.detail.blueprint_path,
+        prompt_id=item.prompt,
+        model_id=item.model,
+        effective_model_id=item.effective_model,
+        system_prompt=item.detail.system_prompt,
+        outcome=item.outcome,
+        score=item.score,
+        nodeid=item.nodeid,
     )
 
 
@@ -368,17 +359,17 @@ def baseline_of(earlier: Earlier) -> Baseline:
     """``--weval-baseline=last``: each item's newest earlier score as the paired gate's
     baseline; items that no earlier run scored come as their newest record (said unpaired,
     with why), and the newest run's items this run lacks as "not in this run"."""
-    chosen: dict[str, Mapping[str, Any]] = {nodeid: item for nodeid, (_, item) in earlier.unscored.items()}
+    chosen: dict[str, ItemRecord] = {nodeid: item for nodeid, (_, item) in earlier.unscored.items()}
     chosen.update((nodeid, item) for nodeid, (_, item) in earlier.scored.items())
     for item in earlier.newest_items:
-        chosen.setdefault(str(item["nodeid"]), item)
+        chosen.setdefault(item.nodeid, item)
     used = earlier.runs_used() or ([earlier.newest] if earlier.newest is not None else [])
     assert used, "a baseline needs an earlier run"
     newest = used[0]
     if len(used) == 1:
         name = f"run {run_label(newest)} from the history"
     else:
-        older = sum(1 for run, _ in earlier.scored.values() if run["id"] != newest["id"])
+        older = sum(1 for run, _ in earlier.scored.values() if run.id != newest.id)
         name = (
             f"runs {run_label(newest)} and {len(used) - 1} older from the history "
             f"(each item's newest score; {plural(older, 'item')} from the older runs)"
@@ -386,115 +377,134 @@ def baseline_of(earlier: Earlier) -> Baseline:
     return Baseline(
         directory=name,
         items=tuple(_baseline_item(item) for _, item in sorted(chosen.items())),
-        run_label=str(newest["id"]),
-        timestamp=iso(newest["started"]),
+        run_label=newest.id,
+        timestamp=iso(newest.started),
     )
 
 
 # ---------------------------------------------------------------- the history as a table
 
 
-def beyond_noise(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> bool:
+def _half_width(figure: ModelFigures) -> float | None:
+    low, high = figure.ci95 or (None, None)
+    return None if low is None or high is None else (float(high) - float(low)) / 2
+
+
+def beyond_noise(before: ModelFigures | None, after: ModelFigures | None) -> bool:
     """The change of a model's mean is larger than the two runs' 95% intervals allow (taken as
     independent: the half widths add in quadrature). The paired test of --weval-baseline is the
     sharper one; this marks what deserves a look."""
-    if not before or not after or before.get("mean") is None or after.get("mean") is None:
+    if before is None or after is None or before.mean is None or after.mean is None:
         return False
-    if not before.get("ci95") or not after.get("ci95"):
+    old, new = _half_width(before), _half_width(after)
+    if old is None or new is None:
         return False
-    half = [(float(f["ci95"][1]) - float(f["ci95"][0])) / 2 for f in (before, after)]
-    return abs(float(after["mean"]) - float(before["mean"])) > math.hypot(*half)
+    return abs(float(after.mean) - float(before.mean)) > math.hypot(old, new)
 
 
-def run_selections(run: Mapping[str, Any], items_of: Callable[[str], Sequence[Mapping[str, Any]]]) -> dict[str, str]:
+def run_selections(run: RunRecord, items_of: Callable[[str], Sequence[ItemRecord]]) -> dict[str, str]:
     """Per model, which items the run's means are over: recorded with its figures, or (a run
     recorded before the figures said it) read from its items."""
-    figures = run.get("figures") or {}
-    said = {name: f["selection"] for name, f in figures.items() if isinstance(f.get("selection"), str)}
-    if len(said) == len(figures):
+    said = {name: f.selection for name, f in run.figures.items() if f.selection is not None}
+    if len(said) == len(run.figures):
         return said
-    return {**selections(items_of(str(run["id"]))), **said}
+    return {**item_selections(items_of(run.id)), **said}
+
+
+@dataclasses.dataclass(frozen=True)
+class HistoryRow:
+    """A run as ``history`` shows it: its facts and, per model, its figures over the items asked
+    for, with the ``selection`` they are over (None when unknown)."""
+
+    run: RunRecord
+    figures: dict[str, ModelFigures]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run as ``history --json`` writes it."""
+        return {
+            "id": self.run.id,
+            "started": iso(self.run.started),
+            "ended": iso(self.run.ended),
+            "commit": self.run.commit,
+            "branch": self.run.branch,
+            "host": self.run.host,
+            "judges": list(self.run.judges),
+            "models": {
+                name: f.model_dump(exclude={"selection"}) | {"selection": f.selection}
+                for name, f in self.figures.items()
+            },
+        }
+
+
+def _blueprint_figures(items: Sequence[ItemRecord], blueprint: str) -> dict[str, ModelFigures]:
+    """A run's figures over the items of one blueprint (by id or path)."""
+    recorded = [item for item in items if blueprint in (item.blueprint, item.detail.blueprint_path)]
+    chosen = [result_of(item) for item in recorded]
+    chosen_selections = item_selections(recorded)
+    return {
+        name: _figures(tally(r for r in chosen if r.model_id == name), chosen_selections[name])
+        for name in sorted({r.model_id for r in chosen})
+    }
 
 
 def history_rows(
-    runs: Sequence[Mapping[str, Any]],
-    items_of: Callable[[str], list[dict[str, Any]]],
+    runs: Sequence[RunRecord],
+    items_of: Callable[[str], Sequence[ItemRecord]],
     *,
     model: str | None = None,
     blueprint: str | None = None,
     last: int | None = None,
-) -> list[dict[str, Any]]:
+) -> list[HistoryRow]:
     """``history --json``'s runs, oldest first: each with its models' ``mean``, ``ci95``,
     ``items`` (the run's own figures; with ``blueprint``, the same figures over that blueprint's
     items, by id or path) and ``selection`` (which items those are over)."""
     rows = []
     for run in runs:
-        figures: dict[str, Any] = {}
         if blueprint is not None:
-            recorded = [
-                item
-                for item in items_of(run["id"])
-                if blueprint in (item["blueprint"], (item.get("detail") or {}).get("blueprintPath"))
-            ]
-            chosen = [result_of(item) for item in recorded]
-            chosen_selections = selections(recorded)
-            for name in sorted({r.model_id for r in chosen}):
-                t = tally(r for r in chosen if r.model_id == name)
-                shown = js_data(t.to_dict())
-                figures[name] = {key: shown[key] for key in FIGURES} | {"selection": chosen_selections[name]}
+            figures = _blueprint_figures(items_of(run.id), blueprint)
         else:
             chosen_selections = run_selections(run, items_of)
-            for name, figure in (run.get("figures") or {}).items():
-                figures[name] = {key: figure.get(key) for key in FIGURES} | {"selection": chosen_selections.get(name)}
+            figures = {
+                name: figure.model_copy(update={"selection": chosen_selections.get(name)})
+                for name, figure in run.figures.items()
+            }
         if model is not None:
             figures = {name: f for name, f in figures.items() if name == model}
-        if not figures:
-            continue
-        rows.append(
-            {
-                "id": run["id"],
-                "started": iso(run["started"]),
-                "ended": iso(run["ended"]),
-                "commit": run.get("commit"),
-                "branch": run.get("branch"),
-                "host": run.get("host"),
-                "judges": list(run.get("judges") or ()),
-                "models": figures,
-            }
-        )
+        if figures:
+            rows.append(HistoryRow(run, figures))
     return rows[-last:] if last else rows
 
 
-def history_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+def history_table(rows: Sequence[HistoryRow]) -> list[str]:
     """Runs, oldest first; per model its mean and the change from the newest earlier run over
     the same items (like with like: a ``-k`` run is compared with none but its own kind),
     marked when beyond noise."""
     if not rows:
         return ["no run recorded"]
-    models = sorted({name for row in rows for name in row["models"]})
+    models = sorted({name for row in rows for name in row.figures})
     cells: list[list[str]] = [["run", "started", "commit", *models]]
-    last_seen: dict[tuple[str, Any], Mapping[str, Any]] = {}
+    last_seen: dict[tuple[str, str | None], ModelFigures] = {}
     seen_model: set[str] = set()
     marked = unlike = False
     for row in rows:
-        line = [str(row["id"]), str(row["started"]).replace("T", " ").rstrip("Z"), (row.get("commit") or "")[:10]]
+        line = [row.run.id, iso(row.run.started).replace("T", " ").rstrip("Z"), (row.run.commit or "")[:10]]
         for name in models:
-            figure = row["models"].get(name)
+            figure = row.figures.get(name)
             if figure is None:
                 line.append("")
                 continue
-            text = fmt_score(figure.get("mean"))
-            key = (name, figure.get("selection"))
+            text = fmt_score(figure.mean)
+            key = (name, figure.selection)
             before = last_seen.get(key)
-            if before is not None and before.get("mean") is not None and figure.get("mean") is not None:
-                text += " " + fmt_signed(float(figure["mean"]) - float(before["mean"]))
+            if before is not None and before.mean is not None and figure.mean is not None:
+                text += " " + fmt_signed(float(figure.mean) - float(before.mean))
                 if beyond_noise(before, figure):
                     text += " " + NOISE_MARK
                     marked = True
-            elif name in seen_model and figure.get("mean") is not None:
-                text += f" ({plural(int(figure.get('items') or 0), 'item')})"
+            elif name in seen_model and figure.mean is not None:
+                text += f" ({plural(int(figure.items or 0), 'item')})"
                 unlike = True
-            if figure.get("mean") is not None:
+            if figure.mean is not None:
                 last_seen[key] = figure
                 seen_model.add(name)
             line.append(text)
@@ -530,33 +540,30 @@ class HistoryView:
 
 
 def history_view(
-    runs: Sequence[Mapping[str, Any]],
-    current: Mapping[str, Any],
+    runs: Sequence[RunRecord],
+    current: RunRecord,
     changes: Changes | None,
-    selections_of: Callable[[Mapping[str, Any]], Mapping[str, str]] = lambda run: {},
+    selections_of: Callable[[RunRecord], Mapping[str, str]] = lambda run: {},
     analyses: RunAnalyses | None = None,
 ) -> HistoryView:
     """Like with like: a model's trend holds the earlier runs whose mean is over the very items
     of this run's (``selections_of`` gives a run's, per model), and only models of this run."""
     trends: dict[str, list[float]] = {}
     trend_runs: dict[str, list[str]] = {}
-    now = {
-        name: figure
-        for name, figure in (current.get("figures") or {}).items()
-        if figure.get("mean") is not None and figure.get("selection")
-    }
+    now = {name: figure for name, figure in current.figures.items() if figure.mean is not None and figure.selection}
     for run in runs:
-        if run["id"] == current["id"] or not any(name in (run.get("figures") or {}) for name in now):
+        if run.id == current.id or not any(name in run.figures for name in now):
             continue
         chosen = selections_of(run)
-        for name, figure in (run.get("figures") or {}).items():
-            if name not in now or figure.get("mean") is None or chosen.get(name) != now[name]["selection"]:
+        for name, figure in run.figures.items():
+            if name not in now or figure.mean is None or chosen.get(name) != now[name].selection:
                 continue
-            trends.setdefault(name, []).append(figure["mean"])
-            trend_runs.setdefault(name, []).append(str(run["id"]))
+            trends.setdefault(name, []).append(figure.mean)
+            trend_runs.setdefault(name, []).append(run.id)
     for name, figure in now.items():
-        trends.setdefault(name, []).append(figure["mean"])
-        trend_runs.setdefault(name, []).append(str(current["id"]))
+        if figure.mean is not None:
+            trends.setdefault(name, []).append(figure.mean)
+            trend_runs.setdefault(name, []).append(current.id)
     return HistoryView(trends=trends, trend_runs=trend_runs, changes=changes, analyses=analyses)
 
 
@@ -564,6 +571,7 @@ __all__ = [
     "Change",
     "Changes",
     "Earlier",
+    "HistoryRow",
     "HistoryView",
     "baseline_of",
     "beyond_noise",

@@ -67,7 +67,7 @@ def _regressions(found: RunAnalyses) -> str:
     parts = [
         f"<h2>Regressions since {_e(run_label(previous))}</h2>",
         f'<p class="muted">Each prompt, and each point, that this run scored at least {MIN_SCORE_DELTA:g} lower '
-        f"than run {_e(previous['id'])} did, per blueprint and model, the largest drop first "
+        f"than run {_e(previous.id)} did, per blueprint and model, the largest drop first "
         "(<code>history regressions</code>).</p>",
     ]
     if not found.regressions:

@@ -110,8 +110,8 @@ def _points(change: Change) -> list[list[Any]]:
     """[point text, previous score, current score] for each point of either run, current order
     first."""
     before: dict[str, Any] = {}
-    for p in (change.previous.get("detail") or {}).get("points") or ():
-        before.setdefault(str(p.get("text")), p.get("score"))
+    for recorded in change.previous.detail.points:
+        before.setdefault(recorded.text, recorded.score)
     rows: list[list[Any]] = []
     seen: set[str] = set()
     for p in change.current.points:
@@ -127,9 +127,9 @@ def history_data(view: HistoryView) -> dict[str, Any]:
     changes: dict[str, Any] = {}
     if view.changes is not None:
         for change in view.changes.items:
-            previous_id = str((change.run or view.changes.previous)["id"])
+            previous_id = (change.run or view.changes.previous).id
             changes[change.nodeid] = {
-                "previous": {"run": previous_id, "score": change.old, "answer": change.previous.get("answer")},
+                "previous": {"run": previous_id, "score": change.old, "answer": change.previous.answer},
                 "current": {"run": "this run", "score": change.new, "answer": change.current.response},
                 "points": _points(change),
             }

@@ -21,6 +21,7 @@ from pytest_weval.report.history import (
     run_record,
     run_selections,
 )
+from pytest_weval.report.history_record import ItemRecord, ModelFigures, RunRecord, read_run, stored_item
 from pytest_weval.report.html_history import history_section
 from pytest_weval.report.rollup import build_rollup
 from pytest_weval.report.weval_json import build_run_summary
@@ -52,21 +53,23 @@ def _result(prompt: str, model: str, score: float | None, outcome: str = "passed
 RESULTS = [_result(f"q{n}", m, s) for n, s in enumerate((1.0, 0.5, 0.75, 0.25), 1) for m in ("openai:a", "openai:b")]
 
 
-def _recorded(results: list[ItemResult], run_id: str = "r1", started: float = 100.0) -> tuple[dict, list[dict]]:
+def _recorded(
+    results: list[ItemResult], run_id: str = "r1", started: float = 100.0
+) -> tuple[RunRecord, list[ItemRecord]]:
     return run_record(results, build_rollup(results), run_id=run_id, started=started, ended=started + 1, host="h")
 
 
 def test_the_record_has_summary_json_figures_and_items_come_back_as_they_were():
     run, items = _recorded(RESULTS)
     summary = build_run_summary(RESULTS)
-    assert {m: {k: f[k] for k in ("mean", "ci95", "items")} for m, f in run["figures"].items()} == {
+    assert {m: {k: getattr(f, k) for k in ("mean", "ci95", "items")} for m, f in run.figures.items()} == {
         m: {k: summary["models"][m][k] for k in ("mean", "ci95", "items")} for m in ("openai:a", "openai:b")
     }
-    assert run["models"] == ["openai:a", "openai:b"] and run["judges"] == ["openai:judge"]
-    assert [item["nodeid"] for item in items] == sorted(r.nodeid for r in RESULTS)
+    assert run.models == ["openai:a", "openai:b"] and run.judges == ["openai:judge"]
+    assert [item.nodeid for item in items] == sorted(r.nodeid for r in RESULTS)
     again = [result_of(item) for item in items]
     assert build_run_summary(again)["models"] == summary["models"]
-    assert item_record(RESULTS[0])["detail"]["points"] == [
+    assert stored_item(item_record(RESULTS[0]))["detail"]["points"] == [
         {"text": "is kind", "score": 1.0, "inverted": False, "error": None, "kind": "judged"}
     ]
 
@@ -94,10 +97,10 @@ def test_the_changes_are_the_items_scored_in_both_runs_whose_score_moved():
     assert again.line().startswith("since the last run: 0 of 8 items changed")
 
 
-def _earlier(*recorded: tuple[dict, list[dict]], wanted: list[ItemResult] = RESULTS):
+def _earlier(*recorded: tuple[RunRecord, list[ItemRecord]], wanted: list[ItemResult] = RESULTS):
     """The recorded runs (oldest first) as the history hands them to a run that began after them."""
     runs = [run for run, _ in recorded]
-    items = {run["id"]: found for run, found in recorded}
+    items = {run.id: found for run, found in recorded}
     earlier = earlier_runs(runs, current_id="now", started=1e9)
     return newest_scores(earlier, lambda ids: {i: items[i] for i in ids}, [r.nodeid for r in wanted], chunk=1)
 
@@ -121,12 +124,12 @@ def test_runs_that_skipped_or_left_out_items_hide_no_older_score():
     baseline = baseline_of(earlier)
     compared = compare(RESULTS, baseline)
     assert compared.paired == len(RESULTS) and not compared.unpaired
-    assert {nodeid: run["id"] for nodeid, (run, _) in earlier.scored.items()} == {
+    assert {nodeid: run.id for nodeid, (run, _) in earlier.scored.items()} == {
         r.nodeid: "k" if r is RESULTS[0] else "full" for r in RESULTS
     }
     assert baseline.directory.startswith("runs k, ") and "1 older" in baseline.directory
     changes = changes_since(earlier, RESULTS)
-    assert [(c.nodeid, c.old, c.new, c.run["id"]) for c in changes.items] == [(RESULTS[0].nodeid, 0.5, 1.0, "k")]
+    assert [(c.nodeid, c.old, c.new, c.run.id) for c in changes.items] == [(RESULTS[0].nodeid, 0.5, 1.0, "k")]
     assert changes.line().startswith("since the last run: 1 of 8 items changed (1 better, 0 worse) [run k, ")
     assert changes.line().endswith("; 7 of them last scored in older runs]")
     # With nothing in common, the line says so instead of "0 items changed".
@@ -139,13 +142,13 @@ def test_runs_that_skipped_or_left_out_items_hide_no_older_score():
 
 def test_the_earlier_runs_are_those_that_began_before_this_one_newest_first():
     runs = [
-        {"id": "old", "started": 1.0, "branch": "main"},
-        {"id": "pr", "started": 2.0, "branch": "feature"},
-        {"id": "this", "started": 3.0, "branch": "feature"},
-        {"id": "later", "started": 4.0, "branch": "main"},
+        read_run({"id": "old", "started": 1.0, "ended": 1.0, "branch": "main"}),
+        read_run({"id": "pr", "started": 2.0, "ended": 2.0, "branch": "feature"}),
+        read_run({"id": "this", "started": 3.0, "ended": 3.0, "branch": "feature"}),
+        read_run({"id": "later", "started": 4.0, "ended": 4.0, "branch": "main"}),
     ]
-    assert [r["id"] for r in earlier_runs(runs, current_id="this", started=3.0)] == ["pr", "old"]
-    assert [r["id"] for r in earlier_runs(runs, current_id="this", started=3.0, branch="main")] == ["old"]
+    assert [r.id for r in earlier_runs(runs, current_id="this", started=3.0)] == ["pr", "old"]
+    assert [r.id for r in earlier_runs(runs, current_id="this", started=3.0, branch="main")] == ["old"]
     assert earlier_runs(runs, current_id="old", started=1.0) == []
 
 
@@ -154,7 +157,7 @@ def test_a_trend_holds_only_runs_over_the_same_items_and_only_models_of_this_run
     partial = _recorded([RESULTS[0]], "k", 200.0)
     gone = _recorded([r.model_copy(update={"model_id": "openai:gone"}) for r in RESULTS[:2]], "old-model", 250.0)
     now, _ = _recorded(RESULTS, "now", 300.0)
-    items = {run["id"]: found for run, found in (full, partial, gone)}
+    items = {run.id: found for run, found in (full, partial, gone)}
     view = history_view([full[0], partial[0], gone[0]], now, None, lambda run: run_selections(run, items.get))
     assert view.trend_runs == {"openai:a": ["full", "now"], "openai:b": ["full", "now"]}
     # Each caption is of a model of this run (one whose points came from old runs only would read
@@ -165,23 +168,25 @@ def test_a_trend_holds_only_runs_over_the_same_items_and_only_models_of_this_run
 
 
 def test_only_a_change_beyond_both_intervals_is_marked():
-    wide = {"mean": 0.8, "ci95": [0.6, 1.0]}
-    assert not beyond_noise(wide, {"mean": 0.6, "ci95": [0.4, 0.8]})  # 0.2 < sqrt(0.2^2 + 0.2^2)
-    assert beyond_noise(wide, {"mean": 0.4, "ci95": [0.3, 0.5]})  # 0.4 > sqrt(0.2^2 + 0.1^2)
-    assert not beyond_noise(wide, {"mean": 0.1, "ci95": None})  # no interval, no verdict
+    wide = ModelFigures(mean=0.8, ci95=[0.6, 1.0])
+    assert not beyond_noise(wide, ModelFigures(mean=0.6, ci95=[0.4, 0.8]))  # 0.2 < sqrt(0.2^2 + 0.2^2)
+    assert beyond_noise(wide, ModelFigures(mean=0.4, ci95=[0.3, 0.5]))  # 0.4 > sqrt(0.2^2 + 0.1^2)
+    assert not beyond_noise(wide, ModelFigures(mean=0.1, ci95=None))  # no interval, no verdict
     runs = [
-        {"id": "r1", "started": 1.0, "ended": 2.0, "commit": "abc", "figures": {"m": wide}},
-        {
-            "id": "r2",
-            "started": 3.0,
-            "ended": 4.0,
-            "commit": "def",
-            "figures": {"m": {"mean": 0.4, "ci95": [0.3, 0.5]}},
-        },
+        read_run({"id": "r1", "started": 1.0, "ended": 2.0, "commit": "abc", "figures": {"m": wide.model_dump()}}),
+        read_run(
+            {
+                "id": "r2",
+                "started": 3.0,
+                "ended": 4.0,
+                "commit": "def",
+                "figures": {"m": {"mean": 0.4, "ci95": [0.3, 0.5]}},
+            }
+        ),
     ]
     rows = history_rows(runs, lambda run_id: [])
     lines = history_table(rows)
     assert lines[0].split() == ["run", "started", "commit", "m"]
     assert lines[1].split()[-1] == "0.80" and lines[2].endswith("0.40 -0.40 *") and lines[3].startswith("* ")
     assert history_table([]) == ["no run recorded"]
-    assert [row["id"] for row in history_rows(runs, lambda run_id: [], last=1)] == ["r2"]
+    assert [row.run.id for row in history_rows(runs, lambda run_id: [], last=1)] == ["r2"]

@@ -122,6 +122,10 @@ class History(Protocol):
         """What the reads so far skipped, one line each: a record that is not what this
         pytest-weval writes (edited by hand, cut short, written by something else)."""
 
+    def location(self, run_id: str) -> str:
+        """Where the run's record is kept, as the lines of ``damaged`` name it (for a reader
+        that skips what the store kept, to say where)."""
+
     def repair(self) -> list[str]:
         """Drop the damaged records (``cache repair``); returns what went, one line each."""
 
@@ -336,6 +340,9 @@ class SqliteHistory(_Checked):
     def exists(self) -> bool:
         return self.path.is_file()
 
+    def location(self, run_id: str) -> str:
+        return str(self.path)
+
     @contextlib.contextmanager
     def _connect(self, *, readonly: bool = False) -> Iterator[sqlite3.Connection]:
         try:
@@ -511,6 +518,9 @@ class FilesHistory(_Checked):
     def exists(self) -> bool:
         return self.cache_dir.is_dir()
 
+    def location(self, run_id: str) -> str:
+        return str(self.path_for(run_id))
+
     def path_for(self, run_id: str) -> Path:
         # A run id is anyone's text (--weval-run-id): a readable, safe stem plus a digest of the id.
         stem = _UNSAFE.sub("_", run_id)[:80].strip("._") or "run"
@@ -663,6 +673,9 @@ class PostgresHistory(_Checked):
 
     def exists(self) -> bool:
         return True  # a server: unreachable is an error, not an empty history
+
+    def location(self, run_id: str) -> str:
+        return f"cache store {redact_url(self.url)}"
 
     def _run(self, what: Any) -> Any:
         async def go() -> Any:
