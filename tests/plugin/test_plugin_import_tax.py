@@ -163,7 +163,8 @@ def test_an_option_without_blueprints_activates_the_plugin_from_the_start(projec
     assert "pydantic" in _imported(project)
 
 
-def test_the_fixtures_activate_the_plugin_for_a_test_that_asks_for_them(project: Project):
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_the_fixtures_activate_the_plugin_for_a_test_that_asks_for_them(project: Project, workers: tuple[str, ...]):
     project.write("conftest.py", CONFTEST)
     project.write(
         "test_fixture.py",
@@ -176,9 +177,10 @@ def test_the_fixtures_activate_the_plugin_for_a_test_that_asks_for_them(project:
         """,
     )
     project.rules(answer_rule("Say hello.", "hello"))
-    result = project.run("-p", "no:randomly", sub=True)
+    result = project.run(*workers, "-p", "no:randomly", sub=True)
     result.assert_outcomes(passed=2)
-    assert any(line.startswith("weval: cache ") for line in result.outlines)
+    if not workers:
+        assert any(line.startswith("weval: cache ") for line in result.outlines)
     assert len(project.requests()) == 1
 
 
@@ -229,24 +231,6 @@ def test_under_xdist_a_blueprint_activates_the_controller_before_anything_runs(p
     assert header < first_result, lines
     assert "weval scores" in result.stdout.str()
     assert "pydantic" in _imported(project, "main")
-
-
-def test_under_xdist_the_fixtures_activate_the_plugin(project: Project):
-    project.write("conftest.py", CONFTEST)
-    project.write(
-        "test_fixture.py",
-        f"""\
-        def test_generate(weval_client):
-            assert "hello" in weval_client.generate("{MODEL_ID}", "Say hello.")
-
-        def test_plain():
-            pass
-        """,
-    )
-    project.rules(answer_rule("Say hello.", "hello"))
-    result = project.run("-n", "2", "-p", "no:randomly", sub=True)
-    result.assert_outcomes(passed=2)
-    assert len(project.requests()) == 1
 
 
 def test_without_the_plugin_nothing_of_it_runs(project: Project):
