@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-import json
 import math
 import os
 import re
@@ -28,6 +27,7 @@ from pytest_weval.blueprint.model import Blueprint, Prompt
 from pytest_weval.files import write_atomic
 from pytest_weval.report._fmt import utf16_key
 from pytest_weval.report.baseline import Comparison
+from pytest_weval.report.json_text import indented_pieces
 from pytest_weval.report.rollup import Rollup, build_rollup, item_key
 from pytest_weval.report.similarity import SimilarityTables, similarity_tables
 from pytest_weval.report.spool import FullResults
@@ -452,7 +452,7 @@ def _json_pieces(data: Any, *, ensure_ascii: bool, size: int = 1 << 16) -> Itera
     whole in memory)."""
     pieces: list[str] = []
     held = 0
-    for chunk in json.JSONEncoder(indent=2, ensure_ascii=ensure_ascii).iterencode(data):
+    for chunk in indented_pieces(data, ensure_ascii=ensure_ascii):
         pieces.append(chunk)
         held += len(chunk)
         if held >= size:

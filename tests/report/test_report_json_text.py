@@ -1,0 +1,72 @@
+"""report/json_text.py writes what ``json.dumps(value, indent=2)`` writes, character for character
+(the Weval JSON files must not change by a byte), whatever the nesting, keys and scalars."""
+
+from __future__ import annotations
+
+import enum
+import json
+import random
+from typing import Any
+
+import pytest
+
+from pytest_weval.report.json_text import indented_pieces
+
+
+class _Level(enum.IntEnum):
+    HIGH = 3
+
+
+class _Tag(str, enum.Enum):
+    X = "x"
+
+
+CASES: list[Any] = [
+    {},
+    [],
+    (),
+    0,
+    -1.5,
+    "é\u2028\ud800\"\\\n",
+    None,
+    True,
+    {"a": [], "b": {}, "c": [[]], "d": [{}]},
+    {2: 2, 1.5: 3, True: 4, False: 5, None: 6, "nan": float("nan"), "inf": float("inf"), "-inf": -float("inf")},
+    {"deep": [{"x": [1, [2, [3, {"y": (4, 5)}]]]}]},
+    [_Level.HIGH, {"tag": _Tag.X}],
+    [10**30, -0.0, 1e16, 1e-7, 0.1 + 0.2],
+]
+
+
+def _random_value(rnd: random.Random, depth: int) -> Any:
+    roll = rnd.random()
+    if depth > 4 or roll < 0.3:
+        return rnd.choice([1, -2.25, 's\n"', None, False, True, 0.1, 3e300, "", "ü"])
+    if roll < 0.6:
+        return [_random_value(rnd, depth + 1) for _ in range(rnd.randint(0, 4))]
+    return {
+        rnd.choice(["a", "b", "ü", 1, 2.5, None, True]): _random_value(rnd, depth + 1) for _ in range(rnd.randint(0, 4))
+    }
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_the_text_is_json_dumps_indent_2(ensure_ascii: bool) -> None:
+    rnd = random.Random(43)
+    for value in CASES + [_random_value(rnd, 0) for _ in range(500)]:
+        expected = json.dumps(value, indent=2, ensure_ascii=ensure_ascii)
+        assert "".join(indented_pieces(value, ensure_ascii=ensure_ascii)) == expected
+
+
+def test_a_large_value_comes_in_pieces() -> None:
+    summary = {"items": [{"id": f"q{n}", "scores": [n, n / 3]} for n in range(200)], "total": 200}
+    pieces = list(indented_pieces(summary, ensure_ascii=False))
+    assert len(pieces) > 200  # one per item at least: the whole text is never built at once
+    assert "".join(pieces) == json.dumps(summary, indent=2, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("value", [{object(): 1}, [object()], {"a": {1j: 1}}])
+def test_what_json_refuses_is_refused(value: Any) -> None:
+    with pytest.raises(TypeError):
+        json.dumps(value, indent=2)
+    with pytest.raises(TypeError):
+        "".join(indented_pieces(value, ensure_ascii=True))
