@@ -20,8 +20,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from pytest_weval.blueprint.checks import DEFAULT_EMBEDDING_MODEL
 from pytest_weval.blueprint.model import Blueprint, Prompt
 from pytest_weval.files import write_atomic
@@ -418,33 +416,10 @@ def build_run_summary(
 def write_json_atomic(path: Path, data: Any) -> None:
     """``json.dumps(data, indent=2)`` written, then renamed into place: a reader never sees half
     a file."""
-    fast = _orjson_indented(data)
-    if fast is not None:
-        write_atomic(path, fast)
-        return
     try:
         write_atomic(path, _json_pieces(data, ensure_ascii=False))
     except UnicodeEncodeError:  # lone surrogates: escape them, as JSON.stringify does
         write_atomic(path, _json_pieces(data, ensure_ascii=True))
-
-
-def _orjson_indented(data: Any) -> bytes | None:
-    """What ``json.dumps(data, indent=2, ensure_ascii=False)`` writes, from orjson, or None
-    where orjson would write otherwise. Python's encoder indents in Python, about 60 ms a
-    megabyte; orjson takes 2, and Python's compact encoder (in C) another 20 to prove the two
-    agree: they differ only in a float's spelling (``1e-05``, ``2.5e-07``; ``tests/report/
-    test_report_json_writing.py``), NaN and infinities, which orjson writes as null, integers
-    past 64 bits, keys that are not strings and lone surrogates, which orjson refuses."""
-    try:
-        compact = orjson.dumps(data)
-    except TypeError:  # orjson.JSONEncodeError
-        return None
-    try:
-        agree = compact == json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    except (TypeError, ValueError):
-        return None
-    del compact
-    return orjson.dumps(data, option=orjson.OPT_INDENT_2) if agree else None
 
 
 def _json_pieces(data: Any, *, ensure_ascii: bool, size: int = 1 << 16) -> Iterator[bytes]:

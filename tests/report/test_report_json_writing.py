@@ -1,5 +1,5 @@
 """The Weval JSON files are written as ``json.dumps(data, indent=2)`` writes them, byte for byte,
-whichever encoder wrote them (``report/weval_json.write_json_atomic``)."""
+(``report/weval_json.write_json_atomic``, through ``report/json_text.py``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_weval.report.weval_json import _orjson_indented, write_json_atomic
+from pytest_weval.report.weval_json import write_json_atomic
 
 
 def _floats(count: int) -> list[float]:
@@ -55,8 +55,3 @@ def test_every_document_is_written_as_json_dumps_indent_2_writes_it(tmp_path: Pa
     except UnicodeEncodeError:
         expected = json.dumps(document, indent=2).encode("utf-8")
     assert (tmp_path / "out.json").read_bytes() == expected
-
-
-def test_a_comparisons_shape_takes_the_fast_encoder():
-    assert _orjson_indented(DOCUMENTS["a comparison's shape"]) is not None
-    assert _orjson_indented({"cost": 2.5e-07}) is None  # spelled 2.5e-7 by orjson
