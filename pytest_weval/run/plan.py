@@ -368,6 +368,9 @@ class DirectCount:
         elif met is shape:
             new_turns, added = 0, ()
         else:  # another prompt with the same answer identity: only what it adds
+            if isinstance(met, _Shape):  # the first join of this answer: its prefixes are read now
+                for group, pending in met.prefix_groups:
+                    client.note_prefix(hash((identity, group)), pending)
             self._answers[identity], new_turns, added = self._join(met, shape)
         if new_turns:
             row = row or client.row(model.id)
@@ -377,10 +380,10 @@ class DirectCount:
             self._extracted.add(id(shape))
             await self._extract(work)
         if added is None:
+            # The shape's prefixes are noted only if another prompt joins this answer (above):
+            # no one else reads them, and noting each item's held ~35 MB on the corpus's plan.
             for model_id, share in shape.shares:
                 client.row(model_id).add_uncached(share)
-            for group, pending in shape.prefix_groups:
-                client.note_prefix(hash((identity, group)), pending)
         for stand_in in added or ():
             client.row(stand_in.model_id).add(stand_in.purpose, stand_in.input_tokens, stand_in.max_output, False)
             client.shared_prefix(hash((identity, stand_in.prefix_group)), stand_in.model_id, stand_in.prefix_tokens)
