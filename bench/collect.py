@@ -3,9 +3,11 @@
     python bench/collect.py [--corpus ../shared/corpus/weval-configs]
 
 For the corpus with and without ``--weval-models``, runs ``pytest --collect-only`` in a fresh
-process and prints wall and CPU time, peak RSS and the item count. The floor is pytest collecting the
-same number of empty items per file from a trivial plugin that also does a plain YAML load of
-each file (C loader). Target: at most 2x the floor in time and memory.
+process and prints wall and CPU time, peak RSS and the item count, beside two floors: pytest
+collecting the same number of empty items per file from a trivial plugin that also does a plain
+YAML load of each file (C loader), and pytest collecting the same number of empty parametrized
+tests (``benchlib.write_empty_tests``). Goal (issue 43): at most 1.25x the floor in time and
+1.5x in memory.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from benchlib import default_corpus
+from benchlib import default_corpus, write_empty_tests
 
 HERE = Path(__file__).resolve().parent
 
@@ -128,9 +130,20 @@ def main() -> None:
             floor = run_pytest(
                 base_args[:-1] + ["-p", "no:weval", "-p", "floor_plugin", str(blueprints)], corpus, floor_env
             )
+            write_empty_tests(Path(tmp) / "empty", ours["items"])
+            empty = run_pytest(
+                ["--collect-only", "-qq", "-p", "no:cacheprovider", "-p", "no:weval", str(Path(tmp) / "empty")],
+                Path(tmp) / "empty",
+                env,
+            )
         print(
             f"{'floor for ' + label:<38}{floor['items']:>9}{floor['wall']:>9.2f}{floor['cpu']:>8.2f}"
             f"{floor['peak_mb']:>9.0f}"
+        )
+        print(
+            f"{'  empty parametrized tests':<38}{empty['items']:>9}{empty['wall']:>9.2f}{empty['cpu']:>8.2f}"
+            f"{empty['peak_mb']:>9.0f}{ours['wall'] / empty['wall']:>11.2f}{ours['cpu'] / empty['cpu']:>7.2f}"
+            f"{ours['peak_mb'] / empty['peak_mb']:>11.2f}  (ours against it)"
         )
         print(
             f"{label:<38}{ours['items']:>9}{ours['wall']:>9.2f}{ours['cpu']:>8.2f}{ours['peak_mb']:>9.0f}"

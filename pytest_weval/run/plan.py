@@ -281,6 +281,7 @@ class _Shape:
     first_key: int  # the first generation's messages, hashed
     first_tokens: float
     messages_key: int  # the prompt's messages, hashed (part of the answer's identity)
+    answer_key: int  # the messages and the system prompt, hashed: the shape's part of the answer's identity
     turn_tokens: float
     turns: int  # generations after the first
     extract: bool  # key points are extracted from the ideal answer
@@ -330,10 +331,14 @@ class DirectCount:
         self._shapes: dict[tuple[int, int], Any] = {}  # (id of the prompt, system index) -> _Shape
         self._models: dict[Any, Any] = {}
         self._panels: dict[int, Any] = {}  # id of the blueprint -> its panel, or None
-        self._firsts: set[int] = set()  # first generations met
-        # answer identity -> the _Shape whose stand-ins were counted for it, or the _Met
-        # stand-ins once a second prompt with the same answer identity adds its own
-        self._answers: dict[int, _Shape | _Met] = {}
+        # First generations and answers met, grouped by what varies by item (model, temperature,
+        # sample) and keyed within a group by their shape's own hashes: no new object per item.
+        # (model, its key's custom part, temperature, sample) -> the first generations' keys met
+        self._firsts: dict[tuple[Any, ...], set[int]] = {}
+        # (model, its identity's custom part, temperature) -> answer key -> the _Shape whose
+        # stand-ins were counted for that answer, or the _Met stand-ins once a second prompt
+        # with the same answer identity adds its own
+        self._answers: dict[tuple[Any, ...], dict[int, _Shape | _Met]] = {}
         self._joins: dict[tuple[int, int], tuple[_Met, int, tuple[_StandIn, ...]]] = {}
         self._extracted: set[int] = set()  # ids of shapes whose extraction requests were met
 
@@ -351,24 +356,35 @@ class DirectCount:
             return  # the run sends nothing for these items
         client = self.client
         temperature = work.sent_temperature
-        first = hash((model.id, model.key_custom, shape.first_key, temperature, work.sample))
+        first_group = (model.id, model.key_custom, temperature, work.sample)
+        firsts = self._firsts.get(first_group)
+        if firsts is None:
+            firsts = self._firsts[first_group] = set()
         row = None
-        if first not in self._firsts:
-            self._firsts.add(first)
+        if shape.first_key not in firsts:
+            firsts.add(shape.first_key)
             row = client.row(model.id)
             row.add("generate", shape.first_tokens, model.max_output, False)
             if client.first_samples is not None and work.sample % client.max_samples >= client.first_samples:
                 client.later_samples += 1
-        identity = hash((model.id, model.identity_custom, shape.messages_key, shape.system, temperature))
-        met = self._answers.get(identity)
+        answer_group = (model.id, model.identity_custom, temperature)
+        answers = self._answers.get(answer_group)
+        if answers is None:
+            answers = self._answers[answer_group] = {}
+        met = answers.get(shape.answer_key)
         new_turns = shape.turns
         added: tuple[_StandIn, ...] | None = None  # None: all of the shape's
+        identity = 0  # the answer's identity, where its prefixes are noted (a join)
         if met is None:
-            self._answers[identity] = shape
+            answers[shape.answer_key] = shape
         elif met is shape:
             new_turns, added = 0, ()
         else:  # another prompt with the same answer identity: only what it adds
-            self._answers[identity], new_turns, added = self._join(met, shape)
+            identity = hash((model.id, model.identity_custom, shape.messages_key, shape.system, temperature))
+            if isinstance(met, _Shape):  # the first join of this answer: its prefixes are read now
+                for group, pending in met.prefix_groups:
+                    client.note_prefix(hash((identity, group)), pending)
+            answers[shape.answer_key], new_turns, added = self._join(met, shape)
         if new_turns:
             row = row or client.row(model.id)
             for _ in range(new_turns):
@@ -377,10 +393,10 @@ class DirectCount:
             self._extracted.add(id(shape))
             await self._extract(work)
         if added is None:
+            # The shape's prefixes are noted only if another prompt joins this answer (above):
+            # no one else reads them, and noting each item's held ~35 MB on the corpus's plan.
             for model_id, share in shape.shares:
                 client.row(model_id).add_uncached(share)
-            for group, pending in shape.prefix_groups:
-                client.note_prefix(hash((identity, group)), pending)
         for stand_in in added or ():
             client.row(stand_in.model_id).add(stand_in.purpose, stand_in.input_tokens, stand_in.max_output, False)
             client.shared_prefix(hash((identity, stand_in.prefix_group)), stand_in.model_id, stand_in.prefix_tokens)
@@ -511,6 +527,7 @@ class DirectCount:
             first_key=hash(first),
             first_tokens=10 + sum(len(content or "") for _, content in first) / 4,
             messages_key=hash(messages),
+            answer_key=hash((hash(messages), work.system_prompt)),
             turn_tokens=turn_tokens,
             turns=answers_asked(prompt.messages) - 1,
             extract=extract,

@@ -245,7 +245,7 @@ def preflight(
     kinds: dict[tuple[int, int, bool, bool, bool], _Kind] = {}
     alike: dict[_Kind, _Kind] = {}  # most kinds come to the same notes: held once
     prompts: dict[int, tuple[bool, bool] | None] = {}  # None: its items send nothing
-    asks: dict[tuple[int, str], bool] = {}  # (prompt, model id) -> the tested model is sent a request
+    asks: dict[tuple[int, str], bool] = {}  # (prompt, model id or "") -> the tested model is sent a request
     for work in works:
         if isinstance(work, AgentWork):
             reasons: dict[str, list[str]] = {}  # variable -> who needs it, for this item
@@ -265,9 +265,11 @@ def preflight(
             )
         if prompt is None or missing_fixture(work, fixtures) is not None:
             continue  # it ends before sending: no key, no price, no judge
-        asked = asks.get((id(work.prompt), work.model.id))
+        # Without fixtures only a built-in model changes the answer: asked once per prompt.
+        model_key = work.model.id if fixtures is not None or work.model.id in BUILTIN_MODELS else ""
+        asked = asks.get((id(work.prompt), model_key))
         if asked is None:
-            asked = asks[id(work.prompt), work.model.id] = asks_tested_model(work, fixtures)
+            asked = asks[id(work.prompt), model_key] = asks_tested_model(work, fixtures)
         kind = (id(work.blueprint), id(work.model), *prompt, asked)
         notes = kinds.get(kind)
         if notes is None:

@@ -161,6 +161,8 @@ def check_pattern_syntax(pattern: str, flags: str = "") -> str | None:
     early = _node20_rejects(pattern, flags)
     if early is not None:
         return early
+    if flags in ("", "i") and regex_translate.known_valid(pattern):
+        return None  # no V8 to start for it: a collection of valid patterns needs none (~40 MB)
     key = (pattern, flags)
     with _syntax_lock:
         if key in _syntax_cache:

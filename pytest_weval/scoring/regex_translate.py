@@ -47,6 +47,9 @@ _CLASS_ESCAPES_IN = {"d": "0-9", "D": r"\D", "w": "A-Za-z0-9_", "W": r"\W", "s":
 _CONTROL = {"n": "\n", "r": "\r", "t": "\t", "f": "\f", "v": "\v"}
 _SYNTAX = frozenset("^$\\.*+?()[]{}|/-")
 _HEX = frozenset("0123456789abcdefABCDEF")
+# Annex B's identity escapes without ``u`` (any character but ``c``): only these are vouched
+# for here, the others (letters, digits, ``_``, non-ASCII) are left to V8.
+_IDENTITY_ESCAPES = frozenset(" !\"#%&',:;<=>@`~")
 _QUANT = regex.compile(r"\{(\d{1,6})(,(\d{1,6})?)?\}")
 
 _cache_lock = threading.Lock()
@@ -71,9 +74,11 @@ def _hex_escape(pattern: str, i: int, width: int) -> tuple[str, int]:
     return chr(int(digits, 16)), i + width
 
 
-def _escape(pattern: str, i: int, in_class: bool) -> tuple[str, str, int]:
+def _escape(pattern: str, i: int, in_class: bool, syntax_only: bool = False) -> tuple[str, str, int]:
     """The escape at ``pattern[i]`` (just after the backslash) as (kind, value, next index):
-    kind 'char' (value: the character), 'set' or 'assert' (value: Python regex text)."""
+    kind 'char' (value: the character), 'set' or 'assert' (value: Python regex text).
+    ``syntax_only``: an identity escape of any ASCII character that is neither a letter nor a
+    digit is taken too (``\\"``: valid without ``u``, though not translated)."""
     if i >= len(pattern):
         raise _Unsupported  # a trailing backslash: V8's error
     ch = pattern[i]
@@ -94,12 +99,12 @@ def _escape(pattern: str, i: int, in_class: bool) -> tuple[str, str, int]:
     if ch == "u":
         value, nxt = _hex_escape(pattern, i + 1, 4)
         return "char", value, nxt
-    if ch in _SYNTAX:
+    if ch in _SYNTAX or (syntax_only and ch in _IDENTITY_ESCAPES):
         return "char", ch, i + 1
     raise _Unsupported  # back-references, \c, \k, \p, identity escapes of letters, \S in []
 
 
-def _class(pattern: str, i: int) -> tuple[str, int]:
+def _class(pattern: str, i: int, syntax_only: bool = False) -> tuple[str, int]:
     """Translate the class opening at ``pattern[i - 1]``; returns (text, index after ``]``)."""
     negated = pattern.startswith("^", i)
     if negated:
@@ -118,13 +123,13 @@ def _class(pattern: str, i: int) -> tuple[str, int]:
             items.append(("S", ""))  # only allowed beside \s, checked below
             i += 2
         elif ch == "\\":
-            kind, value, i = _escape(pattern, i + 1, in_class=True)
+            kind, value, i = _escape(pattern, i + 1, in_class=True, syntax_only=syntax_only)
             items.append((kind, value))
         else:
             items.append(("raw", ch))  # unescaped: only a raw "-" can make a range
             i += 1
     kinds = {kind for kind, _ in items}
-    if "S" in kinds:
+    if "S" in kinds and not syntax_only:  # [\S] is valid: only its meaning is not Python's
         if ("set", _WS) not in items:
             raise _Unsupported  # [\S...] alone: Python's ASCII \S is not JS's
         # [\s\S...]: every character in both engines, whatever else the class holds.
@@ -161,7 +166,21 @@ def translate(pattern: str, flags: str) -> str | None:
     return source
 
 
-def _translate(pattern: str) -> str:
+def known_valid(pattern: str) -> bool:
+    """True when ``new RegExp(pattern, flags)`` cannot throw for ``flags`` "" or "i" (Node 20
+    alike): the pattern is in the subset's grammar, which V8 accepts, read without the limits
+    that only keep the translation's meaning exact (quantified groups that hold a quantifier,
+    ``[\\S]``, identity escapes of punctuation, non-ASCII characters under ``i``). False says
+    nothing: V8 decides. The collection-time check of a blueprint's patterns
+    (``regex_js.check_pattern_syntax``) then starts no V8 for them."""
+    try:
+        _translate(pattern, syntax_only=True)
+    except _Unsupported:
+        return False
+    return True
+
+
+def _translate(pattern: str, syntax_only: bool = False) -> str:
     out: list[str] = []
     # One entry per open group: [start index in out, complex?, lookahead?]
     groups: list[list[Any]] = []
@@ -181,7 +200,7 @@ def _translate(pattern: str) -> str:
                 token, i = m.group(0), m.end()
             else:
                 token, i = ch, i + 1
-            if last not in ("atom", "simple-group"):
+            if last not in ("atom", "simple-group") and not (syntax_only and last == "complex-group"):
                 raise _Unsupported  # nothing to repeat, a quantified assertion, or nesting
             if i < n and pattern[i] == "?":
                 token += "?"
@@ -192,12 +211,12 @@ def _translate(pattern: str) -> str:
             last = "quantified"
             continue
         if ch == "\\":
-            kind, value, i = _escape(pattern, i + 1, in_class=False)
+            kind, value, i = _escape(pattern, i + 1, in_class=False, syntax_only=syntax_only)
             out.append(_char(value) if kind == "char" else value)
             last = "assert" if kind == "assert" else "atom"
             continue
         if ch == "[":
-            text, i = _class(pattern, i + 1)
+            text, i = _class(pattern, i + 1, syntax_only)
             out.append(text)
             last = "atom"
             continue

@@ -4,14 +4,16 @@ thousand generated ones, on texts built to probe the dialect's corners."""
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from pytest_weval.blueprint import load_blueprint
 from pytest_weval.scoring import PATTERN_FUNCTIONS
-from pytest_weval.scoring.regex_js import TextMatcher, _run_batch
-from pytest_weval.scoring.regex_translate import compiled, translate
+from pytest_weval.scoring.regex_js import RegexSyntaxError, TextMatcher, _run_batch
+from pytest_weval.scoring.regex_translate import compiled, known_valid, translate
 
 CORPUS = Path("/work/shared/corpus/weval-configs/blueprints")
 
@@ -191,3 +193,60 @@ def test_outside_the_subset(pattern: str) -> None:
 def test_i_flag_needs_an_ascii_pattern() -> None:
     assert translate("é", "i") is None
     assert translate("e", "i") is not None
+
+
+# Patterns V8 rejects (Node 20 alike, without ``u``): none may be vouched for without V8.
+INVALID = [
+    "a**",
+    "a{2}{3}",
+    "*a",
+    "a|*b",
+    "(a",
+    "a)",
+    "[a",
+    "[z-a]",
+    "a{3,2}",
+    "\\",
+    "(?<n>a)(?<n>b)",
+    "(?i:a)",
+    "(?",
+    "+",
+    "(a+)+*",
+    "[\\Sz-a]",
+    "x{1}?{2}",
+]
+
+
+def _v8_accepts(jobs: list[tuple[str, str]]) -> list[bool]:
+    return [not isinstance(outcome, RegexSyntaxError) for outcome in _run_batch("", jobs)]
+
+
+def test_patterns_known_valid_are_valid_on_v8() -> None:
+    """``known_valid`` (the collection-time check without V8) never vouches for a pattern V8
+    rejects: the corpus's patterns, generated ones, and those V8 rejects."""
+    rng = random.Random(7)
+    jobs = _corpus_patterns() + [(_random_pattern(rng), rng.choice(["", "i"])) for _ in range(1500)]
+    jobs += [(p, "") for p in INVALID] + [(p + '\\"' + q, "") for p, q in zip(ATOMS, reversed(ATOMS))]
+    vouched = [job for job in jobs if known_valid(job[0])]
+    assert all(_v8_accepts(vouched)), [job for job, ok in zip(vouched, _v8_accepts(vouched)) if not ok]
+    assert not any(known_valid(p) for p in INVALID)
+    assert len(vouched) > 1000
+
+
+def test_checking_valid_patterns_starts_no_v8() -> None:
+    """A blueprint's valid patterns are checked at collection without starting V8 (~40 MB of a
+    process), the corpus's nested quantifiers, escaped quotes and non-ASCII ``i`` patterns too;
+    an invalid one still gets V8's own words."""
+    script = (
+        "import sys\n"
+        "from pytest_weval.scoring import check_pattern_syntax\n"
+        "valid = [('^[0-9]+(,[0-9]+)*$', ''), ('\\\\{\\\\s*\\\\\"Answer\\\\\"\\\\s*\\\\}', ''),\n"
+        "         ('T[üu]rkiye', 'i'), ('Ob[\\\\s\\\\S]+(?:Paraná|Parana)', 'i'), ('^(?:a|b){2,3}\\\\b', '')]\n"
+        "print([check_pattern_syntax(p, f) for p, f in valid], 'py_mini_racer' in sys.modules)\n"
+        "print(check_pattern_syntax('a**', ''), 'py_mini_racer' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == [
+        "[None, None, None, None, None] False",
+        "Invalid regular expression: /a**/: Nothing to repeat True",
+    ]
