@@ -22,6 +22,7 @@ from pytest_weval.plugin.run_state import Blueprints, EngineTally, RunInputs, Ru
 from pytest_weval.plugin.running import was_interrupted
 from pytest_weval.plugin.settings import WevalSettings, options_in_effect
 from pytest_weval.plugin.similarity import embed_answers
+from pytest_weval.plugin.teardown_index import index_teardown_reports
 from pytest_weval.report._fmt import plural, visible
 from pytest_weval.report.baseline import Baseline
 from pytest_weval.report.finish import FinishedRun, RunGates, finish_run
@@ -53,6 +54,7 @@ class RunSummary:
     # tryfirst: pytest's junit writer (a plain hook) writes the interruption's property
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        index_teardown_reports(self._config.pluginmanager.get_plugin("terminalreporter"))
         parts = self._parts
         if parts.outputs.stop_message is not None:  # xdist: a worker's pre-flight stopped the run
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
