@@ -389,6 +389,8 @@ class ItemScheduler:
             )
 
     def _start_urgent(self, item: ScheduledItem) -> None:
+        if item.phase in (Phase.LOCAL, Phase.DONE):
+            return  # its running evaluation resolves the future (``_settle`` would return at once)
         if not item.urgent and not item.future.done():
             item.urgent = True
             task = asyncio.ensure_future(self._settle(item))
