@@ -53,6 +53,9 @@ class Phase(enum.Enum):
     DONE = "done"
 
 
+_RESOLVING = (Phase.LOCAL, Phase.DONE)  # its future is resolved without pytest hurrying it
+
+
 @dataclasses.dataclass(eq=False)
 class ScheduledItem:
     """One item of the run and everything the scheduler knows of it."""
@@ -117,7 +120,9 @@ class ItemScheduler:
     def hurry(self, nodeid: str) -> None:
         """``nodeid`` is about to be asked for: start it now if nobody has."""
         item = self._items.get(nodeid)
-        if item is not None and not item.future.done():
+        # An item evaluated here (or received) needs no hurrying: its evaluation resolves the
+        # future. Read from this thread, which spares the loop a wake-up per item.
+        if item is not None and not item.future.done() and item.phase not in _RESOLVING:
             loop = self.engine.loop
             assert loop is not None  # started when __init__ scheduled the feeder, never unset
             loop.call_soon_threadsafe(self._start_urgent, item)
@@ -389,7 +394,7 @@ class ItemScheduler:
             )
 
     def _start_urgent(self, item: ScheduledItem) -> None:
-        if item.phase in (Phase.LOCAL, Phase.DONE):
+        if item.phase in _RESOLVING:
             return  # its running evaluation resolves the future (``_settle`` would return at once)
         if not item.urgent and not item.future.done():
             item.urgent = True
