@@ -53,7 +53,9 @@ class Phase(enum.Enum):
     DONE = "done"
 
 
-_RESOLVING = (Phase.LOCAL, Phase.DONE)  # its future is resolved without pytest hurrying it
+# Phases whose item needs no hurrying: its evaluation here resolves its future (``_settle`` would
+# return at once), or its result was received.
+_RESOLVING = (Phase.LOCAL, Phase.DONE)
 
 
 @dataclasses.dataclass(eq=False)
@@ -120,8 +122,7 @@ class ItemScheduler:
     def hurry(self, nodeid: str) -> None:
         """``nodeid`` is about to be asked for: start it now if nobody has."""
         item = self._items.get(nodeid)
-        # An item evaluated here (or received) needs no hurrying: its evaluation resolves the
-        # future. Read from this thread, which spares the loop a wake-up per item.
+        # Its phase read from this thread: hurrying what needs none would wake the loop per item.
         if item is not None and not item.future.done() and item.phase not in _RESOLVING:
             loop = self.engine.loop
             assert loop is not None  # started when __init__ scheduled the feeder, never unset
@@ -222,16 +223,17 @@ class ItemScheduler:
     async def _claim(self, items: list[ScheduledItem]) -> None:
         """Decide who evaluates each item: here (``LOCAL``), nobody (``DONE``: published
         already) or another worker (``ELSEWHERE``)."""
+        if self._coordinator is None:  # claimed here at once: nobody can see it claiming, nor wait
+            for item in items:
+                item.phase = Phase.LOCAL
+            return
         for item in items:
             item.phase = Phase.CLAIMING
             item.decided = asyncio.Event()
         try:
-            if self._coordinator is None:
-                outcomes: dict[str, Landed | bool] = {item.work.nodeid: True for item in items}
-            else:
-                keys = {self._item_prefix + item.work.nodeid: item.work.nodeid for item in items}
-                claimed = await self._coordinator.claim_many(list(keys))
-                outcomes = {keys[key]: outcome for key, outcome in claimed.items()}
+            keys = {self._item_prefix + item.work.nodeid: item.work.nodeid for item in items}
+            claimed = await self._coordinator.claim_many(list(keys))
+            outcomes: dict[str, Landed | bool] = {keys[key]: outcome for key, outcome in claimed.items()}
         except BaseException:
             for item in items:
                 item.phase = Phase.WAITING
@@ -394,9 +396,7 @@ class ItemScheduler:
             )
 
     def _start_urgent(self, item: ScheduledItem) -> None:
-        if item.phase in _RESOLVING:
-            return  # its running evaluation resolves the future (``_settle`` would return at once)
-        if not item.urgent and not item.future.done():
+        if item.phase not in _RESOLVING and not item.urgent and not item.future.done():
             item.urgent = True
             task = asyncio.ensure_future(self._settle(item))
 
