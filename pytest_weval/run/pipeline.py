@@ -347,18 +347,16 @@ class Pipeline:
         function_points = [p for p in points if p.is_function or p.authoring_error]
         text_points = [p for p in points if not (p.is_function or p.authoring_error)]
         function_task = scoring.score_function_points(function_points, text, ctx, call_external=self.external.call)
-        judge_task = (
-            judging.judge_points(
-                text_points,
-                subject_text=text,
-                history=history,
-                generated_indices=generated_indices,
-                description=description,
-                panel=panel,
-                ask=ask,
-            )
-            if text_points
-            else _nothing()
+        if not text_points:  # nothing to judge: no gather, whose two tasks cost more than the points here
+            return list(await function_task)
+        judge_task = judging.judge_points(
+            text_points,
+            subject_text=text,
+            history=history,
+            generated_indices=generated_indices,
+            description=description,
+            panel=panel,
+            ask=ask,
         )
         function_results, judged = await asyncio.gather(function_task, judge_task)
         return list(function_results) + list(judged)
@@ -622,14 +620,13 @@ def judged_subject(conversation: Conversation) -> tuple[str, list[dict[str, Any]
     return text, [dict(role=m["role"], content=m["content"]) for m in conversation.history]
 
 
-async def _nothing() -> list[PointAssessment]:
-    return []
-
-
 def _add_usage(usage: dict[str, Usage], model_id: str, extra: Usage | None) -> None:
     if extra is None:
         return
-    usage.setdefault(model_id, Usage()).add(extra)
+    total = usage.get(model_id)
+    if total is None:
+        total = usage[model_id] = Usage()
+    total.add(extra)
 
 
 def _builtin_conversation(work: ItemWork) -> Conversation:

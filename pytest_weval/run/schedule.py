@@ -53,6 +53,11 @@ class Phase(enum.Enum):
     DONE = "done"
 
 
+# Phases whose item needs no hurrying: its evaluation here resolves its future (``_settle`` would
+# return at once), or its result was received.
+_RESOLVING = (Phase.LOCAL, Phase.DONE)
+
+
 @dataclasses.dataclass(eq=False)
 class ScheduledItem:
     """One item of the run and everything the scheduler knows of it."""
@@ -117,7 +122,8 @@ class ItemScheduler:
     def hurry(self, nodeid: str) -> None:
         """``nodeid`` is about to be asked for: start it now if nobody has."""
         item = self._items.get(nodeid)
-        if item is not None and not item.future.done():
+        # Its phase read from this thread: hurrying what needs none would wake the loop per item.
+        if item is not None and not item.future.done() and item.phase not in _RESOLVING:
             loop = self.engine.loop
             assert loop is not None  # started when __init__ scheduled the feeder, never unset
             loop.call_soon_threadsafe(self._start_urgent, item)
@@ -217,16 +223,17 @@ class ItemScheduler:
     async def _claim(self, items: list[ScheduledItem]) -> None:
         """Decide who evaluates each item: here (``LOCAL``), nobody (``DONE``: published
         already) or another worker (``ELSEWHERE``)."""
+        if self._coordinator is None:  # claimed here at once: nobody can see it claiming, nor wait
+            for item in items:
+                item.phase = Phase.LOCAL
+            return
         for item in items:
             item.phase = Phase.CLAIMING
             item.decided = asyncio.Event()
         try:
-            if self._coordinator is None:
-                outcomes: dict[str, Landed | bool] = {item.work.nodeid: True for item in items}
-            else:
-                keys = {self._item_prefix + item.work.nodeid: item.work.nodeid for item in items}
-                claimed = await self._coordinator.claim_many(list(keys))
-                outcomes = {keys[key]: outcome for key, outcome in claimed.items()}
+            keys = {self._item_prefix + item.work.nodeid: item.work.nodeid for item in items}
+            claimed = await self._coordinator.claim_many(list(keys))
+            outcomes: dict[str, Landed | bool] = {keys[key]: outcome for key, outcome in claimed.items()}
         except BaseException:
             for item in items:
                 item.phase = Phase.WAITING
@@ -389,7 +396,7 @@ class ItemScheduler:
             )
 
     def _start_urgent(self, item: ScheduledItem) -> None:
-        if not item.urgent and not item.future.done():
+        if item.phase not in _RESOLVING and not item.urgent and not item.future.done():
             item.urgent = True
             task = asyncio.ensure_future(self._settle(item))
 

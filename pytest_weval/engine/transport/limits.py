@@ -8,12 +8,12 @@ one after every 10 consecutive successes, up to the provider's max.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import heapq
 import itertools
 import math
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
+from typing import Generic, TypeVar
 
 # provider -> (initial, max, min), Weval's provider profiles (docs/engine.md, 'Concurrency')
 PROFILES: dict[str, tuple[int, int, int]] = {
@@ -217,28 +217,40 @@ class Limits:
             self._groups[name] = limiter
         return limiter
 
-    @contextlib.asynccontextmanager
-    async def provider_slot(self, group: str, priority: int | Priority) -> AsyncIterator[AdaptiveLimiter]:
+    def provider_slot(self, group: str, priority: int | Priority) -> _Slot[AdaptiveLimiter]:
         """A slot of the provider's limiter, taken first: a request waiting for its provider
         (or paced by its rate limit) holds no global slot other providers could use."""
-        limiter = self.group(group)
-        await limiter.acquire(priority)
-        try:
-            yield limiter
-        finally:
-            limiter.release()
+        return _Slot(self.group(group), priority)
 
-    @contextlib.asynccontextmanager
-    async def global_slot(self, priority: int | Priority) -> AsyncIterator[None]:
+    def global_slot(self, priority: int | Priority) -> _Slot[PrioritySlots | None]:
         """A slot of the run's global cap (``--weval-concurrency``), for the HTTP exchange."""
-        if self.global_slots is None:
-            yield
-            return
-        await self.global_slots.acquire(priority)
-        try:
-            yield
-        finally:
-            self.global_slots.release()
+        return _Slot(self.global_slots, priority)
 
     def snapshot(self) -> dict[str, dict[str, int]]:
         return {name: limiter.snapshot() for name, limiter in self._groups.items()}
+
+
+_Slots = TypeVar("_Slots", bound="PrioritySlots | None")
+
+
+class _Slot(Generic[_Slots]):
+    """``async with``: a slot of ``slots`` (nothing to take when there are none), given back
+    on exit. A class, not an ``asynccontextmanager``: an attempt takes two, and the generator
+    machinery cost more than the slots' own work."""
+
+    __slots__ = ("_priority", "_slots", "_taken")
+
+    def __init__(self, slots: _Slots, priority: int | Priority):
+        self._slots = slots
+        self._priority = priority
+        self._taken = False
+
+    async def __aenter__(self) -> _Slots:
+        if self._slots is not None:
+            await self._slots.acquire(self._priority)
+            self._taken = True
+        return self._slots
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._taken and self._slots is not None:
+            self._slots.release()
