@@ -46,6 +46,18 @@ filterwarnings =
 """
 
 
+# One prompt of one model, passed by a function point once the model says hello.
+HELLO_BLUEPRINT = f"""\
+title: One
+models: [{MODEL_ID}]
+---
+- id: greet
+  prompt: Say hello.
+  should:
+    - $contains: hello
+"""
+
+
 def verdict(cls: str, reflection: str = "Judged by the fake server.") -> str:
     return f"<reflection>{reflection}</reflection><classification>{cls}</classification>"
 

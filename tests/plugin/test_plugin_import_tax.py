@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from plugin_helpers import MODEL_ID, Project, answer_rule
+from plugin_helpers import HELLO_BLUEPRINT, MODEL_ID, Project, answer_rule
 
 from pytest_weval.plugin.options import _OPTIONS
 
@@ -44,15 +44,7 @@ def test_plain():
     assert 1 + 1 == 2
 """
 
-BLUEPRINT = f"""\
-title: One
-models: [{MODEL_ID}]
----
-- id: greet
-  prompt: Say hello.
-  should:
-    - $contains: hello
-"""
+BLUEPRINT = HELLO_BLUEPRINT
 
 
 def _plain(project: Project) -> None:

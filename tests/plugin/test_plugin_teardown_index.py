@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from _pytest.reports import TestReport
 from _pytest.terminal import TerminalReporter
-from plugin_helpers import MODEL_ID, Project, answer_rule
+from plugin_helpers import HELLO_BLUEPRINT, Project, answer_rule
 
 from pytest_weval.plugin.teardown_index import index_teardown_reports
 
@@ -43,15 +43,6 @@ def test_the_index_finds_what_pytests_scan_finds_as_reports_come_in():
     assert len(indexed._get_teardown_reports(_report("t.py::test_29", "call").id)) == 3
 
 
-BLUEPRINT = f"""\
-models: [{MODEL_ID}]
----
-- id: greet
-  prompt: Say hello.
-  should:
-    - $contains: hello
-"""
-
 TESTS = """\
 import pytest
 
@@ -70,7 +61,7 @@ def test_passes(noisy):
 
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
 def test_a_runs_summary_still_shows_each_tests_teardown_output(project: Project, workers: tuple[str, ...]):
-    project.write("blueprints/one.yml", BLUEPRINT)
+    project.write("blueprints/one.yml", HELLO_BLUEPRINT)
     project.write("test_noisy.py", TESTS)
     project.rules(answer_rule("Say hello.", "hello"))
     result = project.run(*workers, "-rA", "-p", "no:randomly", sub=True)
