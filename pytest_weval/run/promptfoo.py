@@ -11,12 +11,13 @@ limits, the budget and batching apply as for blueprints.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pytest_weval.blueprint.model import BlueprintError, ModelSpec
@@ -412,7 +413,9 @@ class PromptfooRunner:
             context = dataclasses.replace(context, output=output)
         result.response = output if isinstance(output, str) else json.dumps(output)
         result.generated_texts = [reply.text]
-        results = [await self._assess(assertion, context, work, usage) for assertion in work.prepared.assertions]
+        results = await _together(
+            self._assess(assertion, context, work, usage) for assertion in work.prepared.assertions
+        )
         grading = pf_scoring.grade_test(list(work.prepared.assertions), results, work.test.threshold)
         result.points = [_point(component, self._grader_id(component, work)) for component in results]
         if grading.error is not None:
@@ -465,7 +468,7 @@ class PromptfooRunner:
         if assertion.type == "python":
             return await self._python(assertion, context, work)
         if assertion.type == "assert-set":
-            children = [await self._assess(child, context, work, usage) for child in assertion.children]
+            children = await _together(self._assess(child, context, work, usage) for child in assertion.children)
             return pf_scoring.score_assert_set(assertion, children, context)
         grading = pf_judges.grading_for(assertion, context)
         asked = grading.next_request()
@@ -599,3 +602,16 @@ def _point(component: Any, grader_id: str | None) -> PointAssessment:
         kind=kind,
         judge_model_id=grader_id,
     )
+
+
+async def _together(assessments: Iterable[Coroutine[Any, Any, Any]]) -> list[Any]:
+    """A row's assertions assessed at once, their results in order, as promptfoo runs them
+    (``runAssertions``: several at a time), so two graded assertions cost one grader's wait, not
+    two; the first that raises stops the others."""
+    tasks = [asyncio.ensure_future(assessment) for assessment in assessments]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        raise

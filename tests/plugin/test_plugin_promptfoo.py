@@ -666,3 +666,49 @@ def test_answer_relevance_asks_the_text_grader_and_embeds_with_the_named_embeddi
     embedded = [r for r in project.requests() if r.path.endswith("/embeddings")]
     assert embedded and {r.model for r in embedded} == {"my-embedder"}
     assert project.requests(JUDGE)
+
+
+def test_a_rows_graded_assertions_are_asked_at_once_and_keep_their_order(project: Project):
+    # promptfoo runs a row's assertions several at a time (runAssertions); in order they would
+    # cost one grader's wait each
+    project.write(
+        "promptfooconfig.yaml",
+        f"""
+        prompts: ["Tell a joke about {{{{ topic }}}}"]
+        providers: [openai:chat:{MODEL}]
+        defaultTest:
+          options:
+            provider: openai:chat:{JUDGE}
+        tests:
+          - vars: {{topic: cats}}
+            assert:
+              - type: llm-rubric
+                value: is funny
+              - type: assert-set
+                assert:
+                  - type: llm-rubric
+                    value: is short
+                  - type: llm-rubric
+                    value: is kind
+              - type: llm-rubric
+                value: is sad
+        """,
+    )
+    verdicts = {"is funny": ("yes", True), "is short": ("yes", True), "is kind": ("no", False), "is sad": ("no", False)}
+    project.rules(
+        *[
+            Rule(
+                model=JUDGE,
+                latency_ms=300,
+                contains=rubric,
+                reply=json.dumps({"reason": reason, "pass": passed, "score": int(passed)}),
+            )
+            for rubric, (reason, passed) in verdicts.items()
+        ],
+        answer_rule("joke", "A joke about {last}"),
+    )
+    project.run("--weval-out=out", "-p", "no:randomly")
+    assert project.server.max_in_flight == 4
+    row = json.loads((project.path / "out" / "promptfoo-results.json").read_text())["results"]["results"][0]
+    # the components in the order the assertions were written, as when they were asked in turn
+    assert [c["reason"] for c in row["gradingResult"]["componentResults"]] == ["yes", "no", "yes", "no", "no"]
