@@ -210,10 +210,11 @@ def engine_for(request: pytest.FixtureRequest) -> Weval:
 
 
 class XdistController:
-    """Registered on an xdist controller whose run has not asked for the plugin: it collects
-    nothing, so it learns from its workers whether the run uses the plugin, and stays light
-    otherwise. Activated late, the concerns are handed the xdist events they missed (each
-    worker's configuration, and the event that activated them)."""
+    """Registered on every xdist controller. One whose run asks for the plugin activates it once
+    xdist has started the workers; otherwise, collecting nothing, it learns from its workers
+    whether the run uses the plugin, and stays light if not. Activated late, the concerns are
+    handed the xdist events they missed (each worker's configuration, and the event that
+    activated them)."""
 
     def __init__(self, config: pytest.Config, *, asked: bool = False):
         self._config = config

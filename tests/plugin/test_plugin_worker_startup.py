@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from plugin_helpers import MODEL_ID, Project, answer_rule
+from plugin_helpers import HELLO_BLUEPRINT, Project, answer_rule
 
 # Which pytest_weval modules this process loaded through pytest's rewriting import hook, and how
 # many of the plugin's modules it imported at all (so an empty list means something).
@@ -30,19 +30,15 @@ def pytest_sessionfinish(session):
         json.dump({"modules": len(ours), "rewritten": rewritten}, f)
 """
 
-BLUEPRINT = f"""\
-title: One
-models: [{MODEL_ID}]
----
-- id: greet
-  prompt: Say hello.
-  should:
-    - $contains: hello
+BLUEPRINT = (
+    HELLO_BLUEPRINT
+    + """\
 - id: wave
   prompt: Wave.
   should:
     - $contains: hello
 """
+)
 
 # Loaded when the plugin is activated (registration.py and what it imports), never by pytest's
 # entry point, which imports a few small modules before the plugin can say anything.

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 import random
+import struct
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_weval.report.json_text import indented_pieces
+from pytest_weval.report.weval_json import write_json_atomic
 
 
 class _Level(enum.IntEnum):
@@ -36,6 +40,20 @@ CASES: list[Any] = [
     [_Level.HIGH, {"tag": _Tag.X}],
     [10**30, -0.0, 1e16, 1e-7, 0.1 + 0.2],
 ]
+
+
+def _floats(count: int) -> list[float]:
+    """Floats of every magnitude, and any bit pattern: each spelled as ``float.__repr__`` does."""
+    rnd = random.Random(7)
+    values = [rnd.random() * 10.0**exponent for exponent in range(-320, 300, 3)]
+    while len(values) < count:
+        value = struct.unpack("<d", struct.pack("<Q", rnd.getrandbits(64)))[0]
+        if math.isfinite(value):
+            values.append(value)
+    return values + [-v for v in values] + [1e-4, 1e-5, 2.5e-7, 1e22, 5e-324]
+
+
+CASES.append(_floats(2000))
 
 
 def _random_value(rnd: random.Random, depth: int) -> Any:
@@ -70,3 +88,10 @@ def test_what_json_refuses_is_refused(value: Any) -> None:
         json.dumps(value, indent=2)
     with pytest.raises(TypeError):
         "".join(indented_pieces(value, ensure_ascii=True))
+
+
+def test_a_file_with_a_lone_surrogate_is_written_escaped(tmp_path: Path) -> None:
+    # UTF-8 cannot hold it: write_json_atomic writes the whole file escaped, as JSON.stringify does
+    document = {"broken": "half \ud83d of an emoji", "fine": "é"}
+    write_json_atomic(tmp_path / "out.json", document)
+    assert (tmp_path / "out.json").read_bytes() == json.dumps(document, indent=2).encode("utf-8")
