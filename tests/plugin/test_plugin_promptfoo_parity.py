@@ -34,6 +34,8 @@ SUITES = {
     # answers in a ```json fence: JSON.parse throws, in an assertion (a failure) and in the
     # test's options.transform (the row's error)
     "json-output-fenced": ("promptfoo_examples/json-output", "rules_fenced.json", 2, ()),
+    # providers written without a model (`openai:chat`, with and without `config.model`)
+    "bare-openai-chat": ("promptfoo_bare_chat", "rules.json", 2, ()),
 }
 PROMPTFOO_MAIN = os.environ.get("WEVAL_PROMPTFOO_MAIN", "")
 

@@ -21,6 +21,7 @@ one test, prompt or provider is that part's ``problem``, the rest still load.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import itertools
 import os
@@ -142,7 +143,7 @@ class _Loader:
             if provider.problem:
                 provider = _with_problem(provider, str(BlueprintError(provider.problem, where)))
             providers.append(provider)
-        return providers
+        return _numbered_duplicates(providers)
 
     # --- tests ---------------------------------------------------------------------------
 
@@ -446,6 +447,19 @@ def _broken_test(index: int, location: Location, text: str, description: str | N
         location=location,
         problem=text,
     )
+
+
+def _numbered_duplicates(providers: list[PfProvider]) -> list[PfProvider]:
+    shown = collections.Counter(p.node_label for p in providers)
+    seen: collections.Counter[str] = collections.Counter()
+    numbered = []
+    for provider in providers:
+        label = provider.node_label
+        if shown[label] > 1:
+            provider = dataclasses.replace(provider, duplicate=seen[label])
+            seen[label] += 1
+        numbered.append(provider)
+    return numbered
 
 
 def _with_problem(provider: PfProvider, text: str) -> PfProvider:

@@ -47,10 +47,14 @@ class PfProvider:
     # promptfoo's ``provider.id()`` where it differs from the written id: its results file names
     # a provider written as the text ``openai:chat:<m>`` ``openai:<m>``
     promptfoo_id: str | None = None
+    # its place among providers shown alike (two `openai:chat` with different configs), numbered
+    # as pytest numbers duplicated parametrize ids, so every item's node id stays its own
+    duplicate: int | None = None
 
     @property
     def node_label(self) -> str:
-        return self.label or self.written_id
+        shown = self.label or self.written_id
+        return shown if self.duplicate is None else f"{shown}{self.duplicate}"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -48,9 +48,19 @@ HINT = (
 )
 
 
-def map_provider_id(written: str) -> tuple[str | None, str | None]:
-    """(our model id, None) or (None, why it cannot run)."""
+# promptfoo 0.123.1's model for `openai:chat` and `openai:responses` written without one (and no
+# `config.model`); its provider registry names it as the default of both.
+PROMPTFOO_DEFAULT_OPENAI_MODEL = "gpt-5.6-terra"
+_OPENAI_BARE = ("openai:chat", "openai:chat:", "openai:responses", "openai:responses:")
+
+
+def map_provider_id(written: str, config_model: Any = None) -> tuple[str | None, str | None]:
+    """(our model id, None) or (None, why it cannot run). ``config_model``: the provider's
+    ``config.model``, which names the model of a bare ``openai:chat`` as in promptfoo."""
     text = written.strip()
+    if text in _OPENAI_BARE:
+        named = config_model.strip() if isinstance(config_model, str) else ""
+        return f"openai:{named or PROMPTFOO_DEFAULT_OPENAI_MODEL}", None
     if text.startswith(_UNRUNNABLE) or text.endswith((".py", ".js", ".ts", ".mjs", ".cjs", ".sh")):
         return None, f"provider '{written}' runs a program or calls a service this plugin does not run"
     for prefix, ours in _CHAT_PREFIXES:
@@ -90,6 +100,8 @@ def promptfoo_provider_id(raw: Any) -> str | None:
     prefix = "openai:chat:"
     if isinstance(raw, str) and raw.startswith(prefix) and raw[len(prefix) :]:
         return "openai:" + raw[len(prefix) :]
+    if isinstance(raw, str) and raw.strip() in ("openai:chat", "openai:chat:"):
+        return "openai:" + PROMPTFOO_DEFAULT_OPENAI_MODEL
     return None
 
 
@@ -125,7 +137,7 @@ def build_provider(raw: Any, index: int, location: Location) -> PfProvider:
         problem = "`config.max_tokens` must be a whole number"
     if system is not None and not isinstance(system, str):
         problem = "`config.systemPrompt` must be text"
-    model_id, why = map_provider_id(written)
+    model_id, why = map_provider_id(written, config.get("model"))
     custom: dict[str, Any] | None = None
     base = config.get("apiBaseUrl") or config.get("apiHost")
     if model_id is not None and base is not None:

@@ -227,6 +227,13 @@ def test_providers_map_onto_ours() -> None:
     assert map_provider_id("vertex:gemini-2.0-flash") == ("google:gemini-2.0-flash", None)
     assert map_provider_id("openrouter:meta/llama-3") == ("openrouter:meta/llama-3", None)
     assert map_provider_id("mistral:mistral-large-latest") == ("mistral:mistral-large-latest", None)
+    # promptfoo's registry: a bare openai:chat / openai:responses runs config.model, else its default
+    assert map_provider_id("openai:chat") == ("openai:gpt-5.6-terra", None)
+    assert map_provider_id("openai:responses:") == ("openai:gpt-5.6-terra", None)
+    assert map_provider_id("openai:chat", "gpt-4o") == ("openai:gpt-4o", None)
+    bare = build_provider({"id": "openai:chat", "config": {"model": "gpt-4o-mini"}}, 0, Location(path="p.yaml", line=1))
+    assert (bare.model_id, bare.problem) == ("openai:gpt-4o-mini", None)
+    assert build_provider("openai:chat", 0, Location(path="p.yaml", line=1)).promptfoo_id == "openai:gpt-5.6-terra"
     for unrunnable in ("exec:./run.sh", "python:provider.py", "file://provider.js", "openai:embedding:x", "llm"):
         model, why = map_provider_id(unrunnable)
         assert model is None and why
@@ -308,3 +315,20 @@ def test_a_blueprint_named_on_the_command_line_is_not_taken_for_promptfoo(tmp_pa
     assert not is_promptfoo_file(blueprint, rootdir=tmp_path, named=True)
     config = write(tmp_path, "mine.yaml", "prompts: ['{{ q }}']\nproviders: [openai:gpt-4o-mini]\ntests: []\n")
     assert is_promptfoo_file(config, rootdir=tmp_path, named=True)
+
+
+def test_providers_shown_alike_are_numbered_as_pytest_numbers_duplicate_ids(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "promptfooconfig.yaml",
+        """
+        prompts: ["{{ a }}"]
+        providers:
+          - openai:chat
+          - {id: openai:chat, config: {model: gpt-4o-mini}}
+          - {id: openai:gpt-4o, label: mine}
+        tests: [{vars: {a: x}}]
+        """,
+    )
+    labels = [p.node_label for p in load(tmp_path).providers]
+    assert labels == ["openai:chat0", "openai:chat1", "mine"]
