@@ -42,13 +42,13 @@ from pytest_weval.results import Outcome
 from pytest_weval.run import sampling
 from pytest_weval.run.embedding import parse_eval_methods
 from pytest_weval.run.pipeline import ItemWork, PipelineSettings, Work
-from pytest_weval.run.plan import Plan, make_plan
 from pytest_weval.run.preflight import Preflight, preflight
 from pytest_weval.scoring import check_pattern_syntax
 
 if TYPE_CHECKING:
     from pytest_weval.formats.model import AgentSuite
     from pytest_weval.formats.promptfoo.model import PromptfooSuite
+    from pytest_weval.run.plan import Plan
 
 MISSING_KEYS = ("stop", "error", "skip")
 ON_OFF = ("on", "off")
@@ -242,6 +242,9 @@ class WevalSettings:
         )
 
     def make_plan(self, weval: Weval, works: Iterable[ItemWork], checked: Preflight) -> Plan:
+        # Made for --collect-only and -v only: other runs never load the plan's code.
+        from pytest_weval.run.plan import make_plan
+
         return make_plan(
             weval.engine,
             weval.pipeline.settings,

@@ -102,8 +102,10 @@ def test_a_blueprint_run_activates_the_plugin_when_its_file_is_collected(project
     assert (project.path / ".weval_cache").is_dir()
 
 
-# The agent eval and promptfoo formats' code: what a run of blueprints alone never loads.
-FORMATS = (
+# What a run of blueprints alone never loads: the agent eval and promptfoo formats' code, and
+# the plan (made for --collect-only and -v).
+NOT_FOR_BLUEPRINTS = (
+    "pytest_weval.run.plan",
     "pytest_weval.formats.load",
     "pytest_weval.formats.model",
     "pytest_weval.formats.promptfoo.load",
@@ -125,13 +127,14 @@ import pytest
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session):
     with open(os.path.join(str(session.config.rootpath), "formats.json"), "w") as f:
-        json.dump(sorted(m for m in {FORMATS!r} if m in sys.modules), f)
+        json.dump(sorted(m for m in {NOT_FOR_BLUEPRINTS!r} if m in sys.modules), f)
 """
 
 
-def test_a_blueprint_run_loads_no_agent_eval_or_promptfoo_code(project: Project):
-    """Their loaders, collectors, runners and scoring load at a run's first such file (the
-    formats' own tests run them), not in every run that activates the plugin."""
+def test_a_blueprint_run_loads_no_agent_eval_or_promptfoo_code_and_no_plan(project: Project):
+    """The formats' loaders, collectors, runners and scoring load at a run's first such file
+    (their own tests run them), the plan's code for a run that makes one (tests/plugin/
+    test_plugin_plan.py), not in every run that activates the plugin."""
     project.write("conftest.py", FORMATS_CONFTEST)
     project.write("blueprints/one.yml", BLUEPRINT)
     project.rules(answer_rule("Say hello.", "hello"))
@@ -156,6 +159,8 @@ def test_a_blueprint_run_loads_no_agent_eval_or_promptfoo_code(project: Project)
     project.run("-p", "no:randomly", f"--weval-models={MODEL_ID}", sub=True).assert_outcomes(passed=2)
     loaded = json.loads((project.path / "formats.json").read_text())
     assert "pytest_weval.run.agent" in loaded and "pytest_weval.plugin.agent_items" in loaded
+    project.run("-p", "no:randomly", "-v", f"--weval-models={MODEL_ID}", sub=True).assert_outcomes(passed=2)
+    assert "pytest_weval.run.plan" in json.loads((project.path / "formats.json").read_text())
 
 
 def test_a_blueprint_named_on_the_command_line_outside_blueprints_is_still_collected(project: Project):
