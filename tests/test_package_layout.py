@@ -137,7 +137,8 @@ LIGHT = {
 # process's start'). Each module names what it may import so: those and nothing else.
 # - the agent eval and promptfoo formats (their loaders, collectors, runners and scoring: a fifth
 #   of the bytecode activation loaded), at a run's first such file or item;
-# - the plan (``run/plan.py``), made for --collect-only and -v only.
+# - the plan (``run/plan.py``), made for --collect-only and -v only;
+# - the batch APIs (``engine/batching/``, ``transport/batch_api.py``), for --weval-batch only.
 ON_FIRST_USE = {
     "pytest_weval.plugin.collection": ("pytest_weval.plugin.agent_items", "pytest_weval.plugin.promptfoo_items"),
     "pytest_weval.plugin.settings": (
@@ -147,7 +148,12 @@ ON_FIRST_USE = {
     ),
     "pytest_weval.plugin.items": ("pytest_weval.formats.model",),  # an agent case's verdict marks
     "pytest_weval.run.pipeline": ("pytest_weval.run.agent", "pytest_weval.run.promptfoo"),
-    "pytest_weval.run.preflight": ("pytest_weval.run.agent", "pytest_weval.run.promptfoo"),
+    "pytest_weval.run.preflight": (
+        "pytest_weval.run.agent",
+        "pytest_weval.run.promptfoo",
+        "pytest_weval.engine.transport.batch_api",
+    ),
+    "pytest_weval.engine.engine": ("pytest_weval.engine.batching",),
 }
 
 

@@ -20,7 +20,6 @@ from pytest_weval.blueprint.model import ModelSpec, Prompt
 from pytest_weval.engine.errors import ConfigError, MissingKeyError
 from pytest_weval.engine.prices import PriceBook
 from pytest_weval.engine.secrets import Redactor
-from pytest_weval.engine.transport.batch_api import BATCH_APIS
 from pytest_weval.engine.transport.providers import adapter_for
 from pytest_weval.run.pipeline import (
     BUILTIN_MODELS,
@@ -85,6 +84,8 @@ class Preflight:
     def unbatched(self, custom_models: Mapping[str, dict]) -> list[str]:
         """Under --weval-batch: the providers (and custom models) the run asks that have no batch
         API, whose requests go live (docs/batch.md)."""
+        from pytest_weval.engine.transport.batch_api import BATCH_APIS  # loaded by a --weval-batch run only
+
         live = set()
         for model_id in self.asked - set(self.bad_models):
             if model_id in custom_models:

@@ -102,10 +102,12 @@ def test_a_blueprint_run_activates_the_plugin_when_its_file_is_collected(project
     assert (project.path / ".weval_cache").is_dir()
 
 
-# What a run of blueprints alone never loads: the agent eval and promptfoo formats' code, and
-# the plan (made for --collect-only and -v).
+# What a run of blueprints alone never loads: the agent eval and promptfoo formats' code, the
+# plan (made for --collect-only and -v) and the batch APIs (--weval-batch).
 NOT_FOR_BLUEPRINTS = (
     "pytest_weval.run.plan",
+    "pytest_weval.engine.batching",
+    "pytest_weval.engine.transport.batch_api",
     "pytest_weval.formats.load",
     "pytest_weval.formats.model",
     "pytest_weval.formats.promptfoo.load",
