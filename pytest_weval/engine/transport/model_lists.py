@@ -26,6 +26,7 @@ before its first request (httpcore's import and an SSL context from certifi's bu
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import difflib
 import hashlib
@@ -36,9 +37,9 @@ import logging
 import math
 import os
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Coroutine, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -55,6 +56,7 @@ from pytest_weval.files import write_atomic
 _fcntl: Any = importlib.import_module("fcntl") if importlib.util.find_spec("fcntl") is not None else None
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 LISTED_PROVIDERS = ("openai", "anthropic", "google", "openrouter")
 FILE_NAME = "model-lists.json"
@@ -82,7 +84,7 @@ class Asker:
         if self._loop is None or self._client is None:
             self._loop = asyncio.new_event_loop()
             self._client = async_client(timeout=self._timeout, follow_redirects=False)
-        return self._loop.run_until_complete(self._client.get(url, headers=dict(headers), params=params))
+        return self._run(self._loop, self._client.get(url, headers=dict(headers), params=params))
 
     def close(self) -> None:
         loop, client, self._loop, self._client = self._loop, self._client, None, None
@@ -90,9 +92,20 @@ class Asker:
             return
         try:
             if client is not None:
-                loop.run_until_complete(client.aclose())
+                self._run(loop, client.aclose())
         finally:
             loop.close()
+
+    @staticmethod
+    def _run(loop: asyncio.AbstractEventLoop, step: Coroutine[Any, Any, T]) -> T:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # the pre-flight's case: no loop runs in this thread
+            return loop.run_until_complete(step)
+        # Asked from inside a running loop (a test's, an embedding program's): the asker's own
+        # loop runs beside it, in a thread of its own.
+        with concurrent.futures.ThreadPoolExecutor(1) as beside:
+            return beside.submit(loop.run_until_complete, step).result()
 
 
 def _headers(provider: str, key: str) -> dict[str, str]:
