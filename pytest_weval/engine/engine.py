@@ -21,10 +21,9 @@ import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_weval.blueprint.model import ModelSpec
-from pytest_weval.engine.batching import Batcher
 from pytest_weval.engine.claims import Coordinator, SpendLedger, handover_folder
 from pytest_weval.engine.errors import ModelCallError, StoreDownError
 from pytest_weval.engine.prices import Budget, PriceBook
@@ -49,6 +48,9 @@ from pytest_weval.engine.transport.limits import Limits, Priority
 from pytest_weval.engine.transport.providers import Adapter, adapter_for
 from pytest_weval.engine.transport.retry import Breaker
 from pytest_weval.results import Usage
+
+if TYPE_CHECKING:
+    from pytest_weval.engine.batching import Batcher
 
 log = logging.getLogger("pytest_weval.engine")
 T = TypeVar("T")
@@ -176,6 +178,9 @@ class Engine:
         if settings.budget_usd is not None:
             self.budget.use_ledger(SpendLedger(coordinator), poll_s=settings.poll_interval_s)
         if settings.batch != "off":
+            # The batch APIs' code is loaded by a --weval-batch run only.
+            from pytest_weval.engine.batching import Batcher
+
             self.batcher = Batcher(
                 store=batch_store(opened.claims),
                 cache=self.cache,

@@ -6,19 +6,21 @@ from __future__ import annotations
 import gc
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_weval.blueprint.model import Blueprint
-from pytest_weval.plugin.agent_items import AgentEvalFile
 from pytest_weval.plugin.blueprint_paths import is_blueprint_path
 from pytest_weval.plugin.collect import BlueprintFile
 from pytest_weval.plugin.items import ResultSource
-from pytest_weval.plugin.promptfoo_items import PromptfooFile
 from pytest_weval.plugin.run_state import Blueprints, RunInputs
 from pytest_weval.plugin.running import settle_collected_objects
 from pytest_weval.plugin.settings import WevalSettings
+
+if TYPE_CHECKING:
+    from pytest_weval.plugin.agent_items import AgentEvalFile
+    from pytest_weval.plugin.promptfoo_items import PromptfooFile
 
 
 class Collection:
@@ -73,10 +75,16 @@ class Collection:
         settings = self.settings
         named = file_path in self.named_files
         # promptfoo-shaped first: an AgentV v5 `*.eval.yaml` is a promptfoo suite, not an agent suite.
+        # Each format's collector (and the code of its items) is loaded at its first file: a run
+        # of blueprints alone never loads them (docs/engine.md, 'A process's start').
         if settings.is_promptfoo_file(file_path, named=named):
+            from pytest_weval.plugin.promptfoo_items import PromptfooFile
+
             return PromptfooFile.from_parent(parent, path=file_path, source=self)
         # Agent eval files first: a `*.eval.yaml` below `blueprints/` is still an agent suite.
         if settings.is_agent_eval_file(file_path, named=named):
+            from pytest_weval.plugin.agent_items import AgentEvalFile
+
             return AgentEvalFile.from_parent(parent, path=file_path, source=self)
         if is_blueprint_path(file_path, settings, self.named_files):
             return BlueprintFile.from_parent(parent, path=file_path, source=self)

@@ -22,7 +22,6 @@ from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTracebac
 
 from pytest_weval.blueprint.model import Blueprint, ModelSpec, Prompt
 from pytest_weval.errors import WevalError
-from pytest_weval.formats.model import BORDERLINE_AT, PASS_AT
 from pytest_weval.plugin.warning_types import WevalPointError, WevalWarning
 from pytest_weval.report._fmt import fmt_score, visible
 from pytest_weval.report.failure import crash_line, detail_for, explain_error, explain_failure
@@ -150,6 +149,9 @@ class WevalItem(pytest.Item):
             )
         if result.verdict == "borderline" and result.outcome == "passed":
             # AgentV's middle verdict: passed here (--weval-borderline=fail fails it), said aloud.
+            # An agent eval case's, so the formats' code is loaded already (and never for a blueprint).
+            from pytest_weval.formats.model import BORDERLINE_AT, PASS_AT
+
             warnings.warn_explicit(
                 WevalWarning(
                     f"{result.blueprint_path}: case '{result.prompt_id}' [{result.effective_model_id}] is borderline: "

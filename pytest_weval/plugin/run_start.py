@@ -8,6 +8,7 @@ import difflib
 import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -26,9 +27,11 @@ from pytest_weval.plugin.warning_types import WevalWarning
 from pytest_weval.report._fmt import visible
 from pytest_weval.run.embedding import embedding_problems
 from pytest_weval.run.pipeline import ItemWork, Work
-from pytest_weval.run.plan import Plan
 from pytest_weval.run.preflight import Preflight
 from pytest_weval.run.programs.runner import provider_key_reason
+
+if TYPE_CHECKING:
+    from pytest_weval.run.plan import Plan
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -8,7 +8,7 @@ import dataclasses
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_weval.blueprint.fixtures import ResponseFixtures
 from pytest_weval.blueprint.model import Blueprint
@@ -18,7 +18,9 @@ from pytest_weval.plugin.blueprint_paths import blueprint_rel_path, named_files
 from pytest_weval.plugin.role import Role
 from pytest_weval.plugin.settings import WevalSettings
 from pytest_weval.results import Usage
-from pytest_weval.run.plan import Plan
+
+if TYPE_CHECKING:
+    from pytest_weval.run.plan import Plan
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,7 @@ import dataclasses
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
@@ -30,10 +30,6 @@ from pytest_weval.engine.transport.model_lists import FILE_NAME as MODEL_LISTS_F
 from pytest_weval.engine.transport.model_lists import ModelLists
 from pytest_weval.files import unwritable
 from pytest_weval.formats.discover import is_agent_eval_file, is_promptfoo_file
-from pytest_weval.formats.load import load_agent_suite
-from pytest_weval.formats.model import AgentSuite
-from pytest_weval.formats.promptfoo.load import load_promptfoo_suite
-from pytest_weval.formats.promptfoo.model import PromptfooSuite
 from pytest_weval.lint import RawSource, read_source
 from pytest_weval.plugin.options import _DEFAULTS, _INI_ONLY, _OPTIONS, _raw, option_name
 from pytest_weval.plugin.role import Role
@@ -46,9 +42,13 @@ from pytest_weval.results import Outcome
 from pytest_weval.run import sampling
 from pytest_weval.run.embedding import parse_eval_methods
 from pytest_weval.run.pipeline import ItemWork, PipelineSettings, Work
-from pytest_weval.run.plan import Plan, make_plan
 from pytest_weval.run.preflight import Preflight, preflight
 from pytest_weval.scoring import check_pattern_syntax
+
+if TYPE_CHECKING:
+    from pytest_weval.formats.model import AgentSuite
+    from pytest_weval.formats.promptfoo.model import PromptfooSuite
+    from pytest_weval.run.plan import Plan
 
 MISSING_KEYS = ("stop", "error", "skip")
 ON_OFF = ("on", "off")
@@ -187,7 +187,11 @@ class WevalSettings:
     def is_agent_eval_file(self, path: Path, *, named: bool) -> bool:
         return is_agent_eval_file(path, rootdir=self.rootdir, named=named, max_file_mb=self.max_file_mb)
 
+    # The formats' loaders are loaded at their first file: a run of blueprints alone never
+    # loads them (docs/engine.md, 'A process's start').
     def load_agent_suite(self, path: Path) -> AgentSuite | None:
+        from pytest_weval.formats.load import load_agent_suite
+
         return load_agent_suite(
             path, rootdir=self.rootdir, max_file_mb=self.max_file_mb, check_regex=check_pattern_syntax
         )
@@ -196,6 +200,8 @@ class WevalSettings:
         return is_promptfoo_file(path, rootdir=self.rootdir, named=named, max_file_mb=self.max_file_mb)
 
     def load_promptfoo_suite(self, path: Path) -> PromptfooSuite:
+        from pytest_weval.formats.promptfoo.load import load_promptfoo_suite
+
         return load_promptfoo_suite(path, rootdir=self.rootdir, max_file_mb=self.max_file_mb)
 
     def preflight(
@@ -236,6 +242,9 @@ class WevalSettings:
         )
 
     def make_plan(self, weval: Weval, works: Iterable[ItemWork], checked: Preflight) -> Plan:
+        # Made for --collect-only and -v only: other runs never load the plan's code.
+        from pytest_weval.run.plan import make_plan
+
         return make_plan(
             weval.engine,
             weval.pipeline.settings,

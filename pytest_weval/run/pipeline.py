@@ -15,7 +15,7 @@ import math
 import time
 import traceback
 from collections.abc import Mapping
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pytest_weval import defaults, scoring
 from pytest_weval import judges as judging
@@ -28,7 +28,6 @@ from pytest_weval.engine.transport.external import ExternalExecutor
 from pytest_weval.judges.config import JudgePanel
 from pytest_weval.results import ItemResult, Outcome, PointAssessment, Usage, passes
 from pytest_weval.run import sampling
-from pytest_weval.run.agent import AgentRunner, AgentWork
 from pytest_weval.run.generation import (
     Conversation,
     answers_asked,
@@ -39,7 +38,10 @@ from pytest_weval.run.generation import (
 )
 from pytest_weval.run.outcome import decide, mistakes_message
 from pytest_weval.run.programs.runner import ProgramRunner
-from pytest_weval.run.promptfoo import PromptfooRunner, PromptfooWork
+
+if TYPE_CHECKING:
+    from pytest_weval.run.agent import AgentRunner, AgentWork
+    from pytest_weval.run.promptfoo import PromptfooRunner, PromptfooWork
 
 BUILTIN_MODELS = frozenset({"ideal", "echo"})
 NOTHING_TO_SCORE = "this prompt has no points and no ideal answer: nothing to score"
@@ -115,33 +117,58 @@ class Pipeline:
         self.engine = engine
         self.settings = settings
         self.external = ExternalExecutor()
-        self.agents = AgentRunner(
-            engine,
-            ProgramRunner(settings.allow_exec, settings.allowed_env),
-            judges=settings.judges,
-            borderline_fails=settings.borderline_fails,
-            asker=lambda priority, usage, purpose: self.asker(priority, usage, purpose=purpose),
-        )
-        self.promptfoo = PromptfooRunner(
-            engine,
-            judges=settings.judges,
-            allow_exec=settings.allow_exec,
-            allowed_env=settings.allowed_env,
-            custom_models=settings.custom_models,
-        )
+        self._agents: AgentRunner | None = None
+        self._promptfoo: PromptfooRunner | None = None
+
+    # The runners of agent eval cases and promptfoo rows, made (and their code loaded) for the
+    # first such item: a run of blueprints alone never loads them (docs/engine.md, 'A process's start').
+    @property
+    def agents(self) -> AgentRunner:
+        if self._agents is None:
+            from pytest_weval.run.agent import AgentRunner
+
+            settings = self.settings
+            self._agents = AgentRunner(
+                self.engine,
+                ProgramRunner(settings.allow_exec, settings.allowed_env),
+                judges=settings.judges,
+                borderline_fails=settings.borderline_fails,
+                asker=lambda priority, usage, purpose: self.asker(priority, usage, purpose=purpose),
+            )
+        return self._agents
+
+    @property
+    def promptfoo(self) -> PromptfooRunner:
+        if self._promptfoo is None:
+            from pytest_weval.run.promptfoo import PromptfooRunner
+
+            settings = self.settings
+            self._promptfoo = PromptfooRunner(
+                self.engine,
+                judges=settings.judges,
+                allow_exec=settings.allow_exec,
+                allowed_env=settings.allowed_env,
+                custom_models=settings.custom_models,
+            )
+        return self._promptfoo
 
     def model_spec(self, model_id: str) -> ModelSpec:
         custom = self.settings.custom_models.get(model_id)
         return ModelSpec(id=model_id, custom=custom)
 
     async def evaluate(self, work: Work) -> ItemResult:
-        if isinstance(work, AgentWork):
-            return await self.agents.evaluate(work)
-        if isinstance(work, PromptfooWork):
-            return await self.promptfoo.evaluate(work)
+        if not isinstance(work, ItemWork):
+            return await self._evaluate_format(work)
         if (self.settings.repeat > 1 or self.settings.repeat_auto) and work.blocked is None:
             return await self._evaluate_repeated(work, self.settings.repeat)
         return await self._evaluate_once(work)
+
+    async def _evaluate_format(self, work: AgentWork | PromptfooWork) -> ItemResult:
+        from pytest_weval.run.agent import AgentWork
+
+        if isinstance(work, AgentWork):
+            return await self.agents.evaluate(work)
+        return await self.promptfoo.evaluate(work)
 
     async def _evaluate_repeated(self, work: ItemWork, repeat: int) -> ItemResult:
         """--weval-repeat=N: the item's N samples (docs/statistics.md, 'Repeats'). Attempt k of

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection, Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pytest_weval import judges as judging
 from pytest_weval.blueprint.fixtures import ResponseFixtures
@@ -20,9 +20,7 @@ from pytest_weval.blueprint.model import ModelSpec, Prompt
 from pytest_weval.engine.errors import ConfigError, MissingKeyError
 from pytest_weval.engine.prices import PriceBook
 from pytest_weval.engine.secrets import Redactor
-from pytest_weval.engine.transport.batch_api import BATCH_APIS
 from pytest_weval.engine.transport.providers import adapter_for
-from pytest_weval.run.agent import AgentWork, judge_models
 from pytest_weval.run.pipeline import (
     BUILTIN_MODELS,
     ItemWork,
@@ -31,7 +29,10 @@ from pytest_weval.run.pipeline import (
     missing_fixture,
     sends_nothing,
 )
-from pytest_weval.run.promptfoo import PromptfooWork, grader_model, needs_grader
+
+if TYPE_CHECKING:
+    from pytest_weval.run.agent import AgentWork
+    from pytest_weval.run.promptfoo import PromptfooWork
 
 
 class ModelLists(Protocol):
@@ -83,6 +84,8 @@ class Preflight:
     def unbatched(self, custom_models: Mapping[str, dict]) -> list[str]:
         """Under --weval-batch: the providers (and custom models) the run asks that have no batch
         API, whose requests go live (docs/batch.md)."""
+        from pytest_weval.engine.transport.batch_api import BATCH_APIS  # loaded by a --weval-batch run only
+
         live = set()
         for model_id in self.asked - set(self.bad_models):
             if model_id in custom_models:
@@ -247,14 +250,9 @@ def preflight(
     prompts: dict[int, tuple[bool, bool] | None] = {}  # None: its items send nothing
     asks: dict[tuple[int, str], bool] = {}  # (prompt, model id or "") -> the tested model is sent a request
     for work in works:
-        if isinstance(work, AgentWork):
+        if not isinstance(work, ItemWork):  # an agent eval case or a promptfoo row
             reasons: dict[str, list[str]] = {}  # variable -> who needs it, for this item
-            _agent_keys(result, checker, work, judges or (), reasons)
-            _block(result, checker, work, reasons, keys_needed)
-            continue
-        if isinstance(work, PromptfooWork):
-            reasons = {}
-            _promptfoo_keys(result, checker, work, judges or (), custom_models, reasons)
+            _format_keys(result, checker, work, judges or (), custom_models, reasons)
             _block(result, checker, work, reasons, keys_needed)
             continue
         if id(work.prompt) in prompts:
@@ -345,6 +343,23 @@ def _block(result: Preflight, checker: _Checker, work: Work, reasons: dict[str, 
         result.blocked[work.nodeid] = line
 
 
+def _format_keys(
+    result: Preflight,
+    checker: _Checker,
+    work: AgentWork | PromptfooWork,
+    judges: Sequence[str],
+    custom_models: Mapping[str, dict],
+    reasons: dict[str, list[str]],
+) -> None:
+    # Their code is loaded by a run that has such items only (docs/engine.md, 'A process's start').
+    from pytest_weval.run.agent import AgentWork
+
+    if isinstance(work, AgentWork):
+        _agent_keys(result, checker, work, judges, reasons)
+    else:
+        _promptfoo_keys(result, checker, work, judges, custom_models, reasons)
+
+
 def _agent_keys(
     result: Preflight, checker: _Checker, work: AgentWork, judges: Sequence[str], reasons: dict[str, list[str]]
 ) -> None:
@@ -361,6 +376,8 @@ def _agent_keys(
         if variable is not None:
             _note(result, variable, work).models.add(model.id)
             reasons.setdefault(variable, []).append(f"model {model.id}")
+    from pytest_weval.run.agent import judge_models
+
     for judge in sorted(judge_models(work, judges)):
         checker.note_named(checker.spec(judge), "--weval-judges" if judges else where)
         variable = checker.variable_missing(checker.spec(judge))
@@ -381,6 +398,8 @@ def _promptfoo_keys(
     assertion, its grader. A row that cannot run as written sends nothing and needs no key."""
     if work.prepared.problem or work.prompt.problem or work.provider.problem or work.provider.model is None:
         return
+    from pytest_weval.run.promptfoo import grader_model, needs_grader
+
     where = work.nodeid.split("::")[0]
     models = [("model", work.provider.model)]
     if needs_grader(work.prepared):

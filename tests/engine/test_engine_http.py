@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -177,3 +182,45 @@ def test_the_whole_attempt_is_bounded_not_just_each_read(make_engine):
         )
         with pytest.raises(ProviderError, match=r"no reply within 0.3 s \(timeout\)"):
             complete_sync(engine, request("openai:gpt-4o-mini", "slow"))
+
+
+# Run in a fresh interpreter (this one may have loaded genai-prices already): sends one request
+# to a server that answers after 3 s and says whether genai-prices was loaded while the request
+# was still in flight.
+_PRICES_WHILE_IN_FLIGHT = """\
+import json, sys, time
+from pytest_weval.blueprint.model import ModelSpec
+from pytest_weval.engine import ChatMessage, Engine, EngineSettings, ModelRequest
+from tests.fakeserver import FakeServer
+
+with FakeServer(latency_ms=3000) as server:
+    engine = Engine(EngineSettings(cache_mode="off", cache_dir=sys.argv[1], env=server.env())).start()
+    request = ModelRequest(model=ModelSpec(id="openai:gpt-4o-mini"), messages=(ChatMessage("user", "hi"),))
+    reply = engine.run_coroutine(engine.complete(request))
+    deadline = time.monotonic() + 2.5
+    while not server.requests and time.monotonic() < deadline:
+        time.sleep(0.01)
+    while "genai_prices" not in sys.modules and time.monotonic() < deadline:
+        time.sleep(0.01)
+    print(json.dumps({"sent": len(server.requests), "loaded": "genai_prices" in sys.modules, "replied": reply.done()}))
+    reply.result(timeout=30)
+    engine.close()
+"""
+
+
+def test_the_price_tables_load_while_the_first_request_is_in_flight(tmp_path):
+    """Pricing the first reply needs genai-prices' tables (~75 ms of CPU to load): loaded beside
+    the loop once the first request is out, not by the loop when that reply arrives, while the
+    other replies wait."""
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, "-c", _PRICES_WHILE_IN_FLIGHT, str(tmp_path / "cache")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"sent": 1, "loaded": True, "replied": False}

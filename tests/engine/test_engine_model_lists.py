@@ -3,6 +3,7 @@ what counts as listed, when a kept list is used and when it is asked for again."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -97,3 +98,13 @@ def test_a_list_of_another_shape_cannot_check(server: FakeServer, tmp_path: Path
     cache = tmp_path / "model-lists.json"
     assert _checker(server, cache).unlisted("openai", ["gpt-4o"]) is None
     assert not cache.exists()
+
+
+def test_a_list_can_be_asked_for_from_inside_a_running_loop(server: FakeServer):
+    """The check asks on an event loop of its own: called where a loop already runs, it runs
+    that loop beside it rather than failing."""
+
+    async def inside() -> dict[str, str | None] | None:
+        return _checker(server, None).unlisted("openai", ["gpt-4o-mnii", "gpt-4o"])
+
+    assert asyncio.run(inside()) == {"gpt-4o-mnii": "gpt-4o-mini"}

@@ -102,6 +102,69 @@ def test_a_blueprint_run_activates_the_plugin_when_its_file_is_collected(project
     assert (project.path / ".weval_cache").is_dir()
 
 
+# What a run of blueprints alone never loads: the agent eval and promptfoo formats' code, the
+# plan (made for --collect-only and -v) and the batch APIs (--weval-batch).
+NOT_FOR_BLUEPRINTS = (
+    "pytest_weval.run.plan",
+    "pytest_weval.engine.batching",
+    "pytest_weval.engine.transport.batch_api",
+    "pytest_weval.formats.load",
+    "pytest_weval.formats.model",
+    "pytest_weval.formats.promptfoo.load",
+    "pytest_weval.formats.promptfoo.model",
+    "pytest_weval.plugin.agent_items",
+    "pytest_weval.plugin.promptfoo_items",
+    "pytest_weval.run.agent",
+    "pytest_weval.run.promptfoo",
+    "pytest_weval.scoring.agent",
+    "pytest_weval.scoring.promptfoo",
+    "pytest_weval.judges.agent",
+    "pytest_weval.judges.promptfoo",
+)
+
+FORMATS_CONFTEST = f"""\
+import json, os, sys
+import pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    with open(os.path.join(str(session.config.rootpath), "formats.json"), "w") as f:
+        json.dump(sorted(m for m in {NOT_FOR_BLUEPRINTS!r} if m in sys.modules), f)
+"""
+
+
+def test_a_blueprint_run_loads_no_agent_eval_or_promptfoo_code_and_no_plan(project: Project):
+    """The formats' loaders, collectors, runners and scoring load at a run's first such file
+    (their own tests run them), the plan's code for a run that makes one (tests/plugin/
+    test_plugin_plan.py), not in every run that activates the plugin."""
+    project.write("conftest.py", FORMATS_CONFTEST)
+    project.write("blueprints/one.yml", BLUEPRINT)
+    project.rules(answer_rule("Say hello.", "hello"))
+    result = project.run("-p", "no:randomly", "--weval-judges=openai:judge-model", sub=True)
+    result.assert_outcomes(passed=1)
+    assert json.loads((project.path / "formats.json").read_text()) == []
+    project.write(
+        "agents/EVAL.yaml",
+        """\
+        name: greet-suite
+        evalcases:
+          - id: hello
+            expected_outcome: Greets the user.
+            input: Say hello.
+            execution:
+              evaluators:
+                - name: has-hello
+                  type: contains
+                  value: hello
+        """,
+    )
+    project.run("-p", "no:randomly", f"--weval-models={MODEL_ID}", sub=True).assert_outcomes(passed=2)
+    loaded = json.loads((project.path / "formats.json").read_text())
+    assert "pytest_weval.run.agent" in loaded and "pytest_weval.plugin.agent_items" in loaded
+    project.run("-p", "no:randomly", "-v", f"--weval-models={MODEL_ID}", sub=True).assert_outcomes(passed=2)
+    assert "pytest_weval.run.plan" in json.loads((project.path / "formats.json").read_text())
+
+
 def test_a_blueprint_named_on_the_command_line_outside_blueprints_is_still_collected(project: Project):
     _plain(project)
     project.write("evals/one.yml", BLUEPRINT)

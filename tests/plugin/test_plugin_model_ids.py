@@ -279,3 +279,36 @@ def test_an_unusable_id_in_a_blueprint_is_located_at_its_line(project: Project):
     assert "blueprints/ids.yml:4:5 (models[1]): Unsupported provider 'foo' in model id 'foo:bar'" in err, err
     assert "blueprints/ids.yml:5:5 (models[2]): Invalid model id 'openai'" in err, err
     assert project.requests() == []
+
+
+# Writes the HTTP stacks the process loaded, once its session is over.
+_HTTP_MODULES_CONFTEST = """\
+import json, os, sys
+import pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    with open(os.path.join(str(session.config.rootpath), "http-modules.json"), "w") as f:
+        json.dump(sorted(m for m in ("aiohttp", "httpcore", "certifi") if m in sys.modules), f)
+"""
+
+
+def _http_modules(project: Project) -> list[str]:
+    return json.loads((project.path / "http-modules.json").read_text())
+
+
+def test_the_list_is_asked_over_the_engines_http_and_a_kept_list_opens_nothing(project: Project):
+    """The list goes over aiohttp, as the model requests do: no HTTP client of httpx's own (its
+    transport and certifi's bundle cost a process ~40 ms before the first request); a replay
+    whose list is kept loads no HTTP client at all."""
+    project.server.model_lists = {"openai": LISTED}
+    project.rules(answer_rule("Say hello", "hello"))
+    project.write("conftest.py", _HTTP_MODULES_CONFTEST)
+    _blueprint(project, MODEL_ID)
+    project.run(sub=True).assert_outcomes(passed=1)
+    assert len(_lists(project, "/openai/v1/models")) == 1
+    assert _http_modules(project) == ["aiohttp"]
+    project.run(sub=True).assert_outcomes(passed=1)  # the list and the reply from the cache
+    assert len(_lists(project, "/openai/v1/models")) == 1
+    assert len(project.requests()) == 1
+    assert _http_modules(project) == []

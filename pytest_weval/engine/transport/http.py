@@ -21,6 +21,7 @@ alive for the next one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import urllib.request
 from collections.abc import Mapping
@@ -71,6 +72,11 @@ class Exchange:
     charset: str | None
 
 
+def _load_price_tables() -> None:
+    with contextlib.suppress(ImportError):  # then pricing says so, where it is asked
+        import genai_prices  # noqa: F401
+
+
 class Wire:
     """POST requests on one aiohttp session (made inside the engine's loop on first use), each
     read whole up to a cap, bounded by one timeout. Failures are httpx's exception types:
@@ -87,6 +93,10 @@ class Wire:
     def _open(self) -> Any:
         import aiohttp  # loaded when a run sends its first request (~0.15 s)
 
+        # genai-prices' tables (~75 ms of CPU), which pricing the first reply needs, are loaded
+        # in a worker thread while the first requests are in flight: loaded by the loop at the
+        # first reply, they held up every other reply and request meanwhile.
+        asyncio.get_running_loop().run_in_executor(None, _load_price_tables)
         connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=KEEPALIVE_S)
         self._session = aiohttp.ClientSession(
             connector=connector, trust_env=bool(urllib.request.getproxies()), auto_decompress=True

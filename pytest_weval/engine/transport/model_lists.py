@@ -16,10 +16,17 @@ check": a debug log line and nothing else.
 The lists are kept for a day in one small JSON file in the cache folder (ids and times only,
 never a key), read and written under a lock on the folder, so under xdist the first worker
 asks and the others read what it wrote.
+
+A provider is asked through the engine's own HTTP (``http.async_client``: httpx's API on
+aiohttp, which the run's model requests load anyway), opened at the first question: a list kept
+in the file loads and opens nothing. An ``httpx.Client`` of its own cost a process ~40 ms of CPU
+before its first request (httpcore's import and an SSL context from certifi's bundle).
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import difflib
 import hashlib
@@ -30,15 +37,16 @@ import logging
 import math
 import os
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Coroutine, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
 
 from pytest_weval.engine.errors import MissingKeyError
 from pytest_weval.engine.secrets import Redactor
+from pytest_weval.engine.transport.http import async_client
 from pytest_weval.engine.transport.keys import api_key, base_url
 from pytest_weval.engine.transport.providers.anthropic import ANTHROPIC_VERSION
 from pytest_weval.errors import WevalError
@@ -48,6 +56,7 @@ from pytest_weval.files import write_atomic
 _fcntl: Any = importlib.import_module("fcntl") if importlib.util.find_spec("fcntl") is not None else None
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 LISTED_PROVIDERS = ("openai", "anthropic", "google", "openrouter")
 FILE_NAME = "model-lists.json"
@@ -60,6 +69,43 @@ _VERSION = 1
 
 class _CannotCheck(WevalError):
     """The provider's list (or its answer about one model) could not be had."""
+
+
+class Asker:
+    """GET requests for the pre-flight, which runs outside any event loop: each is run to its
+    end on a loop of the asker's own. Opened at the first request; ``close`` ends both."""
+
+    def __init__(self, timeout: httpx.Timeout):
+        self._timeout = timeout
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: httpx.AsyncClient | None = None
+
+    def get(self, url: str, *, headers: Mapping[str, str], params: Mapping[str, Any] | None = None) -> httpx.Response:
+        if self._loop is None or self._client is None:
+            self._loop = asyncio.new_event_loop()
+            self._client = async_client(timeout=self._timeout, follow_redirects=False)
+        return self._run(self._loop, self._client.get(url, headers=dict(headers), params=params))
+
+    def close(self) -> None:
+        loop, client, self._loop, self._client = self._loop, self._client, None, None
+        if loop is None:
+            return
+        try:
+            if client is not None:
+                self._run(loop, client.aclose())
+        finally:
+            loop.close()
+
+    @staticmethod
+    def _run(loop: asyncio.AbstractEventLoop, step: Coroutine[Any, Any, T]) -> T:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # the pre-flight's case: no loop runs in this thread
+            return loop.run_until_complete(step)
+        # Asked from inside a running loop (a test's, an embedding program's): the asker's own
+        # loop runs beside it, in a thread of its own.
+        with concurrent.futures.ThreadPoolExecutor(1) as beside:
+            return beside.submit(loop.run_until_complete, step).result()
 
 
 def _headers(provider: str, key: str) -> dict[str, str]:
@@ -78,7 +124,7 @@ def _models_url(provider: str, base: str) -> str:
     return base + "/models"  # OpenAI's and OpenRouter's base URLs end in /v1, /api/v1
 
 
-def _get_json(client: httpx.Client, url: str, headers: Mapping[str, str], params: Mapping[str, Any]) -> Any:
+def _get_json(client: Asker, url: str, headers: Mapping[str, str], params: Mapping[str, Any]) -> Any:
     try:
         response = client.get(url, headers=dict(headers), params=dict(params))
     except httpx.HTTPError as exc:
@@ -100,7 +146,7 @@ def _ids(items: Any, field: str) -> list[str]:
     return ids
 
 
-def fetch_ids(client: httpx.Client, provider: str, base: str, key: str, deadline: float = math.inf) -> set[str]:
+def fetch_ids(client: Asker, provider: str, base: str, key: str, deadline: float = math.inf) -> set[str]:
     """Every model id the provider lists, as a model id names it after ``provider:``; pages
     are asked for until ``deadline`` (``time.monotonic()``)."""
     url, headers = _models_url(provider, base), _headers(provider, key)
@@ -130,7 +176,7 @@ def fetch_ids(client: httpx.Client, provider: str, base: str, key: str, deadline
     raise _CannotCheck(f"more than {_MAX_PAGES} pages")
 
 
-def model_exists(client: httpx.Client, provider: str, base: str, key: str, name: str) -> bool | None:
+def model_exists(client: Asker, provider: str, base: str, key: str, name: str) -> bool | None:
     """Asked about one model: True (it is there), False (404), None (cannot tell). OpenRouter
     has no such question: its list (with every model's variants) is the answer."""
     if provider == "openrouter":
@@ -200,8 +246,9 @@ class ModelLists:
         base = base_url(provider, self.env)
         # The base URL by its hash: a proxy's URL may carry a token, and the file holds no secret.
         slot = f"{provider} {hashlib.sha256(base.encode()).hexdigest()[:16]}"
+        client = Asker(self.timeout)
         try:
-            with self._locked(), httpx.Client(timeout=self.timeout, follow_redirects=False) as client:
+            with self._locked(), contextlib.closing(client):
                 deadline = time.monotonic() + self.provider_time_s
                 entry = self._entry(client, slot, provider, base, key, deadline)
                 if entry is None:
@@ -220,7 +267,7 @@ class ModelLists:
 
     # -- the list, from this process, the file or the provider -----------------------------
     def _entry(
-        self, client: httpx.Client, slot: str, provider: str, base: str, key: str, deadline: float
+        self, client: Asker, slot: str, provider: str, base: str, key: str, deadline: float
     ) -> dict[str, Any] | None:
         if slot in self._entries:
             return self._entries[slot]
@@ -241,7 +288,7 @@ class ModelLists:
 
     def _confirm_missing(
         self,
-        client: httpx.Client,
+        client: Asker,
         entry: dict[str, Any],
         provider: str,
         base: str,
