@@ -64,9 +64,7 @@ def js_data(value: Any) -> Any:
     NaN and infinities become null, ``None`` values in objects stay (callers drop absent keys)."""
     kind = type(value)
     if kind is dict:
-        return {
-            k if type(k) is str else str(k): v if type(v) in _AS_THEY_ARE else js_data(v) for k, v in value.items()
-        }
+        return {k if type(k) is str else str(k): v if type(v) in _AS_THEY_ARE else js_data(v) for k, v in value.items()}
     if kind is list:
         return [v if type(v) in _AS_THEY_ARE else js_data(v) for v in value]
     if isinstance(value, float):
