@@ -134,6 +134,17 @@ def js_number_str(value: float | int) -> str:
     Python's repr and JS both print the shortest digits that round-trip; only the layout
     (where the exponent starts, how it is written) differs.
     """
+    if type(value) is float and 1e-4 <= abs(value) < 1e16:
+        # Where Python's repr writes digits without an exponent, JS writes the same ones (both
+        # the shortest that round-trip), but for repr's ".0" on a whole number: every score and
+        # threshold of a run's reports takes this path.
+        text = float.__repr__(value)
+        return text[:-2] if text.endswith(".0") else text
+    return _number_layout(value)
+
+
+def _number_layout(value: float | int) -> str:
+    """``js_number_str`` for any number: the digits of repr laid out as ECMA-262 says."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):

@@ -9,9 +9,9 @@ caller's ``ask``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_weval.blueprint.model import EvalPoint
 from pytest_weval.errors import ErrorKind
@@ -35,6 +35,8 @@ __all__ = [
 ]
 
 ALL_FAILED = "All judges failed in consensus mode."
+
+T = TypeVar("T")
 
 Ask = Callable[[JudgeSpec, list, float, int], Awaitable[str]]
 JudgeOne = Callable[[JudgeSpec, EvalPoint], Awaitable["JudgeOutcome"]]
@@ -227,7 +229,7 @@ async def judge_points_with(
         if not panel.judges:
             return _errored(point, "No judge is configured for this text point.")
         primaries: list[JudgeOutcome] = []
-        await asyncio.gather(*(guarded(judge, point, primaries) for judge in panel.judges))
+        await _all([guarded(judge, point, primaries) for judge in panel.judges])
         backup_outcome = None
         backup = panel.backup
         if backup is not None and backup_needed(panel.uses_defaults, primaries, backup):
@@ -236,7 +238,15 @@ async def judge_points_with(
             backup_outcome = sink[0]
         return consensus_assessment(point, primaries, uses_defaults=panel.uses_defaults, backup_outcome=backup_outcome)
 
-    return list(await asyncio.gather(*(one_point(p) for p in text_points)))
+    return await _all([one_point(p) for p in text_points])
+
+
+async def _all(awaitables: list[Coroutine[Any, Any, T]]) -> list[T]:
+    """``asyncio.gather``'s results; one awaitable is awaited as it is: a point with one judge,
+    an item with one point (the common case) then makes no task and no gathering future."""
+    if len(awaitables) == 1:
+        return [await awaitables[0]]
+    return list(await asyncio.gather(*awaitables))
 
 
 def make_judge_one(

@@ -80,14 +80,29 @@ def cluster_of(results: Sequence[ItemResult]) -> Callable[[ItemResult], Hashable
 
 def mean_interval(results: Sequence[ItemResult]) -> MeanInterval | None:
     """The prompt-weighted mean of the scored items, with its clustered interval."""
-    scored = [r for r in results if r.outcome in ("passed", "failed") and r.score is not None]
+    scored = _scored(results)
+    return _interval(scored, [_weight(r) for r in scored])
+
+
+def _scored(results: Iterable[ItemResult]) -> list[ItemResult]:
+    return [r for r in results if r.outcome in ("passed", "failed") and r.score is not None]
+
+
+def _weight(result: ItemResult) -> float:
+    """What the item weighs in a mean: a prompt without a weight weighs 1 (docs/scoring.md,
+    'Prompt weights and roll-ups')."""
+    weight = result.prompt_weight
+    return 1.0 if weight is None else prompt_weight(weight) or 1.0
+
+
+def _interval(scored: Sequence[ItemResult], weights: list[float]) -> MeanInterval | None:
     if not scored:
         return None
     cluster = cluster_of(scored)
     return clustered_mean(
         [r.score for r in scored],  # type: ignore[misc]
         [cluster(r) for r in scored],
-        [prompt_weight(r.prompt_weight) or 1.0 for r in scored],
+        weights,
     )
 
 
@@ -102,22 +117,15 @@ def sample_variance(scores: Sequence[float]) -> float | None:
 def tally(results: Iterable[ItemResult]) -> Tally:
     results = list(results)
     outcomes = [r.outcome for r in results]
-    counted = weval_kept(results)
-    # (score, weight); a prompt without a weight weighs 1 (docs/scoring.md, 'Prompt weights and roll-ups')
-    scored = [
-        (r.score, prompt_weight(r.prompt_weight) or 1.0)
-        for r in counted
-        if r.outcome in ("passed", "failed") and r.score is not None
-    ]
-    total_weight = math.fsum(w for _, w in scored)
-    mean = math.fsum(s * w for s, w in scored) / total_weight if total_weight else None
-    interval = mean_interval(counted)
+    # Each item is in a dozen tallies (the run, its blueprint, folders, models): the scored
+    # items and their weights are found once a tally, for the mean and the interval alike.
+    scored = _scored(weval_kept(results))
+    weights = [_weight(r) for r in scored]
+    total_weight = math.fsum(weights)
+    mean = math.fsum(r.score * w for r, w in zip(scored, weights)) / total_weight if total_weight else None  # type: ignore[operator]
+    interval = _interval(scored, weights)
     variances = [
-        v
-        for r in counted
-        if r.outcome in ("passed", "failed") and r.score is not None
-        for v in [sample_variance(r.sample_scores)]
-        if v is not None
+        v for r in scored if len(r.sample_scores) >= 2 for v in [sample_variance(r.sample_scores)] if v is not None
     ]
     return Tally(
         mean=mean,

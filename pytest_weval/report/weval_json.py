@@ -54,9 +54,19 @@ def safe_timestamp(when: dt.datetime | str | None = None) -> str:
     return f"{u:%Y-%m-%dT%H-%M-%S}-{u.microsecond // 1000:03d}Z"
 
 
+# Values js_data returns as they are, by exact type: the leaves of a comparison file (its
+# texts, ids and counts) are met without a call each.
+_AS_THEY_ARE = frozenset({str, int, bool, type(None)})
+
+
 def js_data(value: Any) -> Any:
     """Plain JSON data as ``JSON.stringify`` would write it: integral floats become ints,
     NaN and infinities become null, ``None`` values in objects stay (callers drop absent keys)."""
+    kind = type(value)
+    if kind is dict:
+        return {k if type(k) is str else str(k): v if type(v) in _AS_THEY_ARE else js_data(v) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _AS_THEY_ARE else js_data(v) for v in value]
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             return None

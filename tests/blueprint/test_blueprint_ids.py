@@ -20,7 +20,7 @@ from pytest_weval.blueprint.ids import (
     normalize_tags,
     stable_stringify,
 )
-from pytest_weval.jsvalues import ABSENT, _serialize, js_json, js_nullish, js_or, js_string, truthy
+from pytest_weval.jsvalues import ABSENT, _number_layout, _serialize, js_json, js_nullish, js_or, js_string, truthy
 
 
 @pytest.mark.parametrize(
@@ -49,6 +49,17 @@ from pytest_weval.jsvalues import ABSENT, _serialize, js_json, js_nullish, js_or
 )
 def test_js_number_str(value: float, text: str) -> None:
     assert js_number_str(value) == text
+
+
+def test_js_number_str_lays_out_every_magnitude_alike() -> None:
+    # the shortcut for the magnitudes repr writes without an exponent, against the general layout
+    rng = random.Random(43)
+    values = [1e-4, -1e-4, 1e16, 9.999999999999998e15, 0.5, 1.0, 1e15, 123456789012345.67, 0.30000000000000004]
+    for exponent in range(-8, 22):
+        values += [rng.uniform(1, 10) * 10.0**exponent for _ in range(40)]
+        values += [float(rng.randrange(1, 1000)) * 10.0**exponent, -(10.0**exponent)]
+    for value in values:
+        assert js_number_str(value) == _number_layout(value), value
 
 
 def _slow(value: object, sort_keys: bool) -> str:

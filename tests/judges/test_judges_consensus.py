@@ -243,6 +243,27 @@ async def test_judge_one_exception_becomes_failure():
     assert "Client/Network error: socket closed" in a.reflection
 
 
+async def test_one_judge_of_one_point_is_cancelled_with_its_caller():
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def judge_one(judge, point):
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return ok(judge, 1.0)
+
+    panel = select_judges(["test:a"], None)
+    task = asyncio.ensure_future(judge_points_with([POINT], panel=panel, judge_one=judge_one))
+    await asyncio.wait_for(started.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert cancelled.is_set()  # the judge's request is not left running
+
+
 def _reply(name):
     return f"<reflection>why</reflection><classification>{name}</classification>"
 

@@ -7,7 +7,7 @@ import random
 import pytest
 from report_data import PRIVACY, TONE, TOP, TRIAGE, A, B, eff, make_results
 
-from pytest_weval.report.rollup import ROOT, build_rollup, folder_of, tally
+from pytest_weval.report.rollup import ROOT, build_rollup, folder_of, mean_interval, tally
 from pytest_weval.report.terminal import render_summary
 from pytest_weval.results import ItemResult, Usage
 
@@ -183,6 +183,36 @@ def test_float_sums_do_not_depend_on_order():
         random.Random(seed).shuffle(items)
         means.add(tally(items).mean)
     assert len(means) == 1
+
+
+def test_a_tally_weighs_what_its_interval_weighs():
+    # weights that count (> 0) and ones that do not (None, 0, negative, NaN, text), a repeated
+    # prompt id (the later one counts), repeats, and items without a score
+    weights = [None, 2.0, 0.0, -1.0, float("nan"), "3", 0.5, None, 1.5, None]
+    outcomes = ["passed", "failed", "passed", "error", "passed", "skipped", "passed", "failed", "passed", "passed"]
+    items = [
+        ItemResult(
+            blueprint_id="x",
+            blueprint_path=f"x{i % 2}.yml",
+            prompt_id="dup" if i in (3, 7) else f"p{i}",
+            prompt_line=i,
+            model_id=A,
+            effective_model_id=eff(A),
+            outcome=outcome,
+            score=None if outcome in ("error", "skipped") else (i + 1) / 11,
+            prompt_weight=weight,
+            sample_scores=[0.2, 0.6, (i + 1) / 11] if i % 3 == 0 else [],
+        )
+        for i, (weight, outcome) in enumerate(zip(weights, outcomes))
+    ]
+    counted = tally(items)
+    scored = [items[i] for i in (0, 1, 2, 4, 6, 7, 8, 9)]  # 3 and 7 share a prompt id: 7 counts
+    weighs = [1.0, 2.0, 1.0, 1.0, 0.5, 1.0, 1.5, 1.0]
+    assert counted.scored == len(scored)
+    assert counted.total_weight == sum(weighs)
+    assert counted.mean == pytest.approx(sum(r.score * w for r, w in zip(scored, weighs)) / sum(weighs))
+    assert counted.interval == mean_interval(scored)
+    assert counted.within_item_variance is not None
 
 
 def test_no_results():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
+from types import MappingProxyType
 
 import pytest
 from report_data import PRIVACY, TONE, TOP, TRIAGE, A, B, eff, judged
@@ -249,6 +250,22 @@ def test_js_data():
         "c": True,
         "d": None,
     }
+
+
+def test_js_data_converts_alike_whatever_the_container_or_leaf_type():
+    class Text(str):
+        pass
+
+    class Number(float):
+        pass
+
+    nested = {"x": [{"y": (2.0, float("inf"), -0.0, 2.0**60)}], 3: Number(4.0), Text("k"): Text("v"), "n": 7}
+    converted = js_data(nested)
+    assert converted == {"x": [{"y": [2, None, 0, 2.0**60]}], "3": 4, "k": "v", "n": 7}
+    assert [type(k) for k in converted] == [str, str, str, str]
+    assert type(converted["x"][0]["y"][3]) is float  # beyond 2**53 a float stays one
+    assert js_data(True) is True and type(js_data([True])[0]) is bool  # never turned into 1
+    assert js_data(MappingProxyType({"a": 1.5})) == {"a": 1.5}
 
 
 # ---------------------------------------------------------------- schema
