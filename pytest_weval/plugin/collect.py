@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -41,12 +43,19 @@ class BlueprintFile(pytest.File):
         self.blueprint: Blueprint | None = None
 
     def collect(self) -> Iterator[pytest.Item]:
+        with collector_paused():  # what is built here lives until collection is final: held at once
+            built = self._build()
+            self.source.hold_collected()
+        yield from built
+
+    def _build(self) -> list[pytest.Item]:
         try:
             blueprint = self.source.load(self.path)
         except BlueprintError as exc:
             raise self.CollectError(str(exc)) from None
         self.blueprint = blueprint
         settings = self.source.settings
+        built: list[pytest.Item] = []
         # Ignored codes (ini and `# weval-lint:` comments) leave what is shown, never what runs:
         # an item with an authoring mistake still errors with its message.
         linting = settings.lint or settings.lint_strict
@@ -54,7 +63,7 @@ class BlueprintFile(pytest.File):
             findings = lint.lint_findings(self.path, blueprint, settings)
             findings = lint.select(self.config, self.path, blueprint.path, findings, linting=True)
             if settings.lint_strict:  # findings fail this file's lint item instead
-                yield lint.LintItem.from_parent(self, name=lint.LINT_ITEM_NAME, findings=findings)
+                built.append(lint.LintItem.from_parent(self, name=lint.LINT_ITEM_NAME, findings=findings))
                 findings = [f for f in findings if f.code in lint.ALWAYS_WARN]
             lint.warn_findings(findings, self.path, WevalWarning)
         else:
@@ -64,8 +73,22 @@ class BlueprintFile(pytest.File):
             # the first (a configs repository has a hundred blueprints naming an empty one).
             findings = [f for f in findings if f.code != "empty-collection" or self.source.first_time(f.message)]
             lint.warn_mistakes(findings, self.path, blueprint.path, WevalWarning)
-        yield from make_items(self, blueprint)
-        self.source.hold_collected()
+        built += make_items(self, blueprint)
+        return built
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Many objects built at once, in no cycle or kept: each pass of the garbage collector
+    would walk all those built so far again (a corpus's collection: 0.2 s in its items, 0.2 s
+    in the pre-flight's and the plan's per-item objects)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def marker_name(tag: str) -> str:

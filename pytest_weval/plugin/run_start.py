@@ -17,6 +17,7 @@ from pytest_weval.blueprint.fixtures import ResponseFixtures
 from pytest_weval.blueprint.model import Blueprint
 from pytest_weval.engine.store.backends import StoreError, is_postgres
 from pytest_weval.files import each_file_tried
+from pytest_weval.plugin.collect import collector_paused
 from pytest_weval.plugin.items import WevalItem
 from pytest_weval.plugin.notices import Notices
 from pytest_weval.plugin.role import Role
@@ -66,20 +67,21 @@ class RunStart:
         if not selected:
             return
         settings = self.inputs.settings
-        works = [item.work() for item in selected]  # the pre-flight's, then the plan's
-        checked = settings.preflight(
-            works,
-            custom_models=self.inputs.custom_models,
-            fixtures=self.inputs.fixtures,
-            model_lists=None
-            if self.role.dry_run
-            else settings.model_lists(self.role.run_started or self.inputs.started),
-        )
-        if self.role.makes_plan and self.inputs.fixtures is not None:
-            warn_unused_fixtures(self.inputs.fixtures, self.blueprints.parsed.values())
         option = self.config.option
-        if self.role.makes_plan and (option.collectonly or (option.verbose > 0 and not self.role.dry_run)):
-            self._make_plan(works, checked)
+        with collector_paused():  # objects per item, held until the plan is made, in no cycle
+            works = [item.work() for item in selected]  # the pre-flight's, then the plan's
+            checked = settings.preflight(
+                works,
+                custom_models=self.inputs.custom_models,
+                fixtures=self.inputs.fixtures,
+                model_lists=None
+                if self.role.dry_run
+                else settings.model_lists(self.role.run_started or self.inputs.started),
+            )
+            if self.role.makes_plan and self.inputs.fixtures is not None:
+                warn_unused_fixtures(self.inputs.fixtures, self.blueprints.parsed.values())
+            if self.role.makes_plan and (option.collectonly or (option.verbose > 0 and not self.role.dry_run)):
+                self._make_plan(works, checked)
         if self.role.dry_run:
             return
         if checked.must_stop or (checked.missing and settings.missing_keys == "stop"):

@@ -47,7 +47,7 @@ BUILTIN_MODELS = frozenset({"ideal", "echo"})
 NOTHING_TO_SCORE = "this prompt has no points and no ideal answer: nothing to score"
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(slots=True)  # not frozen: a frozen init costs 3x, paid by every item of a run
 class ItemWork:
     """What one pytest item asks for: a prompt of a blueprint under one model variant."""
 

@@ -257,7 +257,7 @@ class _Share:
     prefix_writes: float = 0.0
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(slots=True)  # not frozen: a prompt's dozens are made at 3x the cost
 class _StandIn:
     """A request counted under a stand-in key: what the key adds to the answer's identity."""
 
@@ -344,10 +344,15 @@ class DirectCount:
 
     def direct(self, work: ItemWork) -> tuple[Any, _Model] | None:
         """The item's prompt and model as counted here; None when the pipeline plans it."""
-        model = self._model(work.model)
+        spec = work.model
+        model = self._models.get(spec.id if spec.custom is None else (spec.id, repr(spec.custom)))
+        if model is None:  # (looked up here first: this runs for every item)
+            model = self._model(spec)
         if model is _PIPELINE:
             return None
-        shape = self._shape(work)
+        shape = self._shapes.get((id(work.prompt), work.system_index))
+        if shape is None:
+            shape = self._shape(work)
         return None if shape is _PIPELINE else (shape, model)
 
     async def count(self, work: ItemWork, how: tuple[Any, _Model]) -> None:

@@ -249,6 +249,7 @@ def preflight(
     alike: dict[_Kind, _Kind] = {}  # most kinds come to the same notes: held once
     prompts: dict[int, tuple[bool, bool] | None] = {}  # None: its items send nothing
     asks: dict[tuple[int, str], bool] = {}  # (prompt, model id or "") -> the tested model is sent a request
+    applied: set[int] = set()  # ids of the notes whose models and judges are in ``result`` already
     for work in works:
         if not isinstance(work, ItemWork):  # an agent eval case or a promptfoo row
             reasons: dict[str, list[str]] = {}  # variable -> who needs it, for this item
@@ -261,7 +262,7 @@ def preflight(
             prompt = prompts[id(work.prompt)] = (
                 None if sends_nothing(work.prompt) else (needs_judges(work.prompt), not work.prompt.points)
             )
-        if prompt is None or missing_fixture(work, fixtures) is not None:
+        if prompt is None or (fixtures is not None and missing_fixture(work, fixtures) is not None):
             continue  # it ends before sending: no key, no price, no judge
         # Without fixtures only a built-in model changes the answer: asked once per prompt.
         model_key = work.model.id if fixtures is not None or work.model.id in BUILTIN_MODELS else ""
@@ -278,10 +279,16 @@ def preflight(
                 next(iter(checked.blocked.values()), None),
             )
             notes = kinds[kind] = alike.setdefault(notes, notes)
-        for variable, models, judging_models in notes[0]:
-            missing = _note(result, variable, work)
-            missing.models.update(models)
-            missing.judges.update(judging_models)
+        if notes[0]:
+            if id(notes) in applied:  # a corpus blocks 164k items alike: each adds only its id
+                for variable, _, _ in notes[0]:
+                    result.missing[variable].item_ids.add(work.nodeid)
+            else:
+                applied.add(id(notes))
+                for variable, models, judging_models in notes[0]:
+                    missing = _note(result, variable, work)
+                    missing.models.update(models)
+                    missing.judges.update(judging_models)
         if notes[1] is not None:
             result.blocked[work.nodeid] = notes[1]
     result.bad_models = checker.located_bad()
