@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import dataclasses
 import hashlib
-import json
 import math
 import time
 import traceback
@@ -24,6 +23,7 @@ from pytest_weval.blueprint.ids import effective_model_id
 from pytest_weval.blueprint.model import Blueprint, EvalPoint, ModelSpec, Prompt
 from pytest_weval.engine.errors import BatchPending, BudgetReached, ModelCallError, StoreStoppedError
 from pytest_weval.engine.request import ChatMessage, HoldsBudget, ModelClient, ModelRequest
+from pytest_weval.engine.store.cache import json_encoder
 from pytest_weval.engine.transport.external import ExternalExecutor
 from pytest_weval.judges.config import JudgePanel
 from pytest_weval.results import ItemResult, Outcome, PointAssessment, Usage, passes
@@ -377,7 +377,10 @@ class Pipeline:
             sample=work.sample,
             fixture=fixture_pick(work, fixtures),
         )
-        _add_usage(usage, work.model.id, conversation.usage)
+        if work.model.id in usage:
+            _add_usage(usage, work.model.id, conversation.usage)
+        else:  # the first usage of the item (the usual case): the conversation's own record, made for it
+            usage[work.model.id] = conversation.usage
         return conversation
 
     def asker(
@@ -425,6 +428,10 @@ def _judged_count(points: list[EvalPoint]) -> int:
     return sum(1 for point in points if not (point.is_function or point.authoring_error))
 
 
+# json.dumps(what, sort_keys=True, default=str), the encoder made once (it is asked for every item)
+_digest_json = json_encoder(sort_keys=True, default=str)
+
+
 def content_digest(work: ItemWork, threshold: float) -> str:
     """What the item's answers and scores depend on, as ``ItemResult.content_digest``."""
     what = [
@@ -434,7 +441,7 @@ def content_digest(work: ItemWork, threshold: float) -> str:
         threshold,
         work.blueprint.evaluation_config,
     ]
-    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:32]
+    return hashlib.sha256(_digest_json(what).encode()).hexdigest()[:32]
 
 
 def blank_result(work: ItemWork, threshold: float) -> ItemResult:

@@ -4,7 +4,6 @@ and 9). Whether the store can keep replies at all is ``store_health.py``'s."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import datetime as _dt
 import logging
 from typing import Any
@@ -49,7 +48,7 @@ class CacheStage:
         memo = self._memo.get(key)
         if memo is not None:
             self.usage.counts["memo_hits"] += 1
-            return dataclasses.replace(memo, cached=False, tool_calls=list(memo.tool_calls))
+            return memo.copy(cached=False)
         self._replay_miss(request, key)
         return None
 
