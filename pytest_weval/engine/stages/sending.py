@@ -13,7 +13,6 @@ import dataclasses
 import json
 import logging
 import random
-import sys
 import time
 
 import httpx
@@ -244,16 +243,11 @@ class Sender:
         self.usage.of(model_id).http_requests += 1
         payload = _body_json(call.body).encode()
         try:
-            exchange = self.wire.post(
+            # The whole attempt (connection, request, every read of the reply) is bounded by the
+            # wire's one timeout: a second bound around it was a timer more for every request.
+            response = await self.wire.post(
                 call.url, call.headers, payload, timeout, int(self.settings.max_reply_mb * 1_000_000)
             )
-            # The whole attempt is bounded. asyncio.timeout where there is one: wait_for runs
-            # the request in a Task of its own (Python 3.11).
-            if sys.version_info >= (3, 11):
-                async with asyncio.timeout(timeout):
-                    response = await exchange
-            else:
-                response = await asyncio.wait_for(exchange, timeout)
         except ReplyTooLarge as exc:
             size = f" ({exc.announced / 1e6:.1f} MB announced)" if exc.announced is not None else ""
             raise ReplyTooLargeError(
