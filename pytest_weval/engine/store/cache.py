@@ -16,7 +16,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from json.encoder import c_make_encoder, encode_basestring, encode_basestring_ascii
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, Literal, Protocol
 
 from pytest_weval.engine.request import ModelReply, ModelRequest
@@ -50,7 +50,9 @@ def json_encoder(
     fallback = json.JSONEncoder(
         sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=allow_nan, separators=separators, default=default
     )
-    if c_make_encoder is None:  # an interpreter without the C accelerator
+    # The C accelerator json.encoder uses itself (an interpreter without it has None there).
+    c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+    if c_make_encoder is None:
         return fallback.encode
     encode = c_make_encoder(
         None,
