@@ -349,16 +349,29 @@ class Pipeline:
         function_task = scoring.score_function_points(function_points, text, ctx, call_external=self.external.call)
         if not text_points:  # nothing to judge: no gather, whose two tasks cost more than the points here
             return list(await function_task)
-        judge_task = judging.judge_points(
-            text_points,
-            subject_text=text,
-            history=history,
-            generated_indices=generated_indices,
-            description=description,
-            panel=panel,
-            ask=ask,
+        # The judges in a task of their own, the function points here meanwhile: what gather's
+        # two tasks did, with one. The judges' requests start no later than under gather.
+        judge_task = asyncio.ensure_future(
+            judging.judge_points(
+                text_points,
+                subject_text=text,
+                history=history,
+                generated_indices=generated_indices,
+                description=description,
+                panel=panel,
+                ask=ask,
+            )
         )
-        function_results, judged = await asyncio.gather(function_task, judge_task)
+        try:
+            function_results = await function_task
+        except asyncio.CancelledError:
+            judge_task.cancel()  # the item was cancelled: its judges with it, as gather's children
+            raise
+        except BaseException:
+            # As gather: the first error is the item's, the judges go on; theirs is retrieved.
+            judge_task.add_done_callback(_retrieved)
+            raise
+        judged = await judge_task
         return list(function_results) + list(judged)
 
     async def generate(self, work: ItemWork, usage: dict[str, Usage]) -> Conversation:
@@ -421,6 +434,11 @@ class Pipeline:
             return reply.text
 
         return ask
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _judged_count(points: list[EvalPoint]) -> int:
