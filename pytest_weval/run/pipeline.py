@@ -9,11 +9,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import math
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
 from pytest_weval import defaults, scoring
@@ -81,7 +82,7 @@ class ItemWork:
     @property
     def effective_model_id(self) -> str:
         system_index = self.system_index if self.blueprint.multi_system else None
-        return effective_model_id(self.model.id, self.sent_temperature, system_index)
+        return _effective_model_id(self.model.id, self.sent_temperature, system_index)
 
     @property
     def threshold_override(self) -> float | None:
@@ -89,6 +90,10 @@ class ItemWork:
             return self.prompt.threshold
         return self.blueprint.threshold
 
+
+# An item asks for its effective model id four times, and a run's items share a few: each is
+# formatted once (typed: 0 and 0.0 are two keys, though JavaScript writes both "0").
+_effective_model_id = functools.lru_cache(maxsize=1024, typed=True)(effective_model_id)
 
 Work: TypeAlias = "ItemWork | AgentWork | PromptfooWork"  # what an item asks the pipeline to evaluate
 
@@ -129,6 +134,20 @@ class Pipeline:
             allowed_env=settings.allowed_env,
             custom_models=settings.custom_models,
         )
+        # id of a blueprint's evaluationConfig -> (it, the judges asked for, its judge panel)
+        self._panels: dict[int, tuple[Any, Any, JudgePanel]] = {}
+
+    def _panel(self, evaluation_config: Mapping[str, Any] | None) -> JudgePanel:
+        """The judges of a blueprint's items, chosen once a blueprint (a mistake in its
+        configuration is raised again for each item, as it was chosen for each)."""
+        judges = self.settings.judges
+        known = self._panels.get(id(evaluation_config))
+        if known is not None and known[0] is evaluation_config and known[1] is judges:
+            return known[2]
+        panel = judging.select_judges(list(judges) if judges else None, evaluation_config)
+        # The configuration is kept beside its panel, so its id is not another's while this lives.
+        self._panels[id(evaluation_config)] = (evaluation_config, judges, panel)
+        return panel
 
     def model_spec(self, model_id: str) -> ModelSpec:
         custom = self.settings.custom_models.get(model_id)
@@ -257,7 +276,7 @@ class Pipeline:
         return self.settings.threshold if override is None else override
 
     async def _evaluate_into(self, work: ItemWork, result: ItemResult, usage: dict[str, Usage]) -> None:
-        if _refused(work, result, self._context(work, []), self.settings.fixtures):
+        if _refused(work, result, lambda: self._context(work, []), self.settings.fixtures):
             return
         prompt = work.prompt
         conversation = await self.generate(work, usage)
@@ -265,10 +284,7 @@ class Pipeline:
         if text is None:
             return
         stops: list[ModelCallError] = []
-        panel = judging.select_judges(
-            list(self.settings.judges) if self.settings.judges else None,
-            work.blueprint.evaluation_config,
-        )
+        panel = self._panel(work.blueprint.evaluation_config)
         points = list(prompt.points) or await self._extracted(work, result, panel, usage, stops)
         if points is None:
             return
@@ -485,7 +501,10 @@ def blank_result(work: ItemWork, threshold: float) -> ItemResult:
 
 
 def _refused(
-    work: ItemWork, result: ItemResult, context: scoring.PointContext, fixtures: ResponseFixtures | None
+    work: ItemWork,
+    result: ItemResult,
+    context: Callable[[], scoring.PointContext],
+    fixtures: ResponseFixtures | None,
 ) -> bool:
     """Decide the items known before any answer is paid for (not run for a missing key, a prompt
     that cannot run, mistaken points, nothing to score, no fixture under
@@ -506,7 +525,7 @@ def _refused(
         )
         # The Weval JSON records these points' errors as the reference does (ruling 9); the
         # other points are not scored, since no answer was paid for.
-        result.points = scoring.mistake_assessments([p for p, _ in mistakes], context)
+        result.points = scoring.mistake_assessments([p for p, _ in mistakes], context())
         result.error_kind = "blueprint"
         return True
     if not prompt.points and not prompt.ideal:  # nothing to score: nothing is paid for
