@@ -146,6 +146,8 @@ class Pipeline:
             return known[2]
         panel = judging.select_judges(list(judges) if judges else None, evaluation_config)
         # The configuration is kept beside its panel, so its id is not another's while this lives.
+        if len(self._panels) >= 4096:  # bounded, whatever builds blueprints on the way
+            self._panels.clear()
         self._panels[id(evaluation_config)] = (evaluation_config, judges, panel)
         return panel
 
