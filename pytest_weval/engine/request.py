@@ -81,6 +81,22 @@ class ModelReply:
     # When its request was sent (epoch seconds): a dated price applies from its day.
     requested_at: float | None = None
 
+    def copy(self, *, cached: bool | None = None) -> ModelReply:
+        """A caller's own copy (its own ``tool_calls`` list), ``cached`` changed if given: what
+        ``dataclasses.replace`` makes, at a fraction of its cost (it is made for every reply)."""
+        return ModelReply(
+            text=self.text,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cached=self.cached if cached is None else cached,
+            tool_calls=list(self.tool_calls),
+            latency_s=self.latency_s,
+            refused=self.refused,
+            rate_wait_s=self.rate_wait_s,
+            billing=self.billing,
+            requested_at=self.requested_at,
+        )
+
     def usage(self) -> Usage:
         """What this reply adds to an item's usage record."""
         return Usage(

@@ -142,7 +142,7 @@ async def generate_conversation(
     start = list(history)
     generated_indices: list[int] = []
     generated_texts: list[str] = []
-    usage = Usage()
+    usages: list[Usage] = []  # each reply's, summed once at the end (a conversation has one, mostly)
     assistant_index = 0
     used: list[FixtureSource] = []
     planned = planned_answers(authored, fixture)
@@ -151,7 +151,7 @@ async def generate_conversation(
         """The next answer (the fixture's, or the model's), generated at ``assistant_index``."""
         canned = planned[len(generated_texts)]
         if canned is None:
-            text = await _generate(engine, model, history, usage, temperature, max_tokens, no_cache, priority, sample)
+            text = await _generate(engine, model, history, usages, temperature, max_tokens, no_cache, priority, sample)
         else:
             used.append(canned[0])
             text = canned[1]
@@ -174,7 +174,11 @@ async def generate_conversation(
             fixed = [c for r, c in authored if r == "assistant" and c is not None]
             if fixed:
                 return Conversation(
-                    history=history, generated_indices=[], generated_texts=[], final_text=fixed[-1], usage=usage
+                    history=history,
+                    generated_indices=[],
+                    generated_texts=[],
+                    final_text=fixed[-1],
+                    usage=_total(usages),
                 )
             history.append({"role": "assistant", "content": await turn()})
     except ModelCallError as exc:
@@ -186,7 +190,7 @@ async def generate_conversation(
             error=exc.message,
             error_kind=exc.error_kind,
             failure=exc,
-            usage=usage,
+            usage=_total(usages),
             fixture=used[-1] if used else None,
         )
     final = generated_texts[-1] if generated_texts else None
@@ -196,7 +200,7 @@ async def generate_conversation(
         generated_texts=generated_texts,
         final_text=final,
         error=None if final is not None else "nothing was generated",
-        usage=usage,
+        usage=_total(usages),
         fixture=used[-1] if used else None,
     )
 
@@ -205,7 +209,7 @@ async def _generate(
     engine: ModelClient,
     model: ModelSpec,
     history: list[dict[str, Any]],
-    usage: Usage,
+    usages: list[Usage],
     temperature: float,
     max_tokens: int | None,
     no_cache: bool,
@@ -223,10 +227,20 @@ async def _generate(
         sample=sample,
     )
     reply = await engine.complete(request)
-    usage.add(reply.usage())
+    usages.append(reply.usage())
     if not reply.text or not reply.text.strip():
         raise EmptyReplyError(model.id)
     return reply.text
+
+
+def _total(usages: list[Usage]) -> Usage:
+    """The conversation's usage: its replies' summed (the first reply's record, made for it, holds the sum)."""
+    if not usages:
+        return Usage()
+    total = usages[0]
+    for usage in usages[1:]:
+        total.add(usage)
+    return total
 
 
 def _error_history(

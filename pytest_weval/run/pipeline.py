@@ -9,12 +9,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import hashlib
-import json
 import math
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pytest_weval import defaults, scoring
@@ -24,6 +24,7 @@ from pytest_weval.blueprint.ids import effective_model_id
 from pytest_weval.blueprint.model import Blueprint, EvalPoint, ModelSpec, Prompt
 from pytest_weval.engine.errors import BatchPending, BudgetReached, ModelCallError, StoreStoppedError
 from pytest_weval.engine.request import ChatMessage, HoldsBudget, ModelClient, ModelRequest
+from pytest_weval.engine.store.cache import json_encoder
 from pytest_weval.engine.transport.external import ExternalExecutor
 from pytest_weval.judges.config import JudgePanel
 from pytest_weval.results import ItemResult, Outcome, PointAssessment, Usage, passes
@@ -83,7 +84,7 @@ class ItemWork:
     @property
     def effective_model_id(self) -> str:
         system_index = self.system_index if self.blueprint.multi_system else None
-        return effective_model_id(self.model.id, self.sent_temperature, system_index)
+        return _effective_model_id(self.model.id, self.sent_temperature, system_index)
 
     @property
     def threshold_override(self) -> float | None:
@@ -91,6 +92,10 @@ class ItemWork:
             return self.prompt.threshold
         return self.blueprint.threshold
 
+
+# An item asks for its effective model id four times, and a run's items share a few: each is
+# formatted once (typed: 0 and 0.0 are two keys, though JavaScript writes both "0").
+_effective_model_id = functools.lru_cache(maxsize=1024, typed=True)(effective_model_id)
 
 Work: TypeAlias = "ItemWork | AgentWork | PromptfooWork"  # what an item asks the pipeline to evaluate
 
@@ -119,6 +124,8 @@ class Pipeline:
         self.external = ExternalExecutor()
         self._agents: AgentRunner | None = None
         self._promptfoo: PromptfooRunner | None = None
+        # id of a blueprint's evaluationConfig -> (it, the judges asked for, its judge panel)
+        self._panels: dict[int, tuple[Any, Any, JudgePanel]] = {}
 
     # The runners of agent eval cases and promptfoo rows, made (and their code loaded) for the
     # first such item: a run of blueprints alone never loads them (docs/engine.md, 'A process's start').
@@ -151,6 +158,20 @@ class Pipeline:
                 custom_models=settings.custom_models,
             )
         return self._promptfoo
+
+    def _panel(self, evaluation_config: Mapping[str, Any] | None) -> JudgePanel:
+        """The judges of a blueprint's items, chosen once a blueprint (a mistake in its
+        configuration is raised again for each item, as it was chosen for each)."""
+        judges = self.settings.judges
+        known = self._panels.get(id(evaluation_config))
+        if known is not None and known[0] is evaluation_config and known[1] is judges:
+            return known[2]
+        panel = judging.select_judges(list(judges) if judges else None, evaluation_config)
+        # The configuration is kept beside its panel, so its id is not another's while this lives.
+        if len(self._panels) >= 4096:  # bounded, whatever builds blueprints on the way
+            self._panels.clear()
+        self._panels[id(evaluation_config)] = (evaluation_config, judges, panel)
+        return panel
 
     def model_spec(self, model_id: str) -> ModelSpec:
         custom = self.settings.custom_models.get(model_id)
@@ -284,7 +305,7 @@ class Pipeline:
         return self.settings.threshold if override is None else override
 
     async def _evaluate_into(self, work: ItemWork, result: ItemResult, usage: dict[str, Usage]) -> None:
-        if _refused(work, result, self._context(work, []), self.settings.fixtures):
+        if _refused(work, result, lambda: self._context(work, []), self.settings.fixtures):
             return
         prompt = work.prompt
         conversation = await self.generate(work, usage)
@@ -292,10 +313,7 @@ class Pipeline:
         if text is None:
             return
         stops: list[ModelCallError] = []
-        panel = judging.select_judges(
-            list(self.settings.judges) if self.settings.judges else None,
-            work.blueprint.evaluation_config,
-        )
+        panel = self._panel(work.blueprint.evaluation_config)
         points = list(prompt.points) or await self._extracted(work, result, panel, usage, stops)
         if points is None:
             return
@@ -376,16 +394,29 @@ class Pipeline:
         function_task = scoring.score_function_points(function_points, text, ctx, call_external=self.external.call)
         if not text_points:  # nothing to judge: no gather, whose two tasks cost more than the points here
             return list(await function_task)
-        judge_task = judging.judge_points(
-            text_points,
-            subject_text=text,
-            history=history,
-            generated_indices=generated_indices,
-            description=description,
-            panel=panel,
-            ask=ask,
+        # The judges in a task of their own, the function points here meanwhile: what gather's
+        # two tasks did, with one. The judges' requests start no later than under gather.
+        judge_task = asyncio.ensure_future(
+            judging.judge_points(
+                text_points,
+                subject_text=text,
+                history=history,
+                generated_indices=generated_indices,
+                description=description,
+                panel=panel,
+                ask=ask,
+            )
         )
-        function_results, judged = await asyncio.gather(function_task, judge_task)
+        try:
+            function_results = await function_task
+        except asyncio.CancelledError:
+            judge_task.cancel()  # the item was cancelled: its judges with it, as gather's children
+            raise
+        except BaseException:
+            # As gather: the first error is the item's, the judges go on; theirs is retrieved.
+            judge_task.add_done_callback(_retrieved)
+            raise
+        judged = await judge_task
         return list(function_results) + list(judged)
 
     async def generate(self, work: ItemWork, usage: dict[str, Usage]) -> Conversation:
@@ -404,7 +435,10 @@ class Pipeline:
             sample=work.sample,
             fixture=fixture_pick(work, fixtures),
         )
-        _add_usage(usage, work.model.id, conversation.usage)
+        if work.model.id in usage:
+            _add_usage(usage, work.model.id, conversation.usage)
+        else:  # the first usage of the item (the usual case): the conversation's own record, made for it
+            usage[work.model.id] = conversation.usage
         return conversation
 
     def asker(
@@ -447,9 +481,18 @@ class Pipeline:
         return ask
 
 
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
 def _judged_count(points: list[EvalPoint]) -> int:
     """How many criteria a judge is asked about one answer: its text points."""
     return sum(1 for point in points if not (point.is_function or point.authoring_error))
+
+
+# json.dumps(what, sort_keys=True, default=str), the encoder made once (it is asked for every item)
+_digest_json = json_encoder(sort_keys=True, default=str)
 
 
 def content_digest(work: ItemWork, threshold: float) -> str:
@@ -461,7 +504,7 @@ def content_digest(work: ItemWork, threshold: float) -> str:
         threshold,
         work.blueprint.evaluation_config,
     ]
-    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:32]
+    return hashlib.sha256(_digest_json(what).encode()).hexdigest()[:32]
 
 
 def blank_result(work: ItemWork, threshold: float) -> ItemResult:
@@ -487,7 +530,10 @@ def blank_result(work: ItemWork, threshold: float) -> ItemResult:
 
 
 def _refused(
-    work: ItemWork, result: ItemResult, context: scoring.PointContext, fixtures: ResponseFixtures | None
+    work: ItemWork,
+    result: ItemResult,
+    context: Callable[[], scoring.PointContext],
+    fixtures: ResponseFixtures | None,
 ) -> bool:
     """Decide the items known before any answer is paid for (not run for a missing key, a prompt
     that cannot run, mistaken points, nothing to score, no fixture under
@@ -508,7 +554,7 @@ def _refused(
         )
         # The Weval JSON records these points' errors as the reference does (ruling 9); the
         # other points are not scored, since no answer was paid for.
-        result.points = scoring.mistake_assessments([p for p, _ in mistakes], context)
+        result.points = scoring.mistake_assessments([p for p, _ in mistakes], context())
         result.error_kind = "blueprint"
         return True
     if not prompt.points and not prompt.ideal:  # nothing to score: nothing is paid for

@@ -107,8 +107,9 @@ class ItemScheduler:
         # reports: its results would all wait in memory). Under xdist another worker may report
         # what is evaluated here: the window alone bounds it.
         self._ahead = None if exchange else 2 * self._window
-        self._asked = -1  # the position of the furthest item pytest asked for
+        self._asked = -1  # the position of the furthest item pytest asked for (written by pytest's thread)
         self._taken: asyncio.Event | None = None  # set when pytest asks further (on the engine loop)
+        self._feeder_waits = False  # the feeder waits for pytest to ask further (``_room_for``)
         coordinator: Coordinator | None = engine.coordinator
         self._coordinator = coordinator if exchange else None
         self._item_prefix = f"item:{engine.run_id}:"
@@ -134,10 +135,16 @@ class ItemScheduler:
         self.hurry(nodeid)
         item = self._items[nodeid]
         result = item.future.result()
-        loop = self.engine.loop
-        if loop is not None:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: it holds nothing any more
-                loop.call_soon_threadsafe(self._forget, nodeid)
+        # Let go of it here, on this thread: the engine's loop is woken only when its feeder
+        # waits for pytest to come closer, not once an item. The loop reads ``future`` and
+        # ``_asked`` but never writes them once the future is done.
+        item.future = _TAKEN
+        if item.position > self._asked:
+            self._asked = item.position
+            loop = self.engine.loop
+            if self._feeder_waits and loop is not None:  # read after ``_asked`` is written: see ``_room_for``
+                with contextlib.suppress(RuntimeError):  # the loop is closed: nothing waits any more
+                    loop.call_soon_threadsafe(self._wake_feeder)
         return result
 
     def __contains__(self, nodeid: str) -> bool:
@@ -361,17 +368,9 @@ class ItemScheduler:
         self._write_failures_said.add(what)
         log.warning("weval: could not %s %s: %s (further such failures are not repeated)", what, nodeid, exc)
 
-    def _forget(self, nodeid: str) -> None:
-        # A running evaluation (still publishing the result) holds the future it resolved.
-        item = self._items.get(nodeid)
-        if item is None:
-            return
-        if item.future.done():
-            item.future = _TAKEN
-        if item.position > self._asked:
-            self._asked = item.position
-            if self._taken is not None:
-                self._taken.set()
+    def _wake_feeder(self) -> None:
+        if self._taken is not None:
+            self._taken.set()
 
     def _has_room(self, position: int) -> bool:
         return self._ahead is None or position <= self._asked + self._ahead
@@ -382,7 +381,16 @@ class ItemScheduler:
             if self._taken is None:
                 self._taken = asyncio.Event()
             self._taken.clear()
-            await self._taken.wait()
+            # Said before ``_asked`` is read again, and pytest's thread writes ``_asked`` before
+            # it reads this: either it sees the feeder waiting and wakes it, or the feeder sees
+            # the room it made. No wake-up is lost.
+            self._feeder_waits = True
+            try:
+                if self._has_room(position):
+                    return
+                await self._taken.wait()
+            finally:
+                self._feeder_waits = False
 
     def _receive(self, item: ScheduledItem, landed: Landed) -> None:
         if item.future.done():

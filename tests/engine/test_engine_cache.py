@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import threading
@@ -10,9 +11,10 @@ import pytest
 from engine_helpers import complete_sync, request
 
 from pytest_weval.blueprint.model import ModelSpec
-from pytest_weval.engine import ChatMessage, ModelRequest, ReplayMissError
-from pytest_weval.engine.store.cache import cache_key
+from pytest_weval.engine import ChatMessage, ModelReply, ModelRequest, ReplayMissError
+from pytest_weval.engine.store.cache import cache_key, json_encoder
 from pytest_weval.engine.transport.providers import adapter_for
+from tests.engine.test_engine_processes import wait_until
 from tests.fakeserver import FakeServer, Rule
 
 
@@ -154,6 +156,74 @@ def test_identical_requests_in_flight_are_sent_once(make_engine, server):
     assert {r.text for r in replies} == {"echo: same"}
     assert server.count == 1
     assert engine.stats["coalesced"] == 9
+
+
+def test_a_caller_that_leaves_leaves_the_request_and_its_other_callers_alone(make_engine, server, tmp_path):
+    server.latency_ms = 300
+    engine = make_engine()
+    first = engine.run_coroutine(engine.complete(request("openai:m", "shared")))
+    others = [engine.run_coroutine(engine.complete(request("openai:m", "shared"))) for _ in range(2)]
+    lone = engine.run_coroutine(engine.complete(request("openai:m", "nobody waits")))
+    wait_until(lambda: server.count == 2)  # both on the wire
+    first.cancel()
+    lone.cancel()
+    assert [f.result(10).text for f in others] == ["echo: shared"] * 2
+    wait_until(lambda: engine.in_flight == 0)
+    engine.close()
+    assert server.count == 2
+    # The reply nobody waited for any more was still received and stored: a later run replays it.
+    replay = make_engine(cache_mode="ro")
+    assert complete_sync(replay, request("openai:m", "nobody waits")).cached
+    assert complete_sync(replay, request("openai:m", "shared")).cached
+    assert server.count == 2
+
+
+def test_each_caller_gets_a_reply_of_its_own(make_engine, server):
+    server.latency_ms = 200
+    engine = make_engine()
+    futures = [engine.run_coroutine(engine.complete(request("openai:m", "same"))) for _ in range(2)]
+    one, two = (f.result() for f in futures)
+    assert one == two and one is not two and one.tool_calls is not two.tool_calls
+    assert server.count == 1
+
+
+def test_a_reply_copy_keeps_every_field():
+    values = {
+        field.name: {"text": "t", "cached": True, "tool_calls": [{"name": "f"}], "billing": {"u": 1}}.get(
+            field.name, index + 1
+        )
+        for index, field in enumerate(dataclasses.fields(ModelReply))
+    }
+    reply = ModelReply(**values)
+    copy = reply.copy()
+    assert dataclasses.asdict(copy) == values and copy.tool_calls is not reply.tool_calls
+    assert dataclasses.asdict(reply.copy(cached=False)) == dict(values, cached=False)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(sort_keys=True, separators=(",", ":"), ensure_ascii=False),
+        dict(ensure_ascii=False, separators=(",", ":"), allow_nan=False),
+        dict(sort_keys=True, default=str),
+    ],
+)
+def test_the_engines_json_is_json_dumps_text(options):
+    values = [
+        {"z": 1, "a": [0.1, 1e21, -0.0, 3, True, None], "é": "ü \u2028 \"q\" \\ \n"},
+        [{"role": "user", "content": "日本語 and emoji 🙂"}],
+        "a string alone",
+        {"nested": {"b": {"c": [1, 2, {"d": 1.5}]}, "a": 2}},
+        {"when": dataclasses.fields(ModelReply)[0].name, "n": 10**30},
+    ]
+    if "default" in options:
+        values.append({"object": ModelSpec(id="openai:m")})
+    encode = json_encoder(**options)
+    for value in values:
+        assert encode(value) == json.dumps(value, **options)
+    if options.get("allow_nan") is False:
+        with pytest.raises(ValueError):
+            encode({"x": float("nan")})
 
 
 def test_complete_from_another_thread_and_loop(make_engine, server):

@@ -62,6 +62,11 @@ class BudgetStage:
         # shared through the claims store under xdist (Budget.use_ledger)
         self.budget = Budget(settings.budget_usd, prices, keeps_replies=settings.cache_mode != "off")
 
+    @property
+    def limited(self) -> bool:
+        """A budget is set (``--weval-budget``): each attempt reserves room and is charged."""
+        return self.budget.limit_usd is not None
+
     def holds_items(self) -> bool:
         """An item's samples hold room together only where requests are sent live and priced:
         not under ``--weval-cache=ro``, nor under ``--weval-batch`` (batches are cut to the room)."""

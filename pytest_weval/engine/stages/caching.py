@@ -4,8 +4,8 @@ and 9). Whether the store can keep replies at all is ``store_health.py``'s."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import datetime as _dt
+import functools
 import logging
 from typing import Any
 
@@ -49,7 +49,7 @@ class CacheStage:
         memo = self._memo.get(key)
         if memo is not None:
             self.usage.counts["memo_hits"] += 1
-            return dataclasses.replace(memo, cached=False, tool_calls=list(memo.tool_calls))
+            return memo.copy(cached=False)
         self._replay_miss(request, key)
         return None
 
@@ -87,11 +87,26 @@ class CacheStage:
         # the write goes on as a task of its own, which closing waits for.
         write = asyncio.ensure_future(self.cache.put(entry))
         self._writes.add(write)
-        write.add_done_callback(self._writes.discard)
-        stored = await asyncio.shield(write)
+        # The caller waits on a future of its own (as in ``flights.py``): cancelling it leaves
+        # the write alone, with one future and two callbacks fewer than ``asyncio.shield``.
+        told: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        write.add_done_callback(functools.partial(self._written, told))
+        stored = await told
         if not stored:
             self.health.notice_faults()
         return stored
+
+    def _written(self, told: asyncio.Future[bool], write: asyncio.Task[bool]) -> None:
+        self._writes.discard(write)
+        if told.done():  # its caller was cancelled
+            if not write.cancelled():
+                write.exception()  # retrieved: the caller is gone, the write's error was counted by the cache
+        elif write.cancelled():
+            told.cancel()
+        elif (error := write.exception()) is not None:
+            told.set_exception(error)
+        else:
+            told.set_result(write.result())
 
     def remember(self, request: ModelRequest, key: str, reply: ModelReply) -> None:
         """The run memo keeps what the persistent cache does not serve."""

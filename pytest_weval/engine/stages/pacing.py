@@ -24,6 +24,9 @@ class Pacing:
         )
         self.coordinator: Coordinator | None = None  # shares pauses with the run's other processes
         self._pacers: dict[str, Pacer] = {}
+        # (provider, url, headers) -> its pace group: an adapter sends every request with the
+        # same url and headers, and the group's digest cost more than the rest of the pacing.
+        self._groups: dict[tuple[str, str, tuple[tuple[str, str], ...]], str] = {}
 
     def pacer(self, group: str) -> Pacer:
         pacer = self._pacers.get(group)
@@ -33,7 +36,13 @@ class Pacing:
 
     def pacer_of(self, provider: str, call: HttpCall) -> Pacer:
         """The pacer of ``call``'s pace group (provider, host and headers; never the key)."""
-        return self.pacer(pace_group(provider, call))
+        seen = (provider, call.url, tuple(call.headers.items()))
+        group = self._groups.get(seen)
+        if group is None:
+            if len(self._groups) >= 1024:  # headers that change from request to request: bounded
+                self._groups.clear()
+            group = self._groups[seen] = pace_group(provider, call)
+        return self.pacer(group)
 
     def _share_pause(self, group: str, until: float) -> None:
         """Tell the other workers of this run (xdist) to hold ``group`` back until ``until``."""

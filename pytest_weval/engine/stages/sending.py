@@ -13,7 +13,6 @@ import dataclasses
 import json
 import logging
 import random
-import sys
 import time
 
 import httpx
@@ -27,6 +26,7 @@ from pytest_weval.engine.stages.pacing import Pacing
 from pytest_weval.engine.stages.stopping import Stopping
 from pytest_weval.engine.stages.store_health import StoreHealth
 from pytest_weval.engine.stages.usage import RunUsage
+from pytest_weval.engine.store.cache import json_encoder
 from pytest_weval.engine.transport.http import Exchange, ReplyTooLarge, Wire
 from pytest_weval.engine.transport.limits import AdaptiveLimiter, Priority
 from pytest_weval.engine.transport.providers import Adapter, BodyError, HttpCall, MalformedReply, error_message
@@ -36,6 +36,8 @@ from pytest_weval.engine.transport.retry import Breaker, Failure, retry_delay
 log = logging.getLogger("pytest_weval.engine")
 
 Outcome = tuple[ModelReply | Failure, RateInfo | None]
+# As httpx encodes a json= body, so a request's bytes do not depend on the client.
+_body_json = json_encoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 @dataclasses.dataclass
@@ -120,28 +122,41 @@ class Sender:
         model_id = request.model.id
         call = adapter.build(request, self.settings.environ, self.redactor)
         pacer = self.pacing.pacer_of(adapter.provider, call)
-        try:
-            paced = await pacer.ready(tries.deadline)
-        except RateLimitWaitExceeded as exc:
-            raise self._waited_too_long(model_id, tries, str(exc)) from None
-        tries.waited += paced
-        self.usage.of(model_id).rate_wait_s += paced
+        if not pacer.open:  # paused or paced: it may have to wait (most requests need not ask)
+            try:
+                paced = await pacer.ready(tries.deadline)
+            except RateLimitWaitExceeded as exc:
+                raise self._waited_too_long(model_id, tries, str(exc)) from None
+            tries.waited += paced
+            self.usage.of(model_id).rate_wait_s += paced
         self.stopping.check()
         self.health.check_storable(request)  # the store filled while this one waited for a slot
-        await self.health.wait_until_up(request)  # or stopped answering
+        if self.health.outage is not None:
+            await self.health.wait_until_up(request)  # or stopped answering
+        if not self.budgeting.limited:  # no budget: nothing to reserve, nothing to charge
+            outcome, info = await self._slotted_attempt(adapter, call, request, priority, pacer)
+            return outcome, info, pacer
         async with self.budgeting.attempt(request, adapter.max_tokens(request), self.health.check_storable) as charge:
-            async with self.pacing.limits.global_slot(priority):
-                # Interrupted while this one waited for a slot: the slot it got was freed
-                # by a reply the stop's grace let in, not for a new request.
-                self.stopping.check()
-                if pacer.paused:
-                    return None, None, pacer
-                self.known_unknown(model_id)  # told while this one waited for a slot
-                await self.health.wait_until_up(request)  # the store went while it waited
-                outcome, info = await self._attempt(adapter, call, request)
+            outcome, info = await self._slotted_attempt(adapter, call, request, priority, pacer)
             if isinstance(outcome, ModelReply):
                 charge.reply(outcome)
         return outcome, info, pacer
+
+    async def _slotted_attempt(
+        self, adapter: Adapter, call: HttpCall, request: ModelRequest, priority: Priority, pacer: Pacer
+    ) -> tuple[ModelReply | Failure | None, RateInfo | None]:
+        """The exchange, in a slot of the global cap; no outcome when its pace group was paused
+        while it waited for the slot."""
+        async with self.pacing.limits.global_slot(priority):
+            # Interrupted while this one waited for a slot: the slot it got was freed
+            # by a reply the stop's grace let in, not for a new request.
+            self.stopping.check()
+            if pacer.paused:
+                return None, None
+            self.known_unknown(request.model.id)  # told while this one waited for a slot
+            if self.health.outage is not None:
+                await self.health.wait_until_up(request)  # the store went while it waited
+            return await self._attempt(adapter, call, request)
 
     def _refused(
         self,
@@ -226,19 +241,13 @@ class Sender:
         started, sent_at = time.monotonic(), time.time()
         self.usage.counts["http_requests"] += 1
         self.usage.of(model_id).http_requests += 1
-        # As httpx encodes a json= body, so a request's bytes do not depend on the client.
-        payload = json.dumps(call.body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        payload = _body_json(call.body).encode()
         try:
-            exchange = self.wire.post(
+            # The whole attempt (connection, request, every read of the reply) is bounded by the
+            # wire's one timeout: a second bound around it was a timer more for every request.
+            response = await self.wire.post(
                 call.url, call.headers, payload, timeout, int(self.settings.max_reply_mb * 1_000_000)
             )
-            # The whole attempt is bounded. asyncio.timeout where there is one: wait_for runs
-            # the request in a Task of its own (Python 3.11).
-            if sys.version_info >= (3, 11):
-                async with asyncio.timeout(timeout):
-                    response = await exchange
-            else:
-                response = await asyncio.wait_for(exchange, timeout)
         except ReplyTooLarge as exc:
             size = f" ({exc.announced / 1e6:.1f} MB announced)" if exc.announced is not None else ""
             raise ReplyTooLargeError(

@@ -47,7 +47,8 @@ class StoreHealth:
         """Said, refused or paused before anything is claimed or sent."""
         self.notice_faults()
         self.check_storable(request)
-        await self.wait_until_up(request)
+        if self.outage is not None:  # only a store server can be down
+            await self.wait_until_up(request)
 
     def check_storable(self, request: ModelRequest) -> None:
         """No request is sent once the store cannot keep replies: each would be paid for and lost

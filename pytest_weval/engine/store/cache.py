@@ -15,6 +15,8 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Callable
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, Literal, Protocol
 
 from pytest_weval.engine.request import ModelReply, ModelRequest
@@ -32,8 +34,50 @@ def _number(value: float | int | None) -> float | int | None:
     return value
 
 
+def json_encoder(
+    *,
+    sort_keys: bool = False,
+    ensure_ascii: bool = True,
+    allow_nan: bool = True,
+    separators: tuple[str, str] = (", ", ": "),
+    default: Callable[[Any], Any] | None = None,
+) -> Callable[[Any], str]:
+    """``json.dumps`` with these options, as one call of the standard library's C encoder made
+    once: ``json.dumps`` builds a ``JSONEncoder`` and a C encoder for every call, which cost more
+    than encoding a request (three encodings a request: docs/engine.md, 'Per item'). The text is
+    ``json.dumps``'s, byte for byte; there is no check for circular references (the engine
+    encodes only data it built)."""
+    fallback = json.JSONEncoder(
+        sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=allow_nan, separators=separators, default=default
+    )
+    # The C accelerator json.encoder uses itself (an interpreter without it has None there).
+    c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+    if c_make_encoder is None:
+        return fallback.encode
+    encode = c_make_encoder(
+        None,
+        fallback.default,
+        encode_basestring_ascii if ensure_ascii else encode_basestring,
+        None,
+        separators[1],
+        separators[0],
+        sort_keys,
+        False,
+        allow_nan,
+    )
+
+    def dumps(value: Any) -> str:
+        return "".join(encode(value, 0))
+
+    return dumps
+
+
+_canonical = json_encoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(payload: Any) -> str:
-    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """The cache key's JSON: sorted keys, compact, the text as is (an existing cache replays by it)."""
+    return _canonical(payload)
 
 
 def cache_key(identity: dict[str, Any], request: ModelRequest) -> tuple[str, dict[str, Any]]:

@@ -205,6 +205,11 @@ class Pacer:
     def paused(self) -> bool:
         return self._paused_until > time.monotonic()
 
+    @property
+    def open(self) -> bool:
+        """A request may go at once, with no wait to ask ``ready`` for: not paused, not paced."""
+        return not self._pace and self._paused_until <= time.monotonic()
+
     async def ready(self, deadline: float) -> float:
         """Wait until this group may send one request; returns the seconds waited. Raises
         ``RateLimitWaitExceeded`` rather than wait past ``deadline``."""
