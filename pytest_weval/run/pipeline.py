@@ -115,20 +115,24 @@ class PipelineSettings:
     past: Mapping[str, tuple[sampling.Past, ...]] = dataclasses.field(default_factory=dict)
 
 
-class Pipeline:
-    """Runs items on an engine. Create once per process; call ``evaluate`` on the engine loop."""
+class FormatRunners:
+    """The runners of agent eval cases and promptfoo rows, made (and their code loaded) for the
+    first such item: a run of blueprints alone never loads them (docs/engine.md, 'A process's start')."""
 
-    def __init__(self, engine: ModelClient, settings: PipelineSettings):
+    def __init__(self, engine: ModelClient, settings: PipelineSettings, asker: Callable[..., Any]):
         self.engine = engine
         self.settings = settings
-        self.external = ExternalExecutor()
+        self._asker = asker
         self._agents: AgentRunner | None = None
         self._promptfoo: PromptfooRunner | None = None
-        # id of a blueprint's evaluationConfig -> (it, the judges asked for, its judge panel)
-        self._panels: dict[int, tuple[Any, Any, JudgePanel]] = {}
 
-    # The runners of agent eval cases and promptfoo rows, made (and their code loaded) for the
-    # first such item: a run of blueprints alone never loads them (docs/engine.md, 'A process's start').
+    async def evaluate(self, work: AgentWork | PromptfooWork) -> ItemResult:
+        from pytest_weval.run.agent import AgentWork
+
+        if isinstance(work, AgentWork):
+            return await self.agents.evaluate(work)
+        return await self.promptfoo.evaluate(work)
+
     @property
     def agents(self) -> AgentRunner:
         if self._agents is None:
@@ -140,7 +144,7 @@ class Pipeline:
                 ProgramRunner(settings.allow_exec, settings.allowed_env),
                 judges=settings.judges,
                 borderline_fails=settings.borderline_fails,
-                asker=lambda priority, usage, purpose: self.asker(priority, usage, purpose=purpose),
+                asker=lambda priority, usage, purpose: self._asker(priority, usage, purpose=purpose),
             )
         return self._agents
 
@@ -158,6 +162,18 @@ class Pipeline:
                 custom_models=settings.custom_models,
             )
         return self._promptfoo
+
+
+class Pipeline:
+    """Runs items on an engine. Create once per process; call ``evaluate`` on the engine loop."""
+
+    def __init__(self, engine: ModelClient, settings: PipelineSettings):
+        self.engine = engine
+        self.settings = settings
+        self.external = ExternalExecutor()
+        self.formats = FormatRunners(engine, settings, self.asker)
+        # id of a blueprint's evaluationConfig -> (it, the judges asked for, its judge panel)
+        self._panels: dict[int, tuple[Any, Any, JudgePanel]] = {}
 
     def _panel(self, evaluation_config: Mapping[str, Any] | None) -> JudgePanel:
         """The judges of a blueprint's items, chosen once a blueprint (a mistake in its
@@ -179,17 +195,10 @@ class Pipeline:
 
     async def evaluate(self, work: Work) -> ItemResult:
         if not isinstance(work, ItemWork):
-            return await self._evaluate_format(work)
+            return await self.formats.evaluate(work)
         if (self.settings.repeat > 1 or self.settings.repeat_auto) and work.blocked is None:
             return await self._evaluate_repeated(work, self.settings.repeat)
         return await self._evaluate_once(work)
-
-    async def _evaluate_format(self, work: AgentWork | PromptfooWork) -> ItemResult:
-        from pytest_weval.run.agent import AgentWork
-
-        if isinstance(work, AgentWork):
-            return await self.agents.evaluate(work)
-        return await self.promptfoo.evaluate(work)
 
     async def _evaluate_repeated(self, work: ItemWork, repeat: int) -> ItemResult:
         """--weval-repeat=N: the item's N samples (docs/statistics.md, 'Repeats'). Attempt k of

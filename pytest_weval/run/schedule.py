@@ -79,6 +79,52 @@ class ScheduledItem:
             decided.set()
 
 
+class PytestLead:
+    """How far past the furthest item pytest asked for the feeder may start items (``ahead``;
+    None: no bound). ``asked`` is called on pytest's thread, the rest on the engine's loop."""
+
+    def __init__(self, engine: Engine, ahead: int | None):
+        self._engine = engine
+        self._ahead = ahead
+        self._asked = -1  # written by pytest's thread only
+        self._taken: asyncio.Event | None = None  # set when pytest asks further (on the engine loop)
+        self._feeder_waits = False
+
+    def asked(self, position: int) -> None:
+        """pytest took the item at ``position``: the loop is woken only when the feeder waits for
+        pytest to come closer, not once an item."""
+        if position > self._asked:
+            self._asked = position
+            loop = self._engine.loop
+            if self._feeder_waits and loop is not None:  # read after ``_asked`` is written: see ``room_for``
+                with contextlib.suppress(RuntimeError):  # the loop is closed: nothing waits any more
+                    loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
+        if self._taken is not None:
+            self._taken.set()
+
+    def has_room(self, position: int) -> bool:
+        return self._ahead is None or position <= self._asked + self._ahead
+
+    async def room_for(self, position: int) -> None:
+        """Wait until pytest has come within ``ahead`` of ``position``."""
+        while not self.has_room(position):
+            if self._taken is None:
+                self._taken = asyncio.Event()
+            self._taken.clear()
+            # Said before ``_asked`` is read again, and pytest's thread writes ``_asked`` before
+            # it reads this: either it sees the feeder waiting and wakes it, or the feeder sees
+            # the room it made. No wake-up is lost.
+            self._feeder_waits = True
+            try:
+                if self.has_room(position):
+                    return
+                await self._taken.wait()
+            finally:
+                self._feeder_waits = False
+
+
 class ItemScheduler:
     def __init__(
         self,
@@ -102,14 +148,10 @@ class ItemScheduler:
             for position, work in enumerate(works)
         }
         self._window = max(1, window)
-        # Serial: results wait for pytest to take them, so the feeder starts no item further than
-        # this past the last one pytest asked for (a cached run evaluates far faster than pytest
-        # reports: its results would all wait in memory). Under xdist another worker may report
-        # what is evaluated here: the window alone bounds it.
-        self._ahead = None if exchange else 2 * self._window
-        self._asked = -1  # the position of the furthest item pytest asked for (written by pytest's thread)
-        self._taken: asyncio.Event | None = None  # set when pytest asks further (on the engine loop)
-        self._feeder_waits = False  # the feeder waits for pytest to ask further (``_room_for``)
+        # Serial: results wait for pytest to take them (a cached run evaluates far faster than
+        # pytest reports: its results would all wait in memory). Under xdist another worker may
+        # report what is evaluated here: the window alone bounds it.
+        self._lead = PytestLead(engine, None if exchange else 2 * self._window)
         coordinator: Coordinator | None = engine.coordinator
         self._coordinator = coordinator if exchange else None
         self._item_prefix = f"item:{engine.run_id}:"
@@ -135,16 +177,10 @@ class ItemScheduler:
         self.hurry(nodeid)
         item = self._items[nodeid]
         result = item.future.result()
-        # Let go of it here, on this thread: the engine's loop is woken only when its feeder
-        # waits for pytest to come closer, not once an item. The loop reads ``future`` and
-        # ``_asked`` but never writes them once the future is done.
+        # Let go of it here, on this thread (the loop never writes ``future`` once it is done),
+        # rather than waking the loop once an item.
         item.future = _TAKEN
-        if item.position > self._asked:
-            self._asked = item.position
-            loop = self.engine.loop
-            if self._feeder_waits and loop is not None:  # read after ``_asked`` is written: see ``_room_for``
-                with contextlib.suppress(RuntimeError):  # the loop is closed: nothing waits any more
-                    loop.call_soon_threadsafe(self._wake_feeder)
+        self._lead.asked(item.position)
         return result
 
     def __contains__(self, nodeid: str) -> bool:
@@ -205,12 +241,12 @@ class ItemScheduler:
                 return  # pytest will not ask for what follows; an item it does ask for is hurried
             batch = [next(order, None)]
             if batch[0] is not None:
-                await self._room_for(batch[0].position)
+                await self._lead.room_for(batch[0].position)
             while (
                 batch[-1] is not None
                 and len(batch) < _CLAIM_RUN
                 and not slots.locked()
-                and self._has_room(batch[-1].position + 1)
+                and self._lead.has_room(batch[-1].position + 1)
             ):
                 await slots.acquire()  # free at once: the window has room for more
                 batch.append(next(order, None))
@@ -367,30 +403,6 @@ class ItemScheduler:
             return
         self._write_failures_said.add(what)
         log.warning("weval: could not %s %s: %s (further such failures are not repeated)", what, nodeid, exc)
-
-    def _wake_feeder(self) -> None:
-        if self._taken is not None:
-            self._taken.set()
-
-    def _has_room(self, position: int) -> bool:
-        return self._ahead is None or position <= self._asked + self._ahead
-
-    async def _room_for(self, position: int) -> None:
-        """Wait until pytest has come within ``_ahead`` of ``position``."""
-        while not self._has_room(position):
-            if self._taken is None:
-                self._taken = asyncio.Event()
-            self._taken.clear()
-            # Said before ``_asked`` is read again, and pytest's thread writes ``_asked`` before
-            # it reads this: either it sees the feeder waiting and wakes it, or the feeder sees
-            # the room it made. No wake-up is lost.
-            self._feeder_waits = True
-            try:
-                if self._has_room(position):
-                    return
-                await self._taken.wait()
-            finally:
-                self._feeder_waits = False
 
     def _receive(self, item: ScheduledItem, landed: Landed) -> None:
         if item.future.done():
