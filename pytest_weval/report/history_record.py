@@ -16,7 +16,7 @@ score of 1.0 stays 1.0), and a model's ``selection`` is left out when unknown, a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
@@ -173,7 +173,7 @@ class Store(Protocol):
 
     def exists(self) -> bool: ...
 
-    def record(self, run: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> bool: ...
+    def record(self, run: Mapping[str, Any], items: Iterable[Mapping[str, Any]]) -> bool: ...
 
     def runs(self) -> list[dict[str, Any]]: ...
 
@@ -196,8 +196,9 @@ class RecordedHistory:
     def exists(self) -> bool:
         return self.store.exists()
 
-    def record(self, run: RunRecord, items: Sequence[ItemRecord]) -> bool:
-        return self.store.record(stored_run(run), [stored_item(item) for item in items])
+    def record(self, run: RunRecord, items: Iterable[ItemRecord]) -> bool:
+        """``items`` go to the store one at a time, as it writes them."""
+        return self.store.record(stored_run(run), (stored_item(item) for item in items))
 
     def runs(self) -> list[RunRecord]:
         """Every recorded run that reads, oldest first."""

@@ -31,7 +31,7 @@ import sqlite3
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from pytest_weval.engine.store import postgres as store_pg
 from pytest_weval.engine.store.common import StoreError, one_line, redact_url, scrub, store_kind
@@ -105,8 +105,9 @@ class History(Protocol):
     def exists(self) -> bool:
         """The store is there (a history read from a store that is not says nothing)."""
 
-    def record(self, run: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> bool:
-        """Record a run; False when its id was recorded already (by another machine of the run)."""
+    def record(self, run: Mapping[str, Any], items: Iterable[Mapping[str, Any]]) -> bool:
+        """Record a run; False when its id was recorded already (by another machine of the run).
+        ``items`` is read once, as it is written: a run's items need not all be in memory."""
 
     def runs(self) -> list[dict[str, Any]]:
         """Every recorded run, oldest first (by start, then id)."""
@@ -389,7 +390,7 @@ class SqliteHistory(_Checked):
                 conn.execute(statement)
         conn.execute("INSERT OR REPLACE INTO history_meta (name, value) VALUES ('version', ?)", (str(HISTORY_VERSION),))
 
-    def record(self, run: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> bool:
+    def record(self, run: Mapping[str, Any], items: Iterable[Mapping[str, Any]]) -> bool:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -406,7 +407,7 @@ class SqliteHistory(_Checked):
                     conn.executemany(
                         f"INSERT OR REPLACE INTO history_items (run_id, {_ITEM_COLUMNS}) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        [_item_row(str(run["id"]), item) for item in items],
+                        (_item_row(str(run["id"]), item) for item in items),
                     )
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -507,6 +508,26 @@ class SqliteHistory(_Checked):
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+def _dumped(value: Any, indent: str) -> str:
+    """``value`` as ``json.dump(indent=1, sort_keys=True)`` writes it ``indent`` deep (a JSON
+    text holds no raw newline inside a string, so each of its lines moves over alike)."""
+    return json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True).replace("\n", "\n" + indent)
+
+
+def _write_document(out: IO[str], run: Mapping[str, Any], items: Iterable[Mapping[str, Any]]) -> None:
+    """A run's record file, byte for byte what ``json.dump({"historyVersion", "items", "run"},
+    indent=1, sort_keys=True, ensure_ascii=False)`` writes, with its items written one at a time
+    as they come (a run's items, answers included, are never all in memory)."""
+    out.write(f'{{\n "historyVersion": {json.dumps(HISTORY_VERSION)},\n "items": ')
+    opened = False
+    for item in items:
+        out.write(",\n  " if opened else "[\n  ")
+        out.write(_dumped(item, "  "))
+        opened = True
+    out.write("\n ]" if opened else "[]")
+    out.write(f',\n "run": {_dumped(run, " ")}\n}}')
+
+
 class FilesHistory(_Checked):
     """One JSON file per run in ``<cache dir>/history/``, diff-friendly like the replies beside it."""
 
@@ -527,24 +548,21 @@ class FilesHistory(_Checked):
         digest = hashlib.sha256(run_id.encode()).hexdigest()[:12]
         return self.folder / f"{stem}-{digest}.json"
 
-    def record(self, run: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> bool:
+    def record(self, run: Mapping[str, Any], items: Iterable[Mapping[str, Any]]) -> bool:
         try:
             return self._record(run, items)
         except OSError as exc:  # a full disk or a read-only folder: the store's error, not a crash
             raise StoreError(f"cannot record the run in {self.folder}: {exc}") from None
 
-    def _record(self, run: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> bool:
-        document = {
-            "historyVersion": HISTORY_VERSION,
-            "run": _run_from(_run_row(run)),
-            "items": [_item_from(_item_row(str(run["id"]), item)[1:]) for item in items],
-        }
-        target = self.path_for(str(run["id"]))
+    def _record(self, run: Mapping[str, Any], items: Iterable[Mapping[str, Any]]) -> bool:
+        checked_run = _run_from(_run_row(run))
+        run_id = str(run["id"])
+        target = self.path_for(run_id)
         self.folder.mkdir(parents=True, exist_ok=True)
         handle, temp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(document, out, ensure_ascii=False, indent=1, sort_keys=True)
+                _write_document(out, checked_run, (_item_from(_item_row(run_id, item)[1:]) for item in items))
             try:
                 os.link(temp, target)  # fails if the run is there: recorded once, whoever is first
             except FileExistsError:
@@ -712,9 +730,9 @@ class PostgresHistory(_Checked):
                 (str(HISTORY_VERSION),),
             )
 
-    def record(self, run: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> bool:
+    def record(self, run: Mapping[str, Any], items: Iterable[Mapping[str, Any]]) -> bool:
         row = _run_row(run)
-        rows = [_item_row(str(run["id"]), item) for item in items]
+        rows = (_item_row(str(run["id"]), item) for item in items)
 
         async def go(conn: psycopg.AsyncConnection[Any]) -> bool:
             await self._upgrade(conn)
