@@ -23,6 +23,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat,
 
 import pytest_weval.defaults as defaults
 from pytest_weval.errors import WevalError
+from pytest_weval.report.spool import SharedTexts
 from pytest_weval.results import Outcome, Source
 
 # A number as it was recorded: 1 stays 1 and 1.0 stays 1.0 (json writes them differently), and
@@ -177,7 +178,8 @@ class Store(Protocol):
 
     def runs(self) -> list[dict[str, Any]]: ...
 
-    def items_of(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]: ...
+    def items_of(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        """The lists are the caller's: ``RecordedHistory`` empties them as it reads them."""
 
     def location(self, run_id: str) -> str: ...
 
@@ -192,6 +194,7 @@ class RecordedHistory:
     def __init__(self, store: Store):
         self.store = store
         self._unread: list[str] = []
+        self._texts = SharedTexts()
 
     def exists(self) -> bool:
         return self.store.exists()
@@ -212,20 +215,34 @@ class RecordedHistory:
         return found
 
     def items_of(self, run_ids: Sequence[str]) -> dict[str, list[ItemRecord]]:
-        return {run_id: self._read_items(run_id, raws) for run_id, raws in self.store.items_of(run_ids).items()}
+        found = self.store.items_of(run_ids)
+        return {run_id: self._read_items(run_id, found[run_id]) for run_id in list(found)}
 
     def items(self, run_id: str) -> list[ItemRecord]:
         return self.items_of([run_id]).get(run_id, [])
 
-    def _read_items(self, run_id: str, raws: Sequence[Mapping[str, Any]]) -> list[ItemRecord]:
+    def _read_items(self, run_id: str, raws: list[dict[str, Any]]) -> list[ItemRecord]:
+        """``raws`` read into records, each raw dict let go as its record is made (a run's
+        items are thousands: the two are never all in memory at once)."""
         found = []
-        for raw in raws:
+        raws.reverse()
+        while raws:
+            raw = raws.pop()
             try:
-                found.append(read_item(raw))
+                found.append(self._slim(read_item(raw)))
             except DamagedRecord as exc:
                 where = self.store.location(run_id)
                 self._note(f"{where}: run {run_id[:80]!r}: item {str(raw.get('nodeid'))[:120]!r} skipped: {exc}")
         return found
+
+    def _slim(self, item: ItemRecord) -> ItemRecord:
+        """The record kept small: a history read holds a whole run's items (``SharedTexts``)."""
+        share = self._texts.share
+        share(item, ("blueprint", "prompt", "model", "outcome"))
+        share(item.detail, ("blueprint_path", "effective_model", "system_prompt", "source"))
+        for point in item.detail.points:
+            share(point, ("text", "error", "kind"))
+        return item
 
     def _note(self, line: str) -> None:
         if line not in self._unread:

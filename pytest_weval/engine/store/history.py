@@ -435,9 +435,10 @@ class SqliteHistory(_Checked):
             if not self._version(conn):
                 return found
             for run_id in run_ids:
+                # row by row: a run's rows and their records are never all in memory together
                 rows = conn.execute(
                     f"SELECT {_ITEM_COLUMNS} FROM history_items WHERE run_id = ? ORDER BY nodeid", (run_id,)
-                ).fetchall()
+                )
                 found[run_id] = self._items_checked(rows, str(self.path), run_id)
         return found
 
