@@ -207,7 +207,8 @@ class RunHistory:
         earlier = self._newest_scores(run.results)
         if earlier.newest is None:
             return None
-        analyses = run_analyses(earlier.newest, earlier.newest_items, current, [item_record(r) for r in ordered])
+        slim = self._history().slim
+        analyses = run_analyses(earlier.newest, earlier.newest_items, current, [slim(item_record(r)) for r in ordered])
         if answers and analyses.pain_points:
             by_id = {r.nodeid: r for r in ordered}
             shown = analyses.pain_points

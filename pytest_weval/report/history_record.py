@@ -229,14 +229,15 @@ class RecordedHistory:
         while raws:
             raw = raws.pop()
             try:
-                found.append(self._slim(read_item(raw)))
+                found.append(self.slim(read_item(raw)))
             except DamagedRecord as exc:
                 where = self.store.location(run_id)
                 self._note(f"{where}: run {run_id[:80]!r}: item {str(raw.get('nodeid'))[:120]!r} skipped: {exc}")
         return found
 
-    def _slim(self, item: ItemRecord) -> ItemRecord:
-        """The record kept small: a history read holds a whole run's items (``SharedTexts``)."""
+    def slim(self, item: ItemRecord) -> ItemRecord:
+        """The record kept small: a history read, or the page's analyses, hold a whole run's
+        items (``SharedTexts``)."""
         share = self._texts.share
         share(item, ("blueprint", "prompt", "model", "outcome"))
         share(item.detail, ("blueprint_path", "effective_model", "system_prompt", "source"))
