@@ -16,7 +16,7 @@ score of 1.0 stays 1.0), and a model's ``selection`` is left out when unknown, a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
@@ -181,10 +181,19 @@ class Store(Protocol):
     def items_of(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         """The lists are the caller's: ``RecordedHistory`` empties them as it reads them."""
 
+    def each_item(self, run_id: str) -> Iterator[dict[str, Any]]: ...
+
     def location(self, run_id: str) -> str: ...
 
     @property
     def damaged(self) -> list[str]: ...
+
+
+def _emptied(raws: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """``raws`` in order, each let go of by the list as it is given."""
+    raws.reverse()
+    while raws:
+        yield raws.pop()
 
 
 class RecordedHistory:
@@ -215,19 +224,21 @@ class RecordedHistory:
         return found
 
     def items_of(self, run_ids: Sequence[str]) -> dict[str, list[ItemRecord]]:
+        """One run's items (the usual read: the run before this one) come from the store one at
+        a time, each read into its record as it comes; several runs' in one read of the store."""
+        if len(run_ids) == 1:
+            return {run_ids[0]: self._read_items(run_ids[0], self.store.each_item(run_ids[0]))}
         found = self.store.items_of(run_ids)
-        return {run_id: self._read_items(run_id, found[run_id]) for run_id in list(found)}
+        return {run_id: self._read_items(run_id, _emptied(found[run_id])) for run_id in list(found)}
 
     def items(self, run_id: str) -> list[ItemRecord]:
         return self.items_of([run_id]).get(run_id, [])
 
-    def _read_items(self, run_id: str, raws: list[dict[str, Any]]) -> list[ItemRecord]:
+    def _read_items(self, run_id: str, raws: Iterable[dict[str, Any]]) -> list[ItemRecord]:
         """``raws`` read into records, each raw dict let go as its record is made (a run's
         items are thousands: the two are never all in memory at once)."""
         found = []
-        raws.reverse()
-        while raws:
-            raw = raws.pop()
+        for raw in raws:
             try:
                 found.append(self.slim(read_item(raw)))
             except DamagedRecord as exc:

@@ -203,3 +203,13 @@ def test_a_files_record_is_the_json_document_written_at_once(tmp_path: Path, cou
     }
     written = history.path_for("r1").read_text(encoding="utf-8")
     assert written == json.dumps(expected, ensure_ascii=False, indent=1, sort_keys=True)
+
+
+def test_a_runs_items_one_at_a_time_are_its_items(history: History):
+    """``each_item`` gives what ``items`` gives, in its order (node ids); nothing for a run the
+    store does not hold."""
+    history.record(_run("r1", 1.0), _items("x"))
+    history.record(_run("r2", 2.0), _items("y"))
+    assert list(history.each_item("r1")) == history.items("r1")
+    assert [item["answer"] for item in history.each_item("r2")] == ["y 1", "y 2"]
+    assert list(history.each_item("nope")) == []

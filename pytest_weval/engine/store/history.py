@@ -115,6 +115,10 @@ class History(Protocol):
     def items(self, run_id: str) -> list[dict[str, Any]]:
         """The items of one run, by node id."""
 
+    def each_item(self, run_id: str) -> Iterator[dict[str, Any]]:
+        """``items``, one at a time: a reader that keeps something smaller of each never has
+        the run's items all in memory (the SQLite store reads its rows as they are asked for)."""
+
     def items_of(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         """The items of several runs at once (one connection), by run id."""
 
@@ -313,13 +317,19 @@ class _Checked:
         return _ordered(runs)
 
     def _items_checked(self, rows: Iterable[Sequence[Any]], where: str, run_id: str) -> list[dict[str, Any]]:
-        items = []
+        return list(self._each_checked(rows, where, run_id))
+
+    def _each_checked(self, rows: Iterable[Sequence[Any]], where: str, run_id: str) -> Iterator[dict[str, Any]]:
         for row in rows:
             try:
-                items.append(_item_from(row))
+                item = _item_from(row)
             except Damaged as exc:
                 self._note(f"{where}: run {run_id[:80]!r}: item {str(row[0])[:120]!r} skipped: {exc}")
-        return items
+                continue
+            yield item
+
+    def each_item(self, run_id: str) -> Iterator[dict[str, Any]]:
+        yield from self.items(run_id)  # type: ignore[attr-defined]
 
 
 _RUN_FIELDS = ("id", "started", "ended", "commit", "branch", "host", "models", "judges", "figures")
@@ -426,6 +436,17 @@ class SqliteHistory(_Checked):
 
     def items(self, run_id: str) -> list[dict[str, Any]]:
         return self.items_of([run_id]).get(run_id, [])
+
+    def each_item(self, run_id: str) -> Iterator[dict[str, Any]]:
+        if not self.exists():
+            return
+        with self._connect(readonly=True) as conn:
+            if not self._version(conn):
+                return
+            rows = conn.execute(
+                f"SELECT {_ITEM_COLUMNS} FROM history_items WHERE run_id = ? ORDER BY nodeid", (run_id,)
+            )
+            yield from self._each_checked(rows, str(self.path), run_id)
 
     def items_of(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         found: dict[str, list[dict[str, Any]]] = {run_id: [] for run_id in run_ids}
