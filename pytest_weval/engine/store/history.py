@@ -328,9 +328,6 @@ class _Checked:
                 continue
             yield item
 
-    def each_item(self, run_id: str) -> Iterator[dict[str, Any]]:
-        yield from self.items(run_id)  # type: ignore[attr-defined]
-
 
 _RUN_FIELDS = ("id", "started", "ended", "commit", "branch", "host", "models", "judges", "figures")
 _RUN_COLUMNS = "id, started, ended, commit_sha, branch, host, models, judges, figures"
@@ -664,6 +661,9 @@ class FilesHistory(_Checked):
     def items_of(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         return {run_id: self.items(run_id) for run_id in run_ids}
 
+    def each_item(self, run_id: str) -> Iterator[dict[str, Any]]:
+        yield from self.items(run_id)  # one JSON document: read whole
+
     def repair(self) -> list[str]:
         """A damaged record file is set aside (renamed ``<name>.damaged``, no longer read);
         a record with damaged items is written again without them."""
@@ -788,6 +788,9 @@ class PostgresHistory(_Checked):
 
     def items(self, run_id: str) -> list[dict[str, Any]]:
         return self.items_of([run_id]).get(run_id, [])
+
+    def each_item(self, run_id: str) -> Iterator[dict[str, Any]]:
+        yield from self.items(run_id)  # fetched in one round trip
 
     def items_of(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         wanted = list(run_ids)
