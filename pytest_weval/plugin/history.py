@@ -31,8 +31,10 @@ from pytest_weval.report.history import (
     history_branch,
     history_view,
     is_history_baseline,
+    item_record,
     newest_scores,
-    run_record,
+    recorded_order,
+    run_figures,
     run_selections,
 )
 from pytest_weval.report.history_record import ItemRecord, RecordedHistory, RunRecord
@@ -161,7 +163,7 @@ class RunHistory:
             self._say("cannot compare with the earlier runs", exc)
             changes = None
         commit, branch = git_facts(Path(self.settings.rootdir))
-        current, items = run_record(
+        current = run_figures(
             run.results,
             run.rollup,
             run_id=self.run_id,
@@ -172,12 +174,13 @@ class RunHistory:
             branch=branch,
             judges=self.settings.recorded_judges(),
         )
-        if record and self.records:
-            # the answers, read back from the spool one item at a time (the run kept none)
-            answers = {r.nodeid: r.response for r in run.full.each(run.results)}
-            items = [item.model_copy(update={"answer": answers.get(item.nodeid)}) for item in items]
+        ordered = recorded_order(run.results)
+        recorded = record and self.records
+        if recorded:
+            # each item with its answer, read back from the spool (the run kept none) as the
+            # store writes it: the run's answers are never all in memory at once
             try:
-                self._history().record(current, items)
+                self._history().record(current, map(item_record, run.full.each(ordered)))
             except StoreError as exc:
                 self._say("could not record this run", exc)
         try:
@@ -186,7 +189,7 @@ class RunHistory:
                 current,
                 changes,
                 lambda earlier: run_selections(earlier, self.items),
-                analyses=self._analyses(run.results, current, items),
+                analyses=self._analyses(run, current, ordered, answers=recorded),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             self._say("cannot draw the trends", exc)
@@ -195,15 +198,23 @@ class RunHistory:
         return dataclasses.replace(run, changes=changes, history=view)
 
     def _analyses(
-        self, results: Sequence[ItemResult], current: RunRecord, items: Sequence[ItemRecord]
+        self, run: FinishedRun, current: RunRecord, ordered: Sequence[ItemResult], *, answers: bool
     ) -> RunAnalyses | None:
         """The history commands' analyses of this run for the page (docs/history.md, 'In the
         HTML report'): against the run recorded before it, which the changes read already;
-        None when there is none."""
-        earlier = self._newest_scores(results)
+        None when there is none. The items are the compact records' (no answers); a run that
+        records itself shows its pain points' answers, as recorded, read back for those alone."""
+        earlier = self._newest_scores(run.results)
         if earlier.newest is None:
             return None
-        return run_analyses(earlier.newest, earlier.newest_items, current, items)
+        slim = self._history().slim
+        analyses = run_analyses(earlier.newest, earlier.newest_items, current, [slim(item_record(r)) for r in ordered])
+        if answers and analyses.pain_points:
+            by_id = {r.nodeid: r for r in ordered}
+            shown = analyses.pain_points
+            for point, whole in zip(shown, run.full.each(by_id[p["nodeid"]] for p in shown), strict=True):
+                point["answer"] = whole.response
+        return analyses
 
     def baseline(self, setting: str, results: Sequence[ItemResult]) -> tuple[Baseline | None, str | None]:
         """``--weval-baseline=last[:<branch>]``: each item's newest earlier score (of that

@@ -120,7 +120,34 @@ def run_record(
     judges: Sequence[str] = (),
 ) -> tuple[RunRecord, list[ItemRecord]]:
     """The run and its items, as the history records them."""
-    run = RunRecord(
+    run = run_figures(
+        results,
+        rollup,
+        run_id=run_id,
+        started=started,
+        ended=ended,
+        host=host,
+        commit=commit,
+        branch=branch,
+        judges=judges,
+    )
+    return run, [item_record(r) for r in recorded_order(results)]
+
+
+def run_figures(
+    results: Sequence[ItemResult],
+    rollup: Rollup,
+    *,
+    run_id: str,
+    started: float,
+    ended: float,
+    host: str,
+    commit: str | None = None,
+    branch: str | None = None,
+    judges: Sequence[str] = (),
+) -> RunRecord:
+    """The run as the history records it, without its items (``recorded_order`` gives those)."""
+    return RunRecord(
         id=run_id,
         started=started,
         ended=ended,
@@ -131,8 +158,12 @@ def run_record(
         judges=list(judges) or judges_of(results),
         figures=model_figures(rollup, results),
     )
-    items = [item_record(r) for r in sorted(results, key=lambda r: r.nodeid) if r.nodeid]
-    return run, items
+
+
+def recorded_order(results: Iterable[ItemResult]) -> list[ItemResult]:
+    """The results the history records an item of (those with a node id), in its order: by
+    node id. ``item_record`` of each is the item recorded."""
+    return sorted((r for r in results if r.nodeid), key=lambda r: r.nodeid)
 
 
 def result_of(item: ItemRecord) -> ItemResult:
@@ -585,7 +616,9 @@ __all__ = [
     "item_record",
     "model_figures",
     "newest_scores",
+    "recorded_order",
     "result_of",
+    "run_figures",
     "run_label",
     "run_record",
 ]

@@ -16,13 +16,14 @@ score of 1.0 stays 1.0), and a model's ``selection`` is left out when unknown, a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
 import pytest_weval.defaults as defaults
 from pytest_weval.errors import WevalError
+from pytest_weval.report.spool import SharedTexts
 from pytest_weval.results import Outcome, Source
 
 # A number as it was recorded: 1 stays 1 and 1.0 stays 1.0 (json writes them differently), and
@@ -173,16 +174,26 @@ class Store(Protocol):
 
     def exists(self) -> bool: ...
 
-    def record(self, run: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> bool: ...
+    def record(self, run: Mapping[str, Any], items: Iterable[Mapping[str, Any]]) -> bool: ...
 
     def runs(self) -> list[dict[str, Any]]: ...
 
-    def items_of(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]: ...
+    def items_of(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        """The lists are the caller's: ``RecordedHistory`` empties them as it reads them."""
+
+    def each_item(self, run_id: str) -> Iterator[dict[str, Any]]: ...
 
     def location(self, run_id: str) -> str: ...
 
     @property
     def damaged(self) -> list[str]: ...
+
+
+def _emptied(raws: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """``raws`` in order, each let go of by the list as it is given."""
+    raws.reverse()
+    while raws:
+        yield raws.pop()
 
 
 class RecordedHistory:
@@ -192,12 +203,14 @@ class RecordedHistory:
     def __init__(self, store: Store):
         self.store = store
         self._unread: list[str] = []
+        self._texts = SharedTexts()
 
     def exists(self) -> bool:
         return self.store.exists()
 
-    def record(self, run: RunRecord, items: Sequence[ItemRecord]) -> bool:
-        return self.store.record(stored_run(run), [stored_item(item) for item in items])
+    def record(self, run: RunRecord, items: Iterable[ItemRecord]) -> bool:
+        """``items`` go to the store one at a time, as it writes them."""
+        return self.store.record(stored_run(run), (stored_item(item) for item in items))
 
     def runs(self) -> list[RunRecord]:
         """Every recorded run that reads, oldest first."""
@@ -211,20 +224,37 @@ class RecordedHistory:
         return found
 
     def items_of(self, run_ids: Sequence[str]) -> dict[str, list[ItemRecord]]:
-        return {run_id: self._read_items(run_id, raws) for run_id, raws in self.store.items_of(run_ids).items()}
+        """One run's items (the usual read: the run before this one) come from the store one at
+        a time, each read into its record as it comes; several runs' in one read of the store."""
+        if len(run_ids) == 1:
+            return {run_ids[0]: self._read_items(run_ids[0], self.store.each_item(run_ids[0]))}
+        found = self.store.items_of(run_ids)
+        return {run_id: self._read_items(run_id, _emptied(found[run_id])) for run_id in list(found)}
 
     def items(self, run_id: str) -> list[ItemRecord]:
         return self.items_of([run_id]).get(run_id, [])
 
-    def _read_items(self, run_id: str, raws: Sequence[Mapping[str, Any]]) -> list[ItemRecord]:
+    def _read_items(self, run_id: str, raws: Iterable[dict[str, Any]]) -> list[ItemRecord]:
+        """``raws`` read into records, each raw dict let go as its record is made (a run's
+        items are thousands: the two are never all in memory at once)."""
         found = []
         for raw in raws:
             try:
-                found.append(read_item(raw))
+                found.append(self.slim(read_item(raw)))
             except DamagedRecord as exc:
                 where = self.store.location(run_id)
                 self._note(f"{where}: run {run_id[:80]!r}: item {str(raw.get('nodeid'))[:120]!r} skipped: {exc}")
         return found
+
+    def slim(self, item: ItemRecord) -> ItemRecord:
+        """The record kept small: a history read, or the page's analyses, hold a whole run's
+        items (``SharedTexts``)."""
+        share = self._texts.share
+        share(item, ("blueprint", "prompt", "model", "outcome"))
+        share(item.detail, ("blueprint_path", "effective_model", "system_prompt", "source"))
+        for point in item.detail.points:
+            share(point, ("text", "error", "kind"))
+        return item
 
     def _note(self, line: str) -> None:
         if line not in self._unread:

@@ -52,14 +52,17 @@ def write_run_record(
     used = {r.blueprint_path for r in ordered}
     whole = full.each(ordered) if full is not None else ordered
     items = ((r.model_dump_json() + "\n").encode("utf-8", errors="backslashreplace") for r in whole)
-    blueprints = "".join(
-        json.dumps({"path": path, "blueprint": json.loads(blueprints_by_path[path].model_dump_json())}) + "\n"
+    # a line per blueprint, written as it is made (12 MB of them at bench/scale.py's 16,000 items)
+    blueprints = (
+        (json.dumps({"path": path, "blueprint": json.loads(blueprints_by_path[path].model_dump_json())}) + "\n").encode(
+            "utf-8", errors="backslashreplace"
+        )
         for path in sorted(used)
         if path in blueprints_by_path
     )
     usage_data = {model: json.loads(u.model_dump_json()) for model, u in sorted((usage or {}).items())}
     write_atomic(folder / ITEMS, items)
-    write_atomic(folder / BLUEPRINTS, blueprints.encode("utf-8", errors="backslashreplace"))
+    write_atomic(folder / BLUEPRINTS, blueprints)
     write_atomic(folder / USAGE, json.dumps(usage_data, indent=2, sort_keys=True).encode("utf-8"))
     if gates is not None:
         write_atomic(folder / GATES, gates.encode("utf-8"))

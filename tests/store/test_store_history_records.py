@@ -152,3 +152,64 @@ def test_a_postgres_store_from_before_the_history_gains_one_and_keeps_its_cache(
         meta = dict(conn.execute("SELECT name, value FROM weval_meta").fetchall())
     assert meta == {"schema_version": str(store_pg.SCHEMA_VERSION), "history_version": str(HISTORY_VERSION)}
     asyncio.run(store_pg.check(pg_url))  # the cache's own version check still passes
+
+
+def test_items_given_one_at_a_time_are_each_recorded_once(history: History):
+    """The plugin hands a run's items as a generator, read back from the spool as the store
+    writes them: the store reads it once and keeps every item."""
+    handed: list[str] = []
+
+    def one_at_a_time():
+        for item in _items("streamed"):
+            handed.append(item["nodeid"])
+            yield item
+
+    assert history.record(_run("r1", 1.0), one_at_a_time()) is True
+    assert handed == ["b.yml::p1[openai:m]", "b.yml::p2[openai:m]"]
+    items = history.items("r1")
+    assert [(i["nodeid"], i["answer"]) for i in items] == [
+        ("b.yml::p1[openai:m]", "streamed 1"),
+        ("b.yml::p2[openai:m]", "streamed 2"),
+    ]
+    assert history.record(_run("r2", 2.0), iter(())) is True
+    assert history.items("r2") == []
+
+
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_a_files_record_is_the_json_document_written_at_once(tmp_path: Path, count: int):
+    """The files store writes its record item by item; the bytes are those one
+    ``json.dump(indent=1, sort_keys=True)`` of the whole document writes, texts of any script
+    and nested details included."""
+    history = history_for("files", tmp_path / "cache")
+    items = [
+        {
+            "nodeid": f"b.yml::p{n}[openai:m]",
+            "blueprint": "b",
+            "prompt": f"p{n}",
+            "model": "openai:m",
+            "score": None if n == 2 else 1,
+            "outcome": "passed",
+            "answer": "line one\nline two \u00e9\u4e2d \"quoted\" {braces} [1]",
+            "detail": {"blueprintPath": "b.yml", "points": [{"text": "x", "score": 0.5}, {}], "samples": []},
+        }
+        for n in range(count)
+    ]
+    run = _run("r1", 1.0)
+    assert history.record(run, iter(items)) is True
+    expected = {
+        "historyVersion": HISTORY_VERSION,
+        "run": run,
+        "items": [{**item, "score": None if item["score"] is None else float(item["score"])} for item in items],
+    }
+    written = history.path_for("r1").read_text(encoding="utf-8")
+    assert written == json.dumps(expected, ensure_ascii=False, indent=1, sort_keys=True)
+
+
+def test_a_runs_items_one_at_a_time_are_its_items(history: History):
+    """``each_item`` gives what ``items`` gives, in its order (node ids); nothing for a run the
+    store does not hold."""
+    history.record(_run("r1", 1.0), _items("x"))
+    history.record(_run("r2", 2.0), _items("y"))
+    assert list(history.each_item("r1")) == history.items("r1")
+    assert [item["answer"] for item in history.each_item("r2")] == ["y 1", "y 2"]
+    assert list(history.each_item("nope")) == []

@@ -31,7 +31,7 @@ import sqlite3
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from pytest_weval.engine.store import postgres as store_pg
 from pytest_weval.engine.store.common import StoreError, one_line, redact_url, scrub, store_kind
@@ -105,14 +105,19 @@ class History(Protocol):
     def exists(self) -> bool:
         """The store is there (a history read from a store that is not says nothing)."""
 
-    def record(self, run: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> bool:
-        """Record a run; False when its id was recorded already (by another machine of the run)."""
+    def record(self, run: Mapping[str, Any], items: Iterable[Mapping[str, Any]]) -> bool:
+        """Record a run; False when its id was recorded already (by another machine of the run).
+        ``items`` is read once, as it is written: a run's items need not all be in memory."""
 
     def runs(self) -> list[dict[str, Any]]:
         """Every recorded run, oldest first (by start, then id)."""
 
     def items(self, run_id: str) -> list[dict[str, Any]]:
         """The items of one run, by node id."""
+
+    def each_item(self, run_id: str) -> Iterator[dict[str, Any]]:
+        """``items``, one at a time: a reader that keeps something smaller of each never has
+        the run's items all in memory (the SQLite store reads its rows as they are asked for)."""
 
     def items_of(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         """The items of several runs at once (one connection), by run id."""
@@ -312,13 +317,16 @@ class _Checked:
         return _ordered(runs)
 
     def _items_checked(self, rows: Iterable[Sequence[Any]], where: str, run_id: str) -> list[dict[str, Any]]:
-        items = []
+        return list(self._each_checked(rows, where, run_id))
+
+    def _each_checked(self, rows: Iterable[Sequence[Any]], where: str, run_id: str) -> Iterator[dict[str, Any]]:
         for row in rows:
             try:
-                items.append(_item_from(row))
+                item = _item_from(row)
             except Damaged as exc:
                 self._note(f"{where}: run {run_id[:80]!r}: item {str(row[0])[:120]!r} skipped: {exc}")
-        return items
+                continue
+            yield item
 
 
 _RUN_FIELDS = ("id", "started", "ended", "commit", "branch", "host", "models", "judges", "figures")
@@ -389,7 +397,7 @@ class SqliteHistory(_Checked):
                 conn.execute(statement)
         conn.execute("INSERT OR REPLACE INTO history_meta (name, value) VALUES ('version', ?)", (str(HISTORY_VERSION),))
 
-    def record(self, run: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> bool:
+    def record(self, run: Mapping[str, Any], items: Iterable[Mapping[str, Any]]) -> bool:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -406,7 +414,7 @@ class SqliteHistory(_Checked):
                     conn.executemany(
                         f"INSERT OR REPLACE INTO history_items (run_id, {_ITEM_COLUMNS}) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        [_item_row(str(run["id"]), item) for item in items],
+                        (_item_row(str(run["id"]), item) for item in items),
                     )
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -426,6 +434,17 @@ class SqliteHistory(_Checked):
     def items(self, run_id: str) -> list[dict[str, Any]]:
         return self.items_of([run_id]).get(run_id, [])
 
+    def each_item(self, run_id: str) -> Iterator[dict[str, Any]]:
+        if not self.exists():
+            return
+        with self._connect(readonly=True) as conn:
+            if not self._version(conn):
+                return
+            rows = conn.execute(
+                f"SELECT {_ITEM_COLUMNS} FROM history_items WHERE run_id = ? ORDER BY nodeid", (run_id,)
+            )
+            yield from self._each_checked(rows, str(self.path), run_id)
+
     def items_of(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         found: dict[str, list[dict[str, Any]]] = {run_id: [] for run_id in run_ids}
         if not self.exists() or not run_ids:
@@ -434,9 +453,10 @@ class SqliteHistory(_Checked):
             if not self._version(conn):
                 return found
             for run_id in run_ids:
+                # row by row: a run's rows and their records are never all in memory together
                 rows = conn.execute(
                     f"SELECT {_ITEM_COLUMNS} FROM history_items WHERE run_id = ? ORDER BY nodeid", (run_id,)
-                ).fetchall()
+                )
                 found[run_id] = self._items_checked(rows, str(self.path), run_id)
         return found
 
@@ -507,6 +527,26 @@ class SqliteHistory(_Checked):
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+def _dumped(value: Any, indent: str) -> str:
+    """``value`` as ``json.dump(indent=1, sort_keys=True)`` writes it ``indent`` deep (a JSON
+    text holds no raw newline inside a string, so each of its lines moves over alike)."""
+    return json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True).replace("\n", "\n" + indent)
+
+
+def _write_document(out: IO[str], run: Mapping[str, Any], items: Iterable[Mapping[str, Any]]) -> None:
+    """A run's record file, byte for byte what ``json.dump({"historyVersion", "items", "run"},
+    indent=1, sort_keys=True, ensure_ascii=False)`` writes, with its items written one at a time
+    as they come (a run's items, answers included, are never all in memory)."""
+    out.write(f'{{\n "historyVersion": {json.dumps(HISTORY_VERSION)},\n "items": ')
+    opened = False
+    for item in items:
+        out.write(",\n  " if opened else "[\n  ")
+        out.write(_dumped(item, "  "))
+        opened = True
+    out.write("\n ]" if opened else "[]")
+    out.write(f',\n "run": {_dumped(run, " ")}\n}}')
+
+
 class FilesHistory(_Checked):
     """One JSON file per run in ``<cache dir>/history/``, diff-friendly like the replies beside it."""
 
@@ -527,24 +567,21 @@ class FilesHistory(_Checked):
         digest = hashlib.sha256(run_id.encode()).hexdigest()[:12]
         return self.folder / f"{stem}-{digest}.json"
 
-    def record(self, run: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> bool:
+    def record(self, run: Mapping[str, Any], items: Iterable[Mapping[str, Any]]) -> bool:
         try:
             return self._record(run, items)
         except OSError as exc:  # a full disk or a read-only folder: the store's error, not a crash
             raise StoreError(f"cannot record the run in {self.folder}: {exc}") from None
 
-    def _record(self, run: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> bool:
-        document = {
-            "historyVersion": HISTORY_VERSION,
-            "run": _run_from(_run_row(run)),
-            "items": [_item_from(_item_row(str(run["id"]), item)[1:]) for item in items],
-        }
-        target = self.path_for(str(run["id"]))
+    def _record(self, run: Mapping[str, Any], items: Iterable[Mapping[str, Any]]) -> bool:
+        checked_run = _run_from(_run_row(run))
+        run_id = str(run["id"])
+        target = self.path_for(run_id)
         self.folder.mkdir(parents=True, exist_ok=True)
         handle, temp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(document, out, ensure_ascii=False, indent=1, sort_keys=True)
+                _write_document(out, checked_run, (_item_from(_item_row(run_id, item)[1:]) for item in items))
             try:
                 os.link(temp, target)  # fails if the run is there: recorded once, whoever is first
             except FileExistsError:
@@ -623,6 +660,9 @@ class FilesHistory(_Checked):
 
     def items_of(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         return {run_id: self.items(run_id) for run_id in run_ids}
+
+    def each_item(self, run_id: str) -> Iterator[dict[str, Any]]:
+        yield from self.items(run_id)  # one JSON document: read whole
 
     def repair(self) -> list[str]:
         """A damaged record file is set aside (renamed ``<name>.damaged``, no longer read);
@@ -712,9 +752,9 @@ class PostgresHistory(_Checked):
                 (str(HISTORY_VERSION),),
             )
 
-    def record(self, run: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> bool:
+    def record(self, run: Mapping[str, Any], items: Iterable[Mapping[str, Any]]) -> bool:
         row = _run_row(run)
-        rows = [_item_row(str(run["id"]), item) for item in items]
+        rows = (_item_row(str(run["id"]), item) for item in items)
 
         async def go(conn: psycopg.AsyncConnection[Any]) -> bool:
             await self._upgrade(conn)
@@ -748,6 +788,9 @@ class PostgresHistory(_Checked):
 
     def items(self, run_id: str) -> list[dict[str, Any]]:
         return self.items_of([run_id]).get(run_id, [])
+
+    def each_item(self, run_id: str) -> Iterator[dict[str, Any]]:
+        yield from self.items(run_id)  # fetched in one round trip
 
     def items_of(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         wanted = list(run_ids)
