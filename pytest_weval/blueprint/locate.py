@@ -7,6 +7,9 @@ from typing import Any
 from .loader import RawSource
 from .model import Location
 
+# The loader's positions are ints and the path a str: nothing to validate (model.py).
+_location = Location.trusted_maker("path", "line", "column", "field")
+
 
 class Locator:
     """Locations in one source file, from the loader's marks."""
@@ -16,12 +19,12 @@ class Locator:
 
     def at(self, obj: Any, field: str | None = None) -> Location:
         line, column = self.source.position(obj)
-        return Location(path=self.source.path, line=line, column=column, field=field)
+        return _location(self.source.path, line, column, field)
 
     def key(self, obj: Any, key: str, field: str | None = None) -> Location:
         line, column = self.source.key_position(obj, key)
-        return Location(path=self.source.path, line=line, column=column, field=field or key)
+        return _location(self.source.path, line, column, field or key)
 
     def item(self, seq: Any, index: int, field: str | None = None) -> Location:
         line, column = self.source.item_position(seq, index)
-        return Location(path=self.source.path, line=line, column=column, field=field)
+        return _location(self.source.path, line, column, field)

@@ -275,6 +275,11 @@ class _Common(TypedDict):
     location: Location
 
 
+_text_point = EvalPoint.trusted_maker(
+    "text", "display_text", "multiplier", "citation", "path_id", "is_inverted", "location"
+)
+
+
 def _view_one(
     point: Any, where: Location, path_id: str | None, inverted: bool, ctx: PointContext, prompt_id: str
 ) -> EvalPoint:
@@ -289,14 +294,9 @@ def _view_one(
     ):
         multiplier = point.get("multiplier", 1)
         if is_number(multiplier) and 0.1 <= multiplier <= 10 and (len(point) < 3 or "citation" in point):
-            return EvalPoint(
-                text=point["text"],
-                display_text=point["text"],
-                multiplier=multiplier,
-                citation=point.get("citation"),
-                path_id=path_id,
-                is_inverted=inverted,
-                location=where,
+            # Every field's type is settled above: no validation (model.py, `trusted_maker`).
+            return _text_point(
+                point["text"], point["text"], float(multiplier), point.get("citation"), path_id, inverted, where
             )
     common: _Common = {"path_id": path_id, "is_inverted": inverted, "location": where}
     if isinstance(point, str):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -13,7 +14,7 @@ import pytest
 from pytest_weval.blueprint.ids import js_number_str
 from pytest_weval.blueprint.model import Blueprint, BlueprintError, ModelSpec
 from pytest_weval.plugin import lint
-from pytest_weval.plugin.items import BlueprintItem, ResultSource
+from pytest_weval.plugin.items import BlueprintItem, ResultSource, bracketed_ids
 from pytest_weval.plugin.settings import WevalSettings
 from pytest_weval.plugin.warning_types import WevalWarning
 from pytest_weval.report._fmt import visible
@@ -117,7 +118,12 @@ def make_items(parent: BlueprintFile, blueprint: Blueprint) -> Iterator[pytest.I
     # A prompt id may hold NUL or U+202E: shown, not acted on. Made visible once per prompt and
     # per variant (the translation works character by character), not once per item.
     variants = [
-        (model, temperature, system_index, visible(variant_label(model, temperature, system_index, blueprint)))
+        (
+            model,
+            temperature,
+            system_index,
+            sys.intern(visible(variant_label(model, temperature, system_index, blueprint))),
+        )
         for model in blueprint.models
         for temperature in blueprint.temperatures
         for system_index in range(len(blueprint.systems))
@@ -129,10 +135,12 @@ def make_items(parent: BlueprintFile, blueprint: Blueprint) -> Iterator[pytest.I
         # Weval keys results by prompt id, so a repeated id collides there; here each copy
         # keeps its own node id (the parser reports the repeat as a finding).
         base = visible(prompt.id if count == 1 else f"{prompt.id}~{count}")
+        item_id = bracketed_ids(parent, base)
         for model, temperature, system_index, label in variants:
             item = BlueprintItem.from_parent(
                 parent,
                 name=f"{base}[{label}]",
+                nodeid=item_id(label),
                 blueprint=blueprint,
                 prompt=prompt,
                 model=model,

@@ -14,6 +14,7 @@ import functools
 import os
 import sys
 import warnings
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import pytest
@@ -65,6 +66,20 @@ def bracketed_id(parent: _nodes.Node, name: str) -> Any:
     the parent's own path and the parts of ``name`` (their copies shared by the items of a
     file, which repeat them), instead of parsing a string that copies them all once per item
     (pytest 8 takes the string as is)."""
+    parent_id = _file_id(parent)
+    if parent_id is None:
+        return f"{parent.nodeid}::{name}"
+    assert _NodeId is not None  # a structured parent id means pytest 9
+    name_part, bracket, params = name.partition("[")
+    return _NodeId(
+        path=parent_id.path,
+        names=_id_names(name_part),
+        params=sys.intern(params.removesuffix("]")) if bracket else None,
+    )
+
+
+def _file_id(parent: _nodes.Node) -> Any:
+    """The parent's structured id if it is a file's (pytest 9), which bracketed_id builds on."""
     parent_id = getattr(parent, "_id", None)
     if (
         _NodeId is None
@@ -73,13 +88,19 @@ def bracketed_id(parent: _nodes.Node, name: str) -> Any:
         or parent_id.params is not None
         or "::" in parent_id.path
     ):
-        return f"{parent.nodeid}::{name}"
-    name_part, bracket, params = name.partition("[")
-    return _NodeId(
-        path=parent_id.path,
-        names=_id_names(name_part),
-        params=sys.intern(params.removesuffix("]")) if bracket else None,
-    )
+        return None
+    return parent_id
+
+
+def bracketed_ids(parent: _nodes.Node, base: str) -> Callable[[str], Any]:
+    """``bracketed_id(parent, f"{base}[{label}]")`` for each label (interned by the caller),
+    for the many items of one prompt: the parent checked and ``base`` split once, not per item."""
+    parent_id = _file_id(parent)
+    if parent_id is None or "[" in base:
+        return lambda label: bracketed_id(parent, f"{base}[{label}]")
+    assert _NodeId is not None  # a structured parent id means pytest 9
+    make, path, names = _NodeId, parent_id.path, _id_names(base)
+    return lambda label: make(path=path, names=names, params=label)
 
 
 @functools.lru_cache(maxsize=256)  # a prompt's items are made one after another

@@ -477,3 +477,37 @@ def test_parse_points_outside_a_blueprint() -> None:
     with pytest.raises(BlueprintError) as caught:
         parse_points(should=[5])
     assert "Point must be a string, array, or object" in caught.value.message
+
+
+# --- unvalidated construction (blueprint/model.py, `trusted_maker`) -----------------------------------------------
+
+
+def _validated_again(instance: Any) -> Any:
+    """The same model built through pydantic's validation, from the fields it was given."""
+    return type(instance)(**{name: getattr(instance, name) for name in instance.__pydantic_fields_set__})
+
+
+def test_points_and_locations_built_without_validation_equal_validated_ones() -> None:
+    blueprint = parse(
+        "- id: p\n"
+        "  prompt: hi\n"
+        "  should:\n"
+        "    - plain text\n"
+        "    - text: weighted\n"
+        "      multiplier: 2\n"
+        "    - text: cited\n"
+        "      citation: https://example.org\n"
+        "  should_not:\n"
+        "    - text: inverted\n"
+        "      multiplier: 0.5\n"
+    )
+    points = blueprint.prompts[0].points
+    assert [p.text for p in points] == ["plain text", "weighted", "cited", "inverted"]
+    for point in points:
+        for instance in (point, point.location):
+            again = _validated_again(instance)
+            assert instance == again
+            assert list(instance.__dict__.items()) == list(again.__dict__.items())
+            assert instance.__pydantic_fields_set__ == again.__pydantic_fields_set__
+            assert type(instance.__dict__.get("multiplier", 0.0)) is float  # 2 is held as 2.0, as validated
+    assert points[1].multiplier == 2.0 and points[3].is_inverted

@@ -157,6 +157,35 @@ def test_node_ids_with_temperatures_systems_and_duplicate_prompt_ids(project: Pr
     result.assert_outcomes(passed=11)
 
 
+def test_node_ids_of_prompt_ids_with_brackets_and_double_colons(project: Project):
+    # A prompt's items share their id's parts; an id holding "[" is split where pytest splits it.
+    project.write(
+        "blueprints/odd.yml",
+        """\
+        models: [ideal, echo]
+        ---
+        - id: "a[b]"
+          prompt: one
+          ideal: one
+          should: [{$contains: one}]
+        - id: "c::d"
+          prompt: two
+          ideal: two
+          should: [{$contains: two}]
+        """,
+    )
+    result = project.run("--collect-only", "-q")
+    assert result.ret == 0, result.stdout.str()
+    assert collected(result) == [
+        "blueprints/odd.yml::a[b][ideal]",
+        "blueprints/odd.yml::a[b][echo]",
+        "blueprints/odd.yml::c::d[ideal]",
+        "blueprints/odd.yml::c::d[echo]",
+    ]
+    result = project.run("-q", "blueprints/odd.yml::a[b][ideal]")
+    result.assert_outcomes(passed=1)
+
+
 KEYWORDS = {
     "blueprints/safety/triage.yml": """\
         title: Triage
