@@ -202,6 +202,8 @@ class StoreFaults:
             lines.append(
                 f"weval: {self.unreadable} cache entr{'y' if self.unreadable == 1 else 'ies'} could not be read, "
                 f"the cache at {self.where} is {what}: they were bought again"
+                # a reply bought again may fail to be stored in turn (the damage is where it goes)
+                + (" until no request was sent" if self.stop else "")
                 + (f"; {fix} keeps every entry it can still read" if fix and self.damaged else "")
             )
         return lines
