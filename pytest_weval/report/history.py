@@ -107,33 +107,6 @@ def judges_of(results: Iterable[ItemResult]) -> list[str]:
     return sorted(seen)
 
 
-def run_record(
-    results: Sequence[ItemResult],
-    rollup: Rollup,
-    *,
-    run_id: str,
-    started: float,
-    ended: float,
-    host: str,
-    commit: str | None = None,
-    branch: str | None = None,
-    judges: Sequence[str] = (),
-) -> tuple[RunRecord, list[ItemRecord]]:
-    """The run and its items, as the history records them."""
-    run = run_figures(
-        results,
-        rollup,
-        run_id=run_id,
-        started=started,
-        ended=ended,
-        host=host,
-        commit=commit,
-        branch=branch,
-        judges=judges,
-    )
-    return run, [item_record(r) for r in recorded_order(results)]
-
-
 def run_figures(
     results: Sequence[ItemResult],
     rollup: Rollup,
@@ -620,5 +593,4 @@ __all__ = [
     "result_of",
     "run_figures",
     "run_label",
-    "run_record",
 ]

@@ -17,8 +17,9 @@ from pytest_weval.report.history import (
     history_view,
     item_record,
     newest_scores,
+    recorded_order,
     result_of,
-    run_record,
+    run_figures,
     run_selections,
 )
 from pytest_weval.report.history_record import ItemRecord, ModelFigures, RunRecord, read_run, stored_item
@@ -56,7 +57,8 @@ RESULTS = [_result(f"q{n}", m, s) for n, s in enumerate((1.0, 0.5, 0.75, 0.25), 
 def _recorded(
     results: list[ItemResult], run_id: str = "r1", started: float = 100.0
 ) -> tuple[RunRecord, list[ItemRecord]]:
-    return run_record(results, build_rollup(results), run_id=run_id, started=started, ended=started + 1, host="h")
+    run = run_figures(results, build_rollup(results), run_id=run_id, started=started, ended=started + 1, host="h")
+    return run, [item_record(r) for r in recorded_order(results)]
 
 
 def test_the_record_has_summary_json_figures_and_items_come_back_as_they_were():
