@@ -45,6 +45,19 @@ def test_plain():
 """
 
 BLUEPRINT = HELLO_BLUEPRINT
+# an agent eval suite of one case, answered as BLUEPRINT's prompt is
+AGENT_SUITE = """\
+name: greet-suite
+evalcases:
+  - id: hello
+    expected_outcome: Greets the user.
+    input: Say hello.
+    execution:
+      evaluators:
+        - name: has-hello
+          type: contains
+          value: hello
+"""
 
 
 def _plain(project: Project) -> None:
@@ -143,21 +156,7 @@ def test_a_blueprint_run_loads_no_agent_eval_or_promptfoo_code_and_no_plan(proje
     result = project.run("-p", "no:randomly", "--weval-judges=openai:judge-model", sub=True)
     result.assert_outcomes(passed=1)
     assert json.loads((project.path / "formats.json").read_text()) == []
-    project.write(
-        "agents/EVAL.yaml",
-        """\
-        name: greet-suite
-        evalcases:
-          - id: hello
-            expected_outcome: Greets the user.
-            input: Say hello.
-            execution:
-              evaluators:
-                - name: has-hello
-                  type: contains
-                  value: hello
-        """,
-    )
+    project.write("agents/EVAL.yaml", AGENT_SUITE)
     project.run("-p", "no:randomly", f"--weval-models={MODEL_ID}", sub=True).assert_outcomes(passed=2)
     loaded = json.loads((project.path / "formats.json").read_text())
     assert "pytest_weval.run.agent" in loaded and "pytest_weval.plugin.agent_items" in loaded
@@ -175,21 +174,7 @@ def test_a_blueprint_named_on_the_command_line_outside_blueprints_is_still_colle
 
 def test_agent_eval_files_activate_the_plugin(project: Project):
     _plain(project)
-    project.write(
-        "agents/EVAL.yaml",
-        """\
-        name: greet-suite
-        evalcases:
-          - id: hello
-            expected_outcome: Greets the user.
-            input: Please greet me.
-            execution:
-              evaluators:
-                - name: has-hello
-                  type: contains
-                  value: Hello
-        """,
-    )
+    project.write("agents/EVAL.yaml", AGENT_SUITE)
     # below a folder named evals, told from other YAML by its case list
     project.write("evals/dataset.yaml", "tests:\n  - id: judged\n    criteria: Names Paris.\n    input: Capital?\n")
     result = project.run("--collect-only", "-q", sub=True)
