@@ -194,14 +194,18 @@ class Pipeline:
         return ModelSpec(id=model_id, custom=custom)
 
     async def evaluate(self, work: Work) -> ItemResult:
-        if not isinstance(work, ItemWork):
-            return await self.formats.evaluate(work)
         if (self.settings.repeat > 1 or self.settings.repeat_auto) and work.blocked is None:
             return await self._evaluate_repeated(work, self.settings.repeat)
-        return await self._evaluate_once(work)
+        return await self._evaluate_sample(work)
 
-    async def _evaluate_repeated(self, work: ItemWork, repeat: int) -> ItemResult:
-        """--weval-repeat=N: the item's N samples (docs/statistics.md, 'Repeats'). Attempt k of
+    async def _evaluate_sample(self, work: Work) -> ItemResult:
+        if isinstance(work, ItemWork):
+            return await self._evaluate_once(work)
+        return await self.formats.evaluate(work)
+
+    async def _evaluate_repeated(self, work: Work, repeat: int) -> ItemResult:
+        """--weval-repeat=N: the item's N samples (docs/statistics.md, 'Repeats'), for every
+        format's items (a promptfoo row's or an agent eval case's samples alike). Attempt k of
         the item (k = 0 first, a rerun after) asks for samples kN .. kN+N-1, each a generation
         under its own cache key (sample 0 keeps the key it always had), so a cached run replays
         all N. The score is the mean of the samples' scores, the outcome that mean against the
@@ -218,6 +222,7 @@ class Pipeline:
             async with self._hold(work, repeat):
                 samples = await self._samples(work, repeat)
         except BudgetReached as exc:  # not started: no sample was asked for
+            assert isinstance(work, ItemWork)  # only a blueprint item's samples are held (_hold)
             result = blank_result(work, self._threshold(work))
             result.error, result.error_kind = exc.message, "budget"
             result.duration_s = time.monotonic() - started
@@ -243,33 +248,41 @@ class Pipeline:
         result.sample = work.sample
         result.usage = usage
         result.duration_s = time.monotonic() - started
+        if result.promptfoo is not None:  # the row of promptfoo's results file says the same
+            result.promptfoo = {**result.promptfoo, "score": result.score, "success": result.outcome == "passed"}
         return result
 
-    async def _samples(self, work: ItemWork, repeat: int) -> list[ItemResult]:
+    async def _samples(self, work: Work, repeat: int) -> list[ItemResult]:
         first = work.sample * repeat
         auto = self.settings.repeat_auto
-        threshold = self._threshold(work)
-        settled = (
-            sampling.settled(self.settings.past.get(work.nodeid, ()), content_digest(work, threshold), threshold)
-            if auto
-            else None
-        )
+        settled = self._settled(work) if auto else None
         count = sampling.first_samples(repeat, settled) if auto else repeat
         samples = list(
             await asyncio.gather(
-                *(self._evaluate_once(dataclasses.replace(work, sample=first + k)) for k in range(count))
+                *(self._evaluate_sample(dataclasses.replace(work, sample=first + k)) for k in range(count))
             )
         )
         while auto and all(s.outcome in ("passed", "failed") and s.score is not None for s in samples):
-            if sampling.should_stop([s.score or 0.0 for s in samples], threshold, repeat, settled):
+            if sampling.should_stop([s.score or 0.0 for s in samples], samples[0].threshold, repeat, settled):
                 break
-            samples.append(await self._evaluate_once(dataclasses.replace(work, sample=first + len(samples))))
+            samples.append(await self._evaluate_sample(dataclasses.replace(work, sample=first + len(samples))))
         return samples
 
-    def _hold(self, work: ItemWork, samples: int) -> contextlib.AbstractAsyncContextManager[None]:
-        """Under --weval-budget, room for the generations of the item's most samples, reserved
-        before the first is sent, so the budget never stops an item halfway through its samples
-        (docs/sampling.md, 'The plan and the budget')."""
+    def _settled(self, work: Work) -> bool | None:
+        """--weval-repeat=auto: what the item's recorded runs already settle. Only a blueprint
+        item's record says whether its content is still the same (``content_digest``)."""
+        if not isinstance(work, ItemWork):
+            return None
+        threshold = self._threshold(work)
+        return sampling.settled(self.settings.past.get(work.nodeid, ()), content_digest(work, threshold), threshold)
+
+    def _hold(self, work: Work, samples: int) -> contextlib.AbstractAsyncContextManager[None]:
+        """Under --weval-budget, room for the generations of a blueprint item's most samples,
+        reserved before the first is sent, so the budget never stops an item halfway through its
+        samples (docs/sampling.md, 'The plan and the budget'). Other formats' samples take the
+        budget request by request, as their items do."""
+        if not isinstance(work, ItemWork):
+            return contextlib.nullcontext()
         prompt = work.prompt
         if not isinstance(self.engine, HoldsBudget) or not asks_tested_model(work, self.settings.fixtures):
             return contextlib.nullcontext()

@@ -1140,3 +1140,25 @@ def test_an_empty_reply_is_the_models_error_as_for_a_blueprint(project: Project)
         assert "returned an empty reply" in text, text
         assert "nothing to score" in text, text
         assert "bug" not in text and "report it" not in text, text
+
+
+def test_repeats_sample_each_case_and_its_score_is_their_mean(project: Project):
+    project.write(
+        "evals/repeat.yaml",
+        """
+        tests:
+          - id: capital
+            criteria: Names Paris.
+            input: "R1: the capital of France?"
+            assert:
+              - type: contains
+                value: Paris
+        """,
+    )
+    # one of the four samples misses: the mean 0.75 is under the case's pass mark
+    project.rules(answer_rule("R1:", "Lyon", times=1), answer_rule("R1:", "Paris"))
+    result = project.run(MODELS, "--weval-repeat=4", "--weval-out=out", "-rA", "-p", "no:randomly")
+    assert ids(result) == {item("evals/repeat.yaml", "capital"): "FAILED"}, result.outlines
+    assert len(project.requests()) == 4
+    [case] = project.json("out/summary.json")["items"]
+    assert sorted(case["samples"]) == [0, 1, 1, 1] and case["score"] == 0.75

@@ -712,3 +712,46 @@ def test_a_rows_graded_assertions_are_asked_at_once_and_keep_their_order(project
     row = json.loads((project.path / "out" / "promptfoo-results.json").read_text())["results"]["results"][0]
     # the components in the order the assertions were written, as when they were asked in turn
     assert [c["reason"] for c in row["gradingResult"]["componentResults"]] == ["yes", "no", "yes", "no", "no"]
+
+
+def test_repeats_sample_each_row_and_its_results_row_holds_their_mean(project: Project):
+    project.write(
+        "suite/promptfooconfig.yaml",
+        f"""
+        prompts: ["Greet {{{{ who }}}}"]
+        providers: [openai:chat:{MODEL}]
+        tests:
+          - description: greets
+            vars: {{who: Ann}}
+            assert:
+              - type: icontains
+                value: hello
+          - description: greets again
+            vars: {{who: Bob}}
+            assert:
+              - type: icontains
+                value: hello
+        """,
+    )
+    # one of the three samples of Ann's row does not greet: its mean is 2/3, under 1
+    project.rules(Rule(contains="Ann", reply="Goodbye", times=1), Rule(reply="Hello {last}"))
+    quiet = ("-rA", "-p", "no:randomly")
+    first = project.run("--weval-repeat=3", "--weval-out=out", *quiet)
+    found = outcomes_by_id(first)
+    row = f"suite/promptfooconfig.yaml::{{}}[0][openai:chat:{MODEL}]"
+    assert found == {row.format("greets"): "FAILED", row.format("greets again"): "PASSED"}, first.outlines
+    assert len(project.requests()) == 6  # 2 rows x 3 samples, each its own request
+    items = {i["promptId"]: i for i in project.json("out/summary.json")["items"]}
+    assert sorted(items["greets[0]"]["samples"]) == [0, 1, 1] and items["greets[0]"]["score"] == 0.67
+    assert items["greets again[0]"]["samples"] == [1, 1, 1]
+    rows = {r["testIdx"]: r for r in project.json("out/promptfoo-results.json")["results"]["results"]}
+    assert (rows[0]["score"], rows[0]["success"]) == (0.67, False)
+    assert (rows[1]["score"], rows[1]["success"]) == (1, True)
+    # a cached run replays every sample and sends nothing; sample 0 keeps a plain run's key
+    asked = len(project.requests())
+    again = project.run("--weval-repeat=3", "--weval-cache=ro", "--weval-out=again", *quiet)
+    assert outcomes_by_id(again) == found and len(project.requests()) == asked
+    replayed = {i["promptId"]: i for i in project.json("again/summary.json")["items"]}
+    assert replayed["greets[0]"]["samples"] == items["greets[0]"]["samples"]
+    plain = project.run("--weval-cache=ro", *quiet)
+    assert set(outcomes_by_id(plain)) == set(found) and len(project.requests()) == asked
