@@ -192,21 +192,44 @@ class ModelPlan:
         return (self.prefix_reads * (per_in - per_read) - self.prefix_writes * (per_write - per_in)) / 1_000_000
 
     def add(self, purpose: str, input_tokens: float, max_output: int, cached: bool) -> None:
-        self.requests += 1
-        self.by_purpose[purpose] = self.by_purpose.get(purpose, 0) + 1
         if cached:
+            self.requests += 1
+            self.by_purpose[purpose] = self.by_purpose.get(purpose, 0) + 1
             self.cached += 1
             return
-        self.input_tokens += input_tokens
-        if self.price is None or self.cost_low is None:
+        self.add_counts(purpose, 1, input_tokens)
+        self.add_costs(self.request_costs(input_tokens, max_output))
+
+    def request_costs(self, input_tokens: float, max_output: int) -> tuple[float, float] | None:
+        """The low and high cost of a request not cached (None: the model has no known price)."""
+        if self.price is None:
+            return None
+        return self.price.cost(input_tokens, min(OUTPUT_LOW, max_output)), self.price.cost(input_tokens, max_output)
+
+    def add_costs(self, costs: tuple[float, float] | None) -> None:
+        """A request's ``request_costs``. The costs are float sums: a plan adds each request's
+        where it meets the request, so that they come out the same however it is counted."""
+        if costs is None or self.cost_low is None:
             self.cost_low = self.cost_high = None
             return
-        self.cost_low += self.price.cost(input_tokens, min(OUTPUT_LOW, max_output))
-        self.cost_high = (self.cost_high or 0) + self.price.cost(input_tokens, max_output)
+        self.cost_low += costs[0]
+        self.cost_high = (self.cost_high or 0) + costs[1]
+
+    def add_counts(
+        self, purpose: str, requests: int, input_tokens: float, prefix_reads: float = 0.0, prefix_writes: float = 0.0
+    ) -> None:
+        """Requests not cached, but for their costs (``add_costs``): counts, and token
+        estimates, which are whole quarters, which floats add exactly in any order and any
+        grouping, so the direct count adds them once at its end."""
+        self.requests += requests
+        self.by_purpose[purpose] = self.by_purpose.get(purpose, 0) + requests
+        self.input_tokens += input_tokens
+        self.prefix_reads += prefix_reads
+        self.prefix_writes += prefix_writes
 
     def add_share_costs(self, share: _Share) -> None:
-        """The costs of ``share``'s requests, none of them cached, as ``add`` one at a time adds
-        them: one by one, in the order ``add`` would meet them, where ``add`` would."""
+        """The costs of ``share``'s requests, none of them cached, as ``add_costs`` one at a
+        time adds them: one by one, in the order the pipeline would meet them."""
         if self.price is None or self.cost_low is None:
             self.cost_low = self.cost_high = None
             return
@@ -219,14 +242,14 @@ class ModelPlan:
         self.cost_low, self.cost_high = low, high
 
     def add_share_counts(self, share: _Share, times: int) -> None:
-        """The rest of ``share``'s requests, met ``times`` times (``add_share_costs``): counts,
-        and token estimates, which are whole quarters, which floats add exactly in any order
-        and any grouping, so a plan adds them once at its end."""
-        self.requests += share.count * times
-        self.by_purpose[share.purpose] = self.by_purpose.get(share.purpose, 0) + share.count * times
-        self.input_tokens += share.input_tokens * times
-        self.prefix_reads += share.prefix_reads * times
-        self.prefix_writes += share.prefix_writes * times
+        """The rest of ``share``'s requests, met ``times`` times (``add_counts``)."""
+        self.add_counts(
+            share.purpose,
+            share.count * times,
+            share.input_tokens * times,
+            share.prefix_reads * times,
+            share.prefix_writes * times,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -333,6 +356,10 @@ class _Model:
         # own; shared by the models of one id (the answer's identity has the id's custom part)
         self.answers = answers
         self.row: ModelPlan | None = None  # made at the first request counted, as ``PlanClient.row``
+        self.first_costs: dict[float, tuple[float, float] | None] = {}  # by a first generation's tokens
+        # first generations counted whose counts and tokens are not in the row yet (``settle``)
+        self.firsts_met = 0
+        self.first_tokens_met = 0.0
 
 
 _PIPELINE = object()  # an item (or its prompt, or its model) the pipeline must plan
@@ -399,7 +426,15 @@ class DirectCount:
                 firsts.add(shape.first_key)
                 if row is None:
                     row = model.row = client.row(model.id)
-                row.add("generate", shape.first_tokens, model.max_output, False)
+                # its costs now, in order; its count and tokens at the end (``settle``)
+                costs = model.first_costs.get(shape.first_tokens, _UNSEEN)
+                if costs is _UNSEEN:
+                    costs = model.first_costs[shape.first_tokens] = row.request_costs(
+                        shape.first_tokens, model.max_output
+                    )
+                row.add_costs(costs)
+                model.firsts_met += 1
+                model.first_tokens_met += shape.first_tokens
                 if first_samples is not None and sample % max_samples >= first_samples:
                     client.later_samples += 1
             answers = model.answers.get(temperature)
@@ -443,7 +478,12 @@ class DirectCount:
                     )
 
     def settle(self) -> None:
-        """Adds what the items counted left for the end (``ModelPlan.add_share_counts``)."""
+        """Adds what the items counted left for the end (``ModelPlan.add_counts``)."""
+        for model in self._models.values():
+            if isinstance(model, _Model) and model.firsts_met:
+                assert model.row is not None  # made by the first generation counted
+                model.row.add_counts("generate", model.firsts_met, model.first_tokens_met)
+                model.firsts_met, model.first_tokens_met = 0, 0.0
         for shape in self._shapes.values():
             if isinstance(shape, _Shape) and shape.uses:
                 for share_row, share in shape.rows:
@@ -556,25 +596,22 @@ class DirectCount:
                 extract = True
                 points = [EvalPoint(text=prompt.ideal, display_text=prompt.ideal)]
             description = work.blueprint.description
+            # what a judge's calls on one answer share, whatever the point
+            prefixes = [hash((judge.model, judge.approach, panel.scale, description)) for judge in panel.judges]
+            prefix_tokens = 400 + turn_tokens  # the judge prompt, the answer unknown
             keys: set[int] = set()
             for point in points:
                 if point.is_function or point.authoring_error:
                     continue
-                for judge in panel.judges:
+                point_tokens = prefix_tokens + len(point.text or "") / 4
+                for judge, prefix_group in zip(panel.judges, prefixes):
                     key = hash((judge.model, judge.approach, panel.scale, point.text, description))
                     if key in keys:
                         continue
                     keys.add(key)
                     judged.append(
                         _StandIn(
-                            key,
-                            judge.model,
-                            "judge",
-                            # the judge prompt, the answer unknown
-                            400 + turn_tokens + len(point.text or "") / 4,
-                            judging.JUDGE_MAX_TOKENS,
-                            prefix_group=hash((judge.model, judge.approach, panel.scale, description)),
-                            prefix_tokens=400 + turn_tokens,
+                            key, judge.model, "judge", point_tokens, judging.JUDGE_MAX_TOKENS, prefix_group, prefix_tokens
                         )
                     )
         return _Shape(
