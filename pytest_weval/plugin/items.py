@@ -15,7 +15,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 import pytest
 from _pytest import nodes as _nodes
@@ -248,25 +248,20 @@ class WevalItem(pytest.Item):
         return super()._repr_failure_py(excinfo, style=style)
 
 
+# A blueprint's model variant: the model, the temperature (the permutation's value, may be
+# None), the system prompt's index and the variant's label in node ids.
+Variant: TypeAlias = "tuple[ModelSpec, float | None, int, str]"
+
+
 class BlueprintItem(WevalItem):
     """One prompt of a blueprint under one model variant (temperature, system prompt)."""
 
-    def __init__(
-        self,
-        *,
-        blueprint: Blueprint,
-        prompt: Prompt,
-        model: ModelSpec,
-        temperature: float | None,
-        system_index: int,
-        **kwargs: Any,
-    ):
+    def __init__(self, *, blueprint: Blueprint, prompt: Prompt, variant: Variant, **kwargs: Any):
+        # The variant in one tuple: every keyword is passed down pytest's constructors, once per item.
         super().__init__(**kwargs)
         self.blueprint = blueprint
         self.prompt = prompt
-        self.model = model
-        self.temperature = temperature
-        self.system_index = system_index
+        self.model, self.temperature, self.system_index = variant[:3]
 
     @property
     def line(self) -> int | None:

@@ -427,8 +427,9 @@ class DirectCount:
                 if row is None:
                     row = model.row = client.row(model.id)
                 # its costs now, in order; its count and tokens at the end (``settle``)
-                costs = model.first_costs.get(shape.first_tokens, _UNSEEN)
-                if costs is _UNSEEN:
+                if shape.first_tokens in model.first_costs:
+                    costs = model.first_costs[shape.first_tokens]
+                else:
                     costs = model.first_costs[shape.first_tokens] = row.request_costs(
                         shape.first_tokens, model.max_output
                     )
@@ -611,7 +612,13 @@ class DirectCount:
                     keys.add(key)
                     judged.append(
                         _StandIn(
-                            key, judge.model, "judge", point_tokens, judging.JUDGE_MAX_TOKENS, prefix_group, prefix_tokens
+                            key,
+                            judge.model,
+                            "judge",
+                            point_tokens,
+                            judging.JUDGE_MAX_TOKENS,
+                            prefix_group,
+                            prefix_tokens,
                         )
                     )
         return _Shape(
