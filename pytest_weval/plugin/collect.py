@@ -129,6 +129,7 @@ def make_items(parent: BlueprintFile, blueprint: Blueprint) -> Iterator[pytest.I
         for system_index in range(len(blueprint.systems))
     ]
     seen: dict[str, int] = {}
+    results = parent.source.results
     for prompt in blueprint.prompts:
         count = seen.get(prompt.id, 0) + 1
         seen[prompt.id] = count
@@ -136,17 +137,16 @@ def make_items(parent: BlueprintFile, blueprint: Blueprint) -> Iterator[pytest.I
         # keeps its own node id (the parser reports the repeat as a finding).
         base = visible(prompt.id if count == 1 else f"{prompt.id}~{count}")
         item_id = bracketed_ids(parent, base)
-        for model, temperature, system_index, label in variants:
+        for variant in variants:
+            label = variant[3]
             item = BlueprintItem.from_parent(
                 parent,
                 name=f"{base}[{label}]",
                 nodeid=item_id(label),
                 blueprint=blueprint,
                 prompt=prompt,
-                model=model,
-                temperature=temperature,
-                system_index=system_index,
-                source=parent.source.results,
+                variant=variant,
+                source=results,
             )
-            item.extra_keyword_matches.update((blueprint.id, model.id, prompt.id))
+            item.extra_keyword_matches.update((blueprint.id, variant[0].id, prompt.id))
             yield item

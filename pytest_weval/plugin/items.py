@@ -15,7 +15,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 import pytest
 from _pytest import nodes as _nodes
@@ -31,6 +31,8 @@ from pytest_weval.results import ItemResult, Outcome
 from pytest_weval.run.pipeline import ItemWork, Work
 
 _NodeId = getattr(_nodes, "NodeId", None)  # pytest 9; pytest 8's node ids are strings
+# pytest 9's NodeId keeps its string once made (``NodeId.__str__``), in this slot
+_STR_CACHED = "_str_cache" in getattr(_NodeId, "__slots__", ())
 
 
 class ResultSource(Protocol):
@@ -100,7 +102,18 @@ def bracketed_ids(parent: _nodes.Node, base: str) -> Callable[[str], Any]:
         return lambda label: bracketed_id(parent, f"{base}[{label}]")
     assert _NodeId is not None  # a structured parent id means pytest 9
     make, path, names = _NodeId, parent_id.path, _id_names(base)
-    return lambda label: make(path=path, names=names, params=label)
+    if not _STR_CACHED:
+        return lambda label: make(path=path, names=names, params=label)
+    # Its string, which the run's works and pytest's reports read, made here from the prompt's
+    # part shared by its items (pytest would join every part again for each item).
+    head, keep = "::".join((path, *names)) + "[", object.__setattr__
+
+    def item_id(label: str) -> Any:
+        node_id = make(path=path, names=names, params=label)
+        keep(node_id, "_str_cache", head + label + "]")
+        return node_id
+
+    return item_id
 
 
 @functools.lru_cache(maxsize=256)  # a prompt's items are made one after another
@@ -235,25 +248,20 @@ class WevalItem(pytest.Item):
         return super()._repr_failure_py(excinfo, style=style)
 
 
+# A blueprint's model variant: the model, the temperature (the permutation's value, may be
+# None), the system prompt's index and the variant's label in node ids.
+Variant: TypeAlias = "tuple[ModelSpec, float | None, int, str]"
+
+
 class BlueprintItem(WevalItem):
     """One prompt of a blueprint under one model variant (temperature, system prompt)."""
 
-    def __init__(
-        self,
-        *,
-        blueprint: Blueprint,
-        prompt: Prompt,
-        model: ModelSpec,
-        temperature: float | None,
-        system_index: int,
-        **kwargs: Any,
-    ):
+    def __init__(self, *, blueprint: Blueprint, prompt: Prompt, variant: Variant, **kwargs: Any):
+        # The variant in one tuple: every keyword is passed down pytest's constructors, once per item.
         super().__init__(**kwargs)
         self.blueprint = blueprint
         self.prompt = prompt
-        self.model = model
-        self.temperature = temperature
-        self.system_index = system_index
+        self.model, self.temperature, self.system_index = variant[:3]
 
     @property
     def line(self) -> int | None:
@@ -262,15 +270,16 @@ class BlueprintItem(WevalItem):
     def work(
         self, priority: int = 0, blocked: str | None = None, blocked_outcome: Outcome = "error", sample: int = 0
     ) -> ItemWork:
+        # by position: made for every item at the run's start, where keywords cost a fifth more
         return ItemWork(
-            nodeid=self.nodeid,
-            blueprint=self.blueprint,
-            prompt=self.prompt,
-            model=self.model,
-            temperature=self.temperature,
-            system_index=self.system_index,
-            priority=priority,
-            blocked=blocked,
-            blocked_outcome=blocked_outcome,
-            sample=sample,
+            self.nodeid,
+            self.blueprint,
+            self.prompt,
+            self.model,
+            self.temperature,
+            self.system_index,
+            priority,
+            blocked,
+            blocked_outcome,
+            sample,
         )

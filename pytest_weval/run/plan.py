@@ -192,27 +192,44 @@ class ModelPlan:
         return (self.prefix_reads * (per_in - per_read) - self.prefix_writes * (per_write - per_in)) / 1_000_000
 
     def add(self, purpose: str, input_tokens: float, max_output: int, cached: bool) -> None:
-        self.requests += 1
-        self.by_purpose[purpose] = self.by_purpose.get(purpose, 0) + 1
         if cached:
+            self.requests += 1
+            self.by_purpose[purpose] = self.by_purpose.get(purpose, 0) + 1
             self.cached += 1
             return
-        self.input_tokens += input_tokens
-        if self.price is None or self.cost_low is None:
+        self.add_counts(purpose, 1, input_tokens)
+        self.add_costs(self.request_costs(input_tokens, max_output))
+
+    def request_costs(self, input_tokens: float, max_output: int) -> tuple[float, float] | None:
+        """The low and high cost of a request not cached (None: the model has no known price)."""
+        if self.price is None:
+            return None
+        return self.price.cost(input_tokens, min(OUTPUT_LOW, max_output)), self.price.cost(input_tokens, max_output)
+
+    def add_costs(self, costs: tuple[float, float] | None) -> None:
+        """A request's ``request_costs``. The costs are float sums: a plan adds each request's
+        where it meets the request, so that they come out the same however it is counted."""
+        if costs is None or self.cost_low is None:
             self.cost_low = self.cost_high = None
             return
-        self.cost_low += self.price.cost(input_tokens, min(OUTPUT_LOW, max_output))
-        self.cost_high = (self.cost_high or 0) + self.price.cost(input_tokens, max_output)
+        self.cost_low += costs[0]
+        self.cost_high = (self.cost_high or 0) + costs[1]
 
-    def add_uncached(self, share: _Share) -> None:
-        """``share``'s requests, none of them cached: the same sums as ``add`` one at a time.
-        Token estimates are whole quarters, which floats add exactly in any order; the costs
-        are added one by one, in the order ``add`` would meet them."""
-        self.requests += share.count
-        self.by_purpose[share.purpose] = self.by_purpose.get(share.purpose, 0) + share.count
-        self.input_tokens += share.input_tokens
-        self.prefix_reads += share.prefix_reads
-        self.prefix_writes += share.prefix_writes
+    def add_counts(
+        self, purpose: str, requests: int, input_tokens: float, prefix_reads: float = 0.0, prefix_writes: float = 0.0
+    ) -> None:
+        """Requests not cached, but for their costs (``add_costs``): counts, and token
+        estimates, which are whole quarters, which floats add exactly in any order and any
+        grouping, so the direct count adds them once at its end."""
+        self.requests += requests
+        self.by_purpose[purpose] = self.by_purpose.get(purpose, 0) + requests
+        self.input_tokens += input_tokens
+        self.prefix_reads += prefix_reads
+        self.prefix_writes += prefix_writes
+
+    def add_share_costs(self, share: _Share) -> None:
+        """The costs of ``share``'s requests, none of them cached, as ``add_costs`` one at a
+        time adds them: one by one, in the order the pipeline would meet them."""
         if self.price is None or self.cost_low is None:
             self.cost_low = self.cost_high = None
             return
@@ -223,6 +240,16 @@ class ModelPlan:
         for cost in share.highs:
             high += cost
         self.cost_low, self.cost_high = low, high
+
+    def add_share_counts(self, share: _Share, times: int) -> None:
+        """The rest of ``share``'s requests, met ``times`` times (``add_counts``)."""
+        self.add_counts(
+            share.purpose,
+            share.count * times,
+            share.input_tokens * times,
+            share.prefix_reads * times,
+            share.prefix_writes * times,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -271,7 +298,7 @@ class _StandIn:
     prefix_tokens: float = 0.0
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(eq=False)  # counted by identity; ``uses`` and ``rows`` change as items count it
 class _Shape:
     """What every item of one prompt (under one system prompt) asks when no answer is known:
     its first generation (the rest wait for it), the turns after it, the key-point extraction
@@ -290,6 +317,9 @@ class _Shape:
     # ``judged``'s shared prefixes (``_StandIn.prefix_group``), each with what is left pending of
     # it (``PlanClient.note_prefix``)
     prefix_groups: tuple[tuple[int, float], ...] = ()
+    # ``shares``' rows with them, once the first item counts them (``DirectCount._share_rows``)
+    rows: list[tuple[ModelPlan, _Share]] = dataclasses.field(default_factory=list, repr=False)
+    uses: int = 0  # items that counted ``shares`` whose counts are not in their rows yet
 
 
 @dataclasses.dataclass(frozen=True)
@@ -303,13 +333,33 @@ class _Met:
 
 
 class _Model:
-    """A tested model as the plan counts it."""
+    """A tested model as the plan counts it, with what its items met so far (looked up here, not
+    under a key made per item: the corpus's plan counts 164k items)."""
 
-    def __init__(self, model_id: str, key_custom: str | None, identity_custom: str, max_output: int):
+    def __init__(
+        self,
+        model_id: str,
+        key_custom: str | None,
+        identity_custom: str,
+        max_output: int,
+        answers: dict[Any, dict[int, _Shape | _Met]],
+    ):
         self.id = model_id
         self.key_custom = key_custom
         self.identity_custom = identity_custom
         self.max_output = max_output
+        # (temperature, sample) -> the keys of the first generations met: the first generation's
+        # request is made of the model, its key's custom part, the temperature and the sample
+        self.firsts: dict[tuple[Any, Any], set[int]] = {}
+        # temperature -> answer key -> the _Shape whose stand-ins were counted for that answer,
+        # or the _Met stand-ins once a second prompt with the same answer identity adds its
+        # own; shared by the models of one id (the answer's identity has the id's custom part)
+        self.answers = answers
+        self.row: ModelPlan | None = None  # made at the first request counted, as ``PlanClient.row``
+        self.first_costs: dict[float, tuple[float, float] | None] = {}  # by a first generation's tokens
+        # first generations counted whose counts and tokens are not in the row yet (``settle``)
+        self.firsts_met = 0
+        self.first_tokens_met = 0.0
 
 
 _PIPELINE = object()  # an item (or its prompt, or its model) the pipeline must plan
@@ -329,16 +379,13 @@ class DirectCount:
         self.client = client
         self.pipeline = pipeline
         self._shapes: dict[tuple[int, int], Any] = {}  # (id of the prompt, system index) -> _Shape
+        self._last_shape: tuple[Any, int, Any] = (None, 0, None)  # a prompt's items come one after another
         self._models: dict[Any, Any] = {}
         self._panels: dict[int, Any] = {}  # id of the blueprint -> its panel, or None
-        # First generations and answers met, grouped by what varies by item (model, temperature,
-        # sample) and keyed within a group by their shape's own hashes: no new object per item.
-        # (model, its key's custom part, temperature, sample) -> the first generations' keys met
-        self._firsts: dict[tuple[Any, ...], set[int]] = {}
-        # (model, its identity's custom part, temperature) -> answer key -> the _Shape whose
-        # stand-ins were counted for that answer, or the _Met stand-ins once a second prompt
-        # with the same answer identity adds its own
-        self._answers: dict[tuple[Any, ...], dict[int, _Shape | _Met]] = {}
+        # First generations and answers met are kept on the _Model (``_Model.firsts``,
+        # ``_Model.answers``), grouped by what varies by item and keyed within a group by their
+        # shape's own hashes: no new object per item. model id -> its ``_Model.answers``
+        self._answers: dict[str, dict[Any, dict[int, _Shape | _Met]]] = {}
         self._joins: dict[tuple[int, int], tuple[_Met, int, tuple[_StandIn, ...]]] = {}
         self._extracted: set[int] = set()  # ids of shapes whose extraction requests were met
 
@@ -350,61 +397,104 @@ class DirectCount:
             model = self._model(spec)
         if model is _PIPELINE:
             return None
-        shape = self._shapes.get((id(work.prompt), work.system_index))
-        if shape is None:
-            shape = self._shape(work)
+        prompt, system_index, shape = self._last_shape
+        if prompt is not work.prompt or system_index != work.system_index:
+            shape = self._shapes.get((id(work.prompt), work.system_index))
+            if shape is None:
+                shape = self._shape(work)
+            self._last_shape = (work.prompt, work.system_index, shape)
         return None if shape is _PIPELINE else (shape, model)
 
     async def count(self, work: ItemWork, how: tuple[Any, _Model]) -> None:
-        shape, model = how
-        if shape is _NOTHING or work.blocked is not None:
-            return  # the run sends nothing for these items
+        await self.count_all([work], [how])
+
+    async def count_all(self, works: list[ItemWork], hows: list[tuple[Any, _Model]]) -> None:
+        """Counts each of ``works`` in order, as ``direct`` described it (one loop, its look-ups
+        held: this runs for every item)."""
         client = self.client
-        temperature = work.sent_temperature
-        first_group = (model.id, model.key_custom, temperature, work.sample)
-        firsts = self._firsts.get(first_group)
-        if firsts is None:
-            firsts = self._firsts[first_group] = set()
-        row = None
-        if shape.first_key not in firsts:
-            firsts.add(shape.first_key)
-            row = client.row(model.id)
-            row.add("generate", shape.first_tokens, model.max_output, False)
-            if client.first_samples is not None and work.sample % client.max_samples >= client.first_samples:
-                client.later_samples += 1
-        answer_group = (model.id, model.identity_custom, temperature)
-        answers = self._answers.get(answer_group)
-        if answers is None:
-            answers = self._answers[answer_group] = {}
-        met = answers.get(shape.answer_key)
-        new_turns = shape.turns
-        added: tuple[_StandIn, ...] | None = None  # None: all of the shape's
-        identity = 0  # the answer's identity, where its prefixes are noted (a join)
-        if met is None:
-            answers[shape.answer_key] = shape
-        elif met is shape:
-            new_turns, added = 0, ()
-        else:  # another prompt with the same answer identity: only what it adds
-            identity = hash((model.id, model.identity_custom, shape.messages_key, shape.system, temperature))
-            if isinstance(met, _Shape):  # the first join of this answer: its prefixes are read now
-                for group, pending in met.prefix_groups:
-                    client.note_prefix(hash((identity, group)), pending)
-            answers[shape.answer_key], new_turns, added = self._join(met, shape)
-        if new_turns:
-            row = row or client.row(model.id)
-            for _ in range(new_turns):
-                row.add("generate", shape.turn_tokens, OUTPUT_HIGH_DEFAULT, False)
-        if shape.extract and id(shape) not in self._extracted:
-            self._extracted.add(id(shape))
-            await self._extract(work)
-        if added is None:
-            # The shape's prefixes are noted only if another prompt joins this answer (above):
-            # no one else reads them, and noting each item's held ~35 MB on the corpus's plan.
-            for model_id, share in shape.shares:
-                client.row(model_id).add_uncached(share)
-        for stand_in in added or ():
-            client.row(stand_in.model_id).add(stand_in.purpose, stand_in.input_tokens, stand_in.max_output, False)
-            client.shared_prefix(hash((identity, stand_in.prefix_group)), stand_in.model_id, stand_in.prefix_tokens)
+        first_samples, max_samples = client.first_samples, client.max_samples
+        for work, (shape, model) in zip(works, hows):
+            if shape is _NOTHING or work.blocked is not None:
+                continue  # the run sends nothing for these items
+            temperature = work.sent_temperature
+            sample = work.sample
+            firsts = model.firsts.get((temperature, sample))
+            if firsts is None:
+                firsts = model.firsts[(temperature, sample)] = set()
+            row = model.row
+            if shape.first_key not in firsts:
+                firsts.add(shape.first_key)
+                if row is None:
+                    row = model.row = client.row(model.id)
+                # its costs now, in order; its count and tokens at the end (``settle``)
+                if shape.first_tokens in model.first_costs:
+                    costs = model.first_costs[shape.first_tokens]
+                else:
+                    costs = model.first_costs[shape.first_tokens] = row.request_costs(
+                        shape.first_tokens, model.max_output
+                    )
+                row.add_costs(costs)
+                model.firsts_met += 1
+                model.first_tokens_met += shape.first_tokens
+                if first_samples is not None and sample % max_samples >= first_samples:
+                    client.later_samples += 1
+            answers = model.answers.get(temperature)
+            if answers is None:
+                answers = model.answers[temperature] = {}
+            met = answers.get(shape.answer_key)
+            new_turns = shape.turns
+            added: tuple[_StandIn, ...] | None = None  # None: all of the shape's
+            identity = 0  # the answer's identity, where its prefixes are noted (a join)
+            if met is None:
+                answers[shape.answer_key] = shape
+            elif met is shape:
+                new_turns, added = 0, ()
+            else:  # another prompt with the same answer identity: only what it adds
+                identity = hash((model.id, model.identity_custom, shape.messages_key, shape.system, temperature))
+                if isinstance(met, _Shape):  # the first join of this answer: its prefixes are read now
+                    for group, pending in met.prefix_groups:
+                        client.note_prefix(hash((identity, group)), pending)
+                answers[shape.answer_key], new_turns, added = self._join(met, shape)
+            if new_turns:
+                if row is None:
+                    row = model.row = client.row(model.id)
+                for _ in range(new_turns):
+                    row.add("generate", shape.turn_tokens, OUTPUT_HIGH_DEFAULT, False)
+            if shape.extract and id(shape) not in self._extracted:
+                self._extracted.add(id(shape))
+                await self._extract(work)
+            if added is None:
+                # The shape's prefixes are noted only if another prompt joins this answer (above):
+                # no one else reads them, and noting each item's held ~35 MB on the corpus's plan.
+                shape.uses += 1  # its shares' counts are added at the end (``settle``)
+                for share_row, share in shape.rows or self._share_rows(shape):
+                    share_row.add_share_costs(share)
+            elif added:
+                for stand_in in added:
+                    client.row(stand_in.model_id).add(
+                        stand_in.purpose, stand_in.input_tokens, stand_in.max_output, False
+                    )
+                    client.shared_prefix(
+                        hash((identity, stand_in.prefix_group)), stand_in.model_id, stand_in.prefix_tokens
+                    )
+
+    def settle(self) -> None:
+        """Adds what the items counted left for the end (``ModelPlan.add_counts``)."""
+        for model in self._models.values():
+            if isinstance(model, _Model) and model.firsts_met:
+                assert model.row is not None  # made by the first generation counted
+                model.row.add_counts("generate", model.firsts_met, model.first_tokens_met)
+                model.firsts_met, model.first_tokens_met = 0, 0.0
+        for shape in self._shapes.values():
+            if isinstance(shape, _Shape) and shape.uses:
+                for share_row, share in shape.rows:
+                    share_row.add_share_counts(share, shape.uses)
+                shape.uses = 0
+
+    def _share_rows(self, shape: _Shape) -> list[tuple[ModelPlan, _Share]]:
+        """The rows of ``shape``'s shares, made (where new) in the order their first adds meet them."""
+        shape.rows[:] = [(self.client.row(model_id), share) for model_id, share in shape.shares]
+        return shape.rows
 
     def _join(self, met: _Shape | _Met, shape: _Shape) -> tuple[_Met, int, tuple[_StandIn, ...]]:
         """The stand-ins of ``met`` and ``shape`` together, how many turns and which judge
@@ -466,6 +556,7 @@ class DirectCount:
             repr(model.custom) if model.custom is not None else None,
             repr(self.pipeline.model_spec(model.id).custom),
             max_output,
+            self._answers.setdefault(model.id, {}),
         )
 
     def _panel(self, work: ItemWork) -> judging.JudgePanel | None:
@@ -506,11 +597,15 @@ class DirectCount:
                 extract = True
                 points = [EvalPoint(text=prompt.ideal, display_text=prompt.ideal)]
             description = work.blueprint.description
+            # what a judge's calls on one answer share, whatever the point
+            prefixes = [hash((judge.model, judge.approach, panel.scale, description)) for judge in panel.judges]
+            prefix_tokens = 400 + turn_tokens  # the judge prompt, the answer unknown
             keys: set[int] = set()
             for point in points:
                 if point.is_function or point.authoring_error:
                     continue
-                for judge in panel.judges:
+                point_tokens = prefix_tokens + len(point.text or "") / 4
+                for judge, prefix_group in zip(panel.judges, prefixes):
                     key = hash((judge.model, judge.approach, panel.scale, point.text, description))
                     if key in keys:
                         continue
@@ -520,11 +615,10 @@ class DirectCount:
                             key,
                             judge.model,
                             "judge",
-                            # the judge prompt, the answer unknown
-                            400 + turn_tokens + len(point.text or "") / 4,
+                            point_tokens,
                             judging.JUDGE_MAX_TOKENS,
-                            prefix_group=hash((judge.model, judge.approach, panel.scale, description)),
-                            prefix_tokens=400 + turn_tokens,
+                            prefix_group,
+                            prefix_tokens,
                         )
                     )
         return _Shape(
@@ -784,12 +878,13 @@ def make_plan(
         for batch in _batches(works, _BATCH):
             counted = [how for how in map(direct.direct, batch) if how is not None] if direct is not None else []
             if direct is not None and len(counted) == len(batch):
-                for work, how in zip(batch, counted):  # no item of the batch waits on another: no tasks
-                    await direct.count(work, how)
+                await direct.count_all(batch, counted)  # no item of the batch waits on another: no tasks
             else:
                 await asyncio.gather(*(_plan_item(pipeline, client, direct, work) for work in batch))
 
     engine.run_coroutine(plan_all()).result()
+    if direct is not None:
+        direct.settle()
     if embeddings:
         engine.run_coroutine(_plan_embeddings(pipeline, client, direct, works)).result()
     missing = [

@@ -130,9 +130,23 @@ models: [openai:gpt-4o-mini, openrouter:openai/gpt-4.1-mini]
 """
 
 
+# Many prompts of several points each, under several variants: long runs of costs added to the
+# judges' rows, where adding them in another order or grouping would change their sums' last bits.
+_MANY = (
+    "title: Many\nmodels: [openai:gpt-4o-mini, openrouter:openai/gpt-4.1-mini]\ntemperatures: [0, 0.3, 0.7, 1]\n---\n"
+    + (
+        "".join(
+            f"- id: p{i}\n  prompt: {'Question ' * (1 + i * 7 % 13)}{i}?\n  should:\n"
+            + "".join(f"    - {'criterion ' * (1 + (i * j) % 11)}{j}\n" for j in range(1 + i % 6))
+            for i in range(40)
+        )
+    )
+)
+
+
 def _works(tmp_path: Path) -> list[ItemWork]:
     works = []
-    for name, text in (("first.yml", _FIRST), ("second.yml", _SECOND)):
+    for name, text in (("first.yml", _FIRST), ("second.yml", _SECOND), ("many.yml", _MANY)):
         path = tmp_path / name
         path.write_text(text)
         blueprint = load_blueprint(path)
@@ -174,17 +188,29 @@ def test_counted_directly_the_plan_comes_to_what_the_pipeline_counts(
     monkeypatch.setattr(Pipeline, "generate", spy)
     try:
         assert weval.engine.cache.store is None
-        direct = planning.make_plan(weval.engine, weval.pipeline.settings, works, prices=PriceBook()).to_dict()
+        direct_plan = planning.make_plan(weval.engine, weval.pipeline.settings, works, prices=PriceBook())
+        direct = direct_plan.to_dict()
         # the pipeline plans only what the direct count leaves to it
         assert generated
         assert all(
             model in ("ideal", "echo", "consumer:chatgpt_client") or prompt == "written" for prompt, model in generated
         )
         monkeypatch.setattr(planning.DirectCount, "direct", lambda self, work: None)
-        through_pipeline = planning.make_plan(
-            weval.engine, weval.pipeline.settings, works, prices=PriceBook()
-        ).to_dict()
+        pipeline_plan = planning.make_plan(weval.engine, weval.pipeline.settings, works, prices=PriceBook())
+        through_pipeline = pipeline_plan.to_dict()
     finally:
         weval.close()
     assert direct == through_pipeline
     assert direct["requests"]["total"] > 100
+    # Not only as rounded in plan.json: every sum the same, bit for bit (the costs are float
+    # sums, which come out the same only when each request's are added in the same order).
+    assert _exact_rows(direct_plan) == _exact_rows(pipeline_plan)
+
+
+def _exact_rows(plan: planning.Plan) -> list[tuple[object, ...]]:
+    return [
+        (model, row.requests, row.cached, sorted(row.by_purpose.items()), row.input_tokens)
+        + tuple(x.hex() if isinstance(x, float) else x for x in (row.cost_low, row.cost_high))
+        + (row.prefix_reads.hex(), row.prefix_writes.hex())
+        for model, row in plan.by_model.items()
+    ]
