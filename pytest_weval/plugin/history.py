@@ -15,7 +15,7 @@ import secrets
 import socket
 import subprocess
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_weval.engine.store.common import StoreError
@@ -26,11 +26,10 @@ from pytest_weval.report.finish import FinishedRun
 from pytest_weval.report.history import (
     Changes,
     Earlier,
-    EarlierScore,
     baseline_of,
-    changed,
     changes_from,
     changes_since,
+    compare_newest,
     earlier_runs,
     history_branch,
     history_view,
@@ -213,44 +212,21 @@ class RunHistory:
             changes = changes_since(whole, results)
             if whole.newest is None:
                 return changes, None
-            return changes, self._paired(whole.newest, whole.newest_items, results)
+            return changes, compare_newest(whole.newest, whole.newest_items, results)[1]
         earlier = earlier_runs(self.earlier(), current_id=self.run_id, started=self.started)
         if not earlier:
             return None, None
         newest = earlier[0]
-        now = {r.nodeid: r for r in results if r.nodeid}
-        scored: dict[str, EarlierScore] = {}
-
-        def kept(items: Iterable[ItemRecord]) -> Iterator[ItemRecord]:
-            for item in items:
-                result = now.get(item.nodeid)
-                if result is not None and item.scored:
-                    scored[item.nodeid] = (newest, item.score, item if changed(result, item.score) else None)
-                yield item
-
         try:
-            analysis = self._paired(newest, kept(self._history().each_item(newest.id)), results)
+            scored, analysis = compare_newest(newest, self._history().each_item(newest.id), results)
         except StoreError as exc:
             self._say(f"cannot read the items of run {newest.id}", exc)
-            scored.clear()
-            analysis = RunAnalysis(newest)
-        missing = [nodeid for nodeid in now if nodeid not in scored]
+            scored, analysis = {}, RunAnalysis(newest)
+        missing = [r.nodeid for r in results if r.nodeid and r.nodeid not in scored]
         if missing and len(earlier) > 1:
             older = newest_scores(earlier[1:], self.items_of, missing)
             scored.update((nodeid, (run, item.score, item)) for nodeid, (run, item) in older.scored.items())
         return changes_from(newest, results, scored.get), analysis
-
-    @staticmethod
-    def _paired(newest: RunRecord, items: Iterable[ItemRecord], results: Sequence[ItemResult]) -> RunAnalysis:
-        """The analyses' regressions: each of ``newest``'s ``items`` against this run's item of
-        its node id."""
-        analysis = RunAnalysis(newest)
-        now = {r.nodeid: r for r in results if r.nodeid}
-        for item in items:
-            result = now.get(item.nodeid)
-            if result is not None:
-                analysis.pair(item, item_record(result))
-        return analysis
 
     def _analyses(
         self,

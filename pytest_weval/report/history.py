@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_weval.report._fmt import fmt_score, fmt_signed, plural
-from pytest_weval.report.analyses import RunAnalyses
+from pytest_weval.report.analyses import RunAnalyses, RunAnalysis
 from pytest_weval.report.baseline import Baseline, BaselineItem
 from pytest_weval.report.history_record import ItemDetail, ItemRecord, ModelFigures, PointRecord, RunRecord
 from pytest_weval.report.rollup import Rollup, tally
@@ -360,6 +360,28 @@ def changes_from(
     return Changes(previous=previous, items=tuple(found), compared=compared, older=older, scored_now=scored_now)
 
 
+def compare_newest(
+    newest: RunRecord, items: Iterable[ItemRecord], results: Sequence[ItemResult]
+) -> tuple[dict[str, EarlierScore], RunAnalysis]:
+    """One pass over the ``items`` of ``newest``, the newest earlier run, as they come: each is
+    paired with this run's result of its node id at once, for the changes (``changes_from``
+    reads the scores found) and the analyses' regressions (the ``RunAnalysis``, to which this
+    run's items are then given a blueprint at a time). Of the earlier records only those of
+    changed items are kept (the page shows their answers): a run's items are read from the
+    store one at a time and never all held, whatever their answers' length."""
+    now = {r.nodeid: r for r in results if r.nodeid}
+    scored: dict[str, EarlierScore] = {}
+    analysis = RunAnalysis(newest)
+    for item in items:
+        result = now.get(item.nodeid)
+        if result is None:
+            continue
+        if item.scored:
+            scored[item.nodeid] = (newest, item.score, item if changed(result, item.score) else None)
+        analysis.pair(item, item_record(result))
+    return scored, analysis
+
+
 # ---------------------------------------------------------------- a recorded run as a baseline
 
 
@@ -610,6 +632,7 @@ __all__ = [
     "changed",
     "changes_from",
     "changes_since",
+    "compare_newest",
     "earlier_runs",
     "history_branch",
     "history_rows",
