@@ -9,6 +9,7 @@ import weakref
 
 import pytest
 
+from pytest_weval.report.analyses import run_analyses
 from pytest_weval.report.baseline import compare
 from pytest_weval.report.history import (
     baseline_of,
@@ -230,3 +231,21 @@ def test_only_a_change_beyond_both_intervals_is_marked():
     assert lines[1].split()[-1] == "0.80" and lines[2].endswith("0.40 -0.40 *") and lines[3].startswith("* ")
     assert history_table([]) == ["no run recorded"]
     assert [row.run.id for row in history_rows(runs, lambda run_id: [], last=1)] == ["r2"]
+
+
+def test_the_pages_analyses_cut_to_a_limit_are_the_first_rows_of_the_whole_lists():
+    """The page's lists are cut as they grow (a run's thousands of findings are never all kept):
+    cut to two rows they are the first two of the uncut lists, whatever order the items came
+    in, and the totals count every finding."""
+    previous = [_result(f"q{n}", m, s) for n, s in enumerate((1.0, 0.9, 0.8, 0.7, 0.6), 1) for m in ("openai:a", "x:b")]
+    now = [r.model_copy(update={"score": 0.1 * n, "outcome": "failed"}) for n, r in enumerate(previous)]
+    old_run, old_items = _recorded(previous)
+    new_run, new_items = _recorded(now, "r2", 200.0)
+    whole = run_analyses(old_run, old_items, new_run, new_items)
+    assert min(len(whole.regressions), len(whole.pain_points), len(whole.deltas)) > 2
+    for order in (new_items, new_items[::-1]):
+        cut = run_analyses(old_run, old_items[::-1], new_run, order, limit=2)
+        assert cut.regressions == whole.regressions[:2]
+        assert cut.pain_points == whole.pain_points[:2]
+        assert cut.deltas == whole.deltas[:2]
+        assert cut.totals == whole.totals
