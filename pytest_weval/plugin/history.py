@@ -20,13 +20,16 @@ from pathlib import Path
 
 from pytest_weval.engine.store.common import StoreError
 from pytest_weval.plugin.settings import WevalSettings
-from pytest_weval.report.analyses import RunAnalyses, run_analyses
+from pytest_weval.report.analyses import RunAnalyses, RunAnalysis
 from pytest_weval.report.baseline import Baseline
 from pytest_weval.report.finish import FinishedRun
 from pytest_weval.report.history import (
+    Changes,
     Earlier,
     baseline_of,
+    changes_from,
     changes_since,
+    compare_newest,
     earlier_runs,
     history_branch,
     history_view,
@@ -153,15 +156,16 @@ class RunHistory:
         interrupted run is no point of the history), and give the run with its changes and
         history view."""
         runs = self.earlier()
+        analysis: RunAnalysis | None = None
         try:
-            changes = changes_since(self._newest_scores(run.results), run.results)
+            changes, analysis = self._compare(run.results)
             if changes is not None and changes.items:  # the page shows a changed item's answer
                 whole = run.full.each(change.current for change in changes.items)
                 changed = tuple(dataclasses.replace(c, current=r) for c, r in zip(changes.items, whole, strict=True))
                 changes = dataclasses.replace(changes, items=changed)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:  # the history never fails a run
             self._say("cannot compare with the earlier runs", exc)
-            changes = None
+            changes = analysis = None
         commit, branch = git_facts(Path(self.settings.rootdir))
         current = run_figures(
             run.results,
@@ -189,7 +193,7 @@ class RunHistory:
                 current,
                 changes,
                 lambda earlier: run_selections(earlier, self.items),
-                analyses=self._analyses(run, current, ordered, answers=recorded),
+                analyses=self._analyses(analysis, run, current, ordered, answers=recorded),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             self._say("cannot draw the trends", exc)
@@ -197,18 +201,55 @@ class RunHistory:
         self._say_damage()
         return dataclasses.replace(run, changes=changes, history=view)
 
+    def _compare(self, results: Sequence[ItemResult]) -> tuple[Changes | None, RunAnalysis | None]:
+        """The changes since the earlier runs, and the analyses' regressions against the newest
+        of them (docs/history.md). The newest run's items are read one at a time and each paired
+        with this run's at once: of them only the changed items' records are kept (the page
+        shows their answers); the few items that run did not score are looked for in the older
+        runs, as ``newest_scores`` does. Read whole when ``--weval-baseline=last`` read them."""
+        whole = self._scores.get(None)
+        if whole is not None:
+            changes = changes_since(whole, results)
+            if whole.newest is None:
+                return changes, None
+            return changes, compare_newest(whole.newest, whole.newest_items, results)[1]
+        earlier = earlier_runs(self.earlier(), current_id=self.run_id, started=self.started)
+        if not earlier:
+            return None, None
+        newest = earlier[0]
+        try:
+            scored, analysis = compare_newest(newest, self._history().each_item(newest.id), results)
+        except StoreError as exc:
+            self._say(f"cannot read the items of run {newest.id}", exc)
+            scored, analysis = {}, RunAnalysis(newest)
+        missing = [r.nodeid for r in results if r.nodeid and r.nodeid not in scored]
+        if missing and len(earlier) > 1:
+            older = newest_scores(earlier[1:], self.items_of, missing)
+            scored.update((nodeid, (run, item.score, item)) for nodeid, (run, item) in older.scored.items())
+        return changes_from(newest, results, scored.get), analysis
+
     def _analyses(
-        self, run: FinishedRun, current: RunRecord, ordered: Sequence[ItemResult], *, answers: bool
+        self,
+        analysis: RunAnalysis | None,
+        run: FinishedRun,
+        current: RunRecord,
+        ordered: Sequence[ItemResult],
+        *,
+        answers: bool,
     ) -> RunAnalyses | None:
         """The history commands' analyses of this run for the page (docs/history.md, 'In the
         HTML report'): against the run recorded before it, which the changes read already;
-        None when there is none. The items are the compact records' (no answers); a run that
-        records itself shows its pain points' answers, as recorded, read back for those alone."""
-        earlier = self._newest_scores(run.results)
-        if earlier.newest is None:
+        None when there is none. This run's items are the compact records' (no answers), made a
+        blueprint at a time; a run that records itself shows its pain points' answers, as
+        recorded, read back for those alone."""
+        if analysis is None:
             return None
-        slim = self._history().slim
-        analyses = run_analyses(earlier.newest, earlier.newest_items, current, [slim(item_record(r)) for r in ordered])
+        by_blueprint: dict[str, list[ItemResult]] = {}
+        for result in ordered:
+            by_blueprint.setdefault(result.blueprint_id, []).append(result)
+        for results in by_blueprint.values():
+            analysis.blueprint(current, [item_record(r) for r in results])
+        analyses = analysis.analyses()
         if answers and analyses.pain_points:
             by_id = {r.nodeid: r for r in ordered}
             shown = analyses.pain_points

@@ -8,7 +8,7 @@ the history's typed records (``report/history_record.py``); nothing here reads a
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from pytest_weval.report.history_record import ItemRecord, RunRecord
@@ -27,14 +27,6 @@ def severity(drop: float) -> str:
     return "minor"
 
 
-def _by_blueprint_model(items: Iterable[ItemRecord]) -> dict[tuple[str, str], list[ItemRecord]]:
-    groups: dict[tuple[str, str], list[ItemRecord]] = {}
-    for item in items:
-        if item.scored:
-            groups.setdefault((item.blueprint, item.model), []).append(item)
-    return groups
-
-
 def _score(item: ItemRecord) -> float:
     """A scored item's score (``ItemRecord.scored``)."""
     assert item.score is not None, item.nodeid
@@ -44,6 +36,31 @@ def _score(item: ItemRecord) -> float:
 def _point_scores(item: ItemRecord) -> dict[str, float]:
     """Each scored point of an item by its text (a point that errored has no score to compare)."""
     return {p.text: float(p.score) for p in item.detail.points if p.score is not None and not p.error}
+
+
+def _regression_key(change: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Largest change first; a total order (a node id's prompt and its points are each one)."""
+    return (-abs(float(change["delta"])), change["type"] != "prompt", change["nodeid"], change.get("point", ""))
+
+
+def moves(old: ItemRecord, new: ItemRecord, *, min_delta: float = MIN_SCORE_DELTA) -> Iterator[dict[str, Any]]:
+    """What moved by at least ``min_delta`` from one item's ``old`` record to its ``new`` one
+    (the same node id): its score (``type: prompt``), and each of its points found by text in
+    both (``type: point``); nothing unless both are scored, of the same blueprint and model."""
+    if not (old.scored and new.scored and old.blueprint == new.blueprint and old.model == new.model):
+        return
+    where = {"blueprint": new.blueprint, "model": new.model, "prompt": new.prompt, "nodeid": new.nodeid}
+    found = [({"type": "prompt"} | where, _score(old), _score(new))]
+    old_points = _point_scores(old)
+    found += [
+        ({"type": "point"} | where | {"point": text}, old_points[text], score)
+        for text, score in _point_scores(new).items()
+        if text in old_points
+    ]
+    for moved, was, now in found:
+        change = moved | _scores(was, now)
+        if abs(change["delta"]) >= min_delta:
+            yield change
 
 
 def regressions(
@@ -59,29 +76,41 @@ def regressions(
     ``type: prompt``), and each of its points found by text in both (``type: point``)."""
     worse: list[dict[str, Any]] = []
     better: list[dict[str, Any]] = []
-    old_groups = _by_blueprint_model(older)
-    for key, new_items in sorted(_by_blueprint_model(newer).items()):
-        old_by_id = {i.nodeid: i for i in old_groups.get(key, [])}
-        blueprint, model = key
-        for new in new_items:
-            old = old_by_id.get(new.nodeid)
-            if old is None:
-                continue
-            where = {"blueprint": blueprint, "model": model, "prompt": new.prompt, "nodeid": new.nodeid}
-            moves = [({"type": "prompt"} | where, _score(old), _score(new))]
-            old_points = _point_scores(old)
-            moves += [
-                ({"type": "point"} | where | {"point": text}, old_points[text], score)
-                for text, score in _point_scores(new).items()
-                if text in old_points
-            ]
-            for found, was, now in moves:
-                change = found | _scores(was, now)
-                if abs(change["delta"]) >= min_delta:
-                    (worse if change["delta"] < 0 else better).append(change)
+    old_by_id = {i.nodeid: i for i in older}
+    for new in newer:
+        old = old_by_id.get(new.nodeid)
+        for change in moves(old, new, min_delta=min_delta) if old is not None else ():
+            (worse if change["delta"] < 0 else better).append(change)
     for listing in (worse, better):
-        listing.sort(key=lambda r: (-abs(float(r["delta"])), r["type"] != "prompt", r["nodeid"], r.get("point", "")))
+        listing.sort(key=_regression_key)
     return {"regressions": worse, "improvements": better}
+
+
+class Worst:
+    """The ``limit`` first of a stream in ``key``'s order, and how many came: a run's thousands
+    of findings are never all kept. ``key`` must order them totally (as each listing's does), so
+    that the result is the whole stream's sorted and cut, whatever order it came in."""
+
+    def __init__(self, key: Callable[[Any], Any], limit: int):
+        self._key = key
+        self._limit = limit
+        self._kept: list[dict[str, Any]] = []
+        self.total = 0
+
+    def add(self, found: Iterable[dict[str, Any]]) -> None:
+        for item in found:
+            self.total += 1
+            self._kept.append(item)
+        if len(self._kept) > 2 * self._limit:
+            self._cut()
+
+    def _cut(self) -> None:
+        self._kept.sort(key=self._key)
+        del self._kept[self._limit :]
+
+    def first(self) -> list[dict[str, Any]]:
+        self._cut()
+        return list(self._kept)
 
 
 def _scores(old: float, new: float) -> dict[str, Any]:
@@ -158,8 +187,12 @@ def pain_points(
                 "failedPoints": failed,
             }
         )
-    found.sort(key=lambda p: (float(p["score"]), str(p["nodeid"])))
+    found.sort(key=_pain_key)
     return found[:limit]
+
+
+def _pain_key(point: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (float(point["score"]), str(point["nodeid"]))
 
 
 def pain_lines(found: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -229,8 +262,12 @@ def deltas(
                     "rank": ranked.index(mean) + 1,
                 }
             )
-    found.sort(key=lambda d: (float(d["delta"]), d["model"], d["blueprint"], d["prompt"]))
+    found.sort(key=_delta_key)
     return found
+
+
+def _delta_key(delta: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (float(delta["delta"]), delta["model"], delta["blueprint"], delta["prompt"])
 
 
 def delta_lines(found: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -261,6 +298,43 @@ class RunAnalyses:
     limit: int
 
 
+class RunAnalysis:
+    """``history regressions`` (the newest run against ``previous``), ``history pain-points``
+    and ``history deltas`` with their defaults, for this run's blueprints, built as the run's
+    items come: ``pair`` each item of ``previous`` with this run's of its node id, and
+    give this run's items a blueprint at a time (``blueprint``: all of one blueprint id's), so
+    neither run's items are ever all in memory. The same functions the commands call, and the
+    same lists: each cut to ``limit``, worst first, as the commands order them."""
+
+    def __init__(self, previous: RunRecord, *, limit: int = PAIN_LIMIT):
+        self.previous = previous
+        self.limit = limit
+        self._regressions = Worst(_regression_key, limit)
+        self._pains = Worst(_pain_key, limit)
+        self._deltas = Worst(_delta_key, limit)
+
+    def pair(self, old: ItemRecord, new: ItemRecord) -> None:
+        self._regressions.add(change for change in moves(old, new) if change["delta"] < 0)
+
+    def blueprint(self, current: RunRecord, items: Sequence[ItemRecord]) -> None:
+        self._pains.add(pain_points([current], lambda _run_id: items, limit=len(items)))
+        self._deltas.add(deltas([current], lambda _run_id: items))
+
+    def analyses(self) -> RunAnalyses:
+        return RunAnalyses(
+            previous=self.previous,
+            regressions=self._regressions.first(),
+            pain_points=self._pains.first(),
+            deltas=self._deltas.first(),
+            totals={
+                "regressions": self._regressions.total,
+                "painPoints": self._pains.total,
+                "deltas": self._deltas.total,
+            },
+            limit=self.limit,
+        )
+
+
 def run_analyses(
     previous: RunRecord,
     previous_items: Sequence[ItemRecord],
@@ -269,17 +343,16 @@ def run_analyses(
     *,
     limit: int = PAIN_LIMIT,
 ) -> RunAnalyses:
-    """``history regressions`` (the newest run, ``current``, against ``previous``),
-    ``history pain-points`` and ``history deltas`` with their defaults, for this run's
-    blueprints: the same functions the commands call."""
-    found = regressions(previous_items, current_items)["regressions"]
-    pains = pain_points([current], lambda _run_id: current_items, limit=len(current_items))
-    peers = deltas([current], lambda _run_id: current_items)
-    return RunAnalyses(
-        previous=previous,
-        regressions=found[:limit],
-        pain_points=pains[:limit],
-        deltas=peers[:limit],
-        totals={"regressions": len(found), "painPoints": len(pains), "deltas": len(peers)},
-        limit=limit,
-    )
+    """``RunAnalysis`` of two runs' items held whole."""
+    analysis = RunAnalysis(previous, limit=limit)
+    now = {item.nodeid: item for item in current_items}
+    for old in previous_items:
+        new = now.get(old.nodeid)
+        if new is not None:
+            analysis.pair(old, new)
+    by_blueprint: dict[str, list[ItemRecord]] = {}
+    for item in current_items:
+        by_blueprint.setdefault(item.blueprint, []).append(item)
+    for items in by_blueprint.values():
+        analysis.blueprint(current, items)
+    return analysis.analyses()

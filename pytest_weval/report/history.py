@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_weval.report._fmt import fmt_score, fmt_signed, plural
-from pytest_weval.report.analyses import RunAnalyses
+from pytest_weval.report.analyses import RunAnalyses, RunAnalysis
 from pytest_weval.report.baseline import Baseline, BaselineItem
 from pytest_weval.report.history_record import ItemDetail, ItemRecord, ModelFigures, PointRecord, RunRecord
 from pytest_weval.report.rollup import Rollup, tally
@@ -312,6 +312,33 @@ def changes_since(earlier: Earlier, results: Iterable[ItemResult]) -> Changes | 
     """Each scored item of this run against its newest earlier score; None with no earlier run."""
     if earlier.newest is None:
         return None
+
+    def scored(nodeid: str) -> EarlierScore | None:
+        found = earlier.scored.get(nodeid)
+        return None if found is None else (found[0], found[1].score, found[1])
+
+    return changes_from(earlier.newest, results, scored)
+
+
+# An item's newest earlier score: the run, the score, and the record (needed, and kept by a
+# reader that streams the runs, only where the score differs from this run's: a change).
+EarlierScore = tuple[RunRecord, "float | int | None", "ItemRecord | None"]
+
+
+def changed(result: ItemResult, score: float | int | None) -> bool:
+    """This run's ``result`` is scored and its score differs from the earlier ``score``."""
+    return (
+        result.score is not None
+        and result.outcome in ("passed", "failed")
+        and score is not None
+        and float(score) != float(result.score)
+    )
+
+
+def changes_from(
+    newest: RunRecord, results: Iterable[ItemResult], scored: Callable[[str], EarlierScore | None]
+) -> Changes:
+    """``changes_since`` with each item's newest earlier score from ``scored``."""
     found = []
     compared = scored_now = 0
     runs: dict[str, RunRecord] = {}
@@ -319,17 +346,40 @@ def changes_since(earlier: Earlier, results: Iterable[ItemResult]) -> Changes | 
         if r.score is None or r.outcome not in ("passed", "failed"):
             continue
         scored_now += 1
-        run, old = earlier.scored.get(r.nodeid) or (None, None)
-        if run is None or old is None or old.score is None:  # Earlier.scored holds scored items only
+        run, old_score, old = scored(r.nodeid) or (None, None, None)
+        if run is None or old_score is None:  # the earlier scores are of scored items only
             continue
         compared += 1
         runs[r.nodeid] = run
-        if float(old.score) != float(r.score):
-            found.append(Change(r.nodeid, float(old.score), float(r.score), old, r, run))
+        if changed(r, old_score):
+            assert old is not None, r.nodeid
+            found.append(Change(r.nodeid, float(old_score), float(r.score), old, r, run))
     used = sorted(runs.values(), key=lambda run: (run.started, run.id))
-    previous = used[-1] if used else earlier.newest
+    previous = used[-1] if used else newest
     older = sum(1 for run in runs.values() if run.id != previous.id)
     return Changes(previous=previous, items=tuple(found), compared=compared, older=older, scored_now=scored_now)
+
+
+def compare_newest(
+    newest: RunRecord, items: Iterable[ItemRecord], results: Sequence[ItemResult]
+) -> tuple[dict[str, EarlierScore], RunAnalysis]:
+    """One pass over the ``items`` of ``newest``, the newest earlier run, as they come: each is
+    paired with this run's result of its node id at once, for the changes (``changes_from``
+    reads the scores found) and the analyses' regressions (the ``RunAnalysis``, to which this
+    run's items are then given a blueprint at a time). Of the earlier records only those of
+    changed items are kept (the page shows their answers): a run's items are read from the
+    store one at a time and never all held, whatever their answers' length."""
+    now = {r.nodeid: r for r in results if r.nodeid}
+    scored: dict[str, EarlierScore] = {}
+    analysis = RunAnalysis(newest)
+    for item in items:
+        result = now.get(item.nodeid)
+        if result is None:
+            continue
+        if item.scored:
+            scored[item.nodeid] = (newest, item.score, item if changed(result, item.score) else None)
+        analysis.pair(item, item_record(result))
+    return scored, analysis
 
 
 # ---------------------------------------------------------------- a recorded run as a baseline
@@ -579,7 +629,10 @@ __all__ = [
     "HistoryView",
     "baseline_of",
     "beyond_noise",
+    "changed",
+    "changes_from",
     "changes_since",
+    "compare_newest",
     "earlier_runs",
     "history_branch",
     "history_rows",

@@ -234,17 +234,25 @@ class RecordedHistory:
     def items(self, run_id: str) -> list[ItemRecord]:
         return self.items_of([run_id]).get(run_id, [])
 
+    def each_item(self, run_id: str) -> Iterator[ItemRecord]:
+        """One run's items one at a time, as the store reads them: a reader that keeps little
+        of each never holds the run's items."""
+        return self._each_read(run_id, self.store.each_item(run_id))
+
     def _read_items(self, run_id: str, raws: Iterable[dict[str, Any]]) -> list[ItemRecord]:
         """``raws`` read into records, each raw dict let go as its record is made (a run's
         items are thousands: the two are never all in memory at once)."""
-        found = []
+        return list(self._each_read(run_id, raws))
+
+    def _each_read(self, run_id: str, raws: Iterable[dict[str, Any]]) -> Iterator[ItemRecord]:
         for raw in raws:
             try:
-                found.append(self.slim(read_item(raw)))
+                item = self.slim(read_item(raw))
             except DamagedRecord as exc:
                 where = self.store.location(run_id)
                 self._note(f"{where}: run {run_id[:80]!r}: item {str(raw.get('nodeid'))[:120]!r} skipped: {exc}")
-        return found
+                continue
+            yield item
 
     def slim(self, item: ItemRecord) -> ItemRecord:
         """The record kept small: a history read, or the page's analyses, hold a whole run's

@@ -20,6 +20,11 @@ JUNIT_NAMES = frozenset(
 )
 
 
+# Each distinct property once: a run's thousands of items repeat a few thresholds, scores,
+# models and blueprint ids, and pytest keeps every item's properties till the session ends.
+_SHARED: dict[tuple[str, str], tuple[str, str]] = {}
+
+
 def junit_properties(result: ItemResult) -> list[tuple[str, str]]:
     """``weval_score`` (omitted when the item has no score, e.g. it errored), ``weval_threshold``,
     ``weval_model`` (the effective id), ``weval_prompt_id``, ``weval_blueprint_id``, and
@@ -46,4 +51,4 @@ def junit_properties(result: ItemResult) -> list[tuple[str, str]]:
     if result.sample_scores:
         props.append(("weval_samples", str(len(result.sample_scores))))
         props.append(("weval_flaky", "true" if result.flaky else "false"))
-    return props
+    return [_SHARED.setdefault(prop, prop) for prop in props]

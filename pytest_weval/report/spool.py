@@ -120,17 +120,25 @@ class SharedTexts:
 
     def __init__(self) -> None:
         self._strings: dict[str, str] = {}
+        self._numbers: dict[float | str, float] = {}
 
     def string(self, text: str) -> str:
         return self._strings.setdefault(text, text)
 
     def share(self, model: BaseModel, names: tuple[str, ...]) -> None:
-        """``model``'s fields ``names`` (those that are strings) shared, and its fields set."""
+        """``model``'s fields ``names`` (those that are strings) and its floats (scores,
+        thresholds, temperatures: a few values between thousands of records) shared, and its
+        fields set."""
         values = model.__dict__
         for name in names:
             value = values.get(name)
             if isinstance(value, str):
                 values[name] = self.string(value)
+        numbers = self._numbers
+        for name, value in values.items():
+            if type(value) is float:
+                # 0.0 and -0.0 are equal as keys but print apart: a zero is keyed by its text
+                values[name] = numbers.setdefault(value if value else repr(value), value)
         object.__setattr__(model, "__pydantic_fields_set__", _every_field(type(model)))
 
 

@@ -4,13 +4,19 @@ a recorded run pairs as a baseline, and the table marks only changes beyond nois
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 
+from pytest_weval.report.analyses import run_analyses
 from pytest_weval.report.baseline import compare
 from pytest_weval.report.history import (
     baseline_of,
     beyond_noise,
+    changes_from,
     changes_since,
+    compare_newest,
     earlier_runs,
     history_rows,
     history_table,
@@ -97,6 +103,39 @@ def test_the_changes_are_the_items_scored_in_both_runs_whose_score_moved():
     }
     again = changes_since(_earlier((previous, items)), RESULTS)
     assert again.line().startswith("since the last run: 0 of 8 items changed")
+
+
+def test_the_newest_runs_items_are_paired_as_they_come_and_only_the_changed_ones_kept():
+    """A run's end reads the run before it one item at a time (``History.each_item``): each is
+    compared with this run's item at once and let go, unless its score changed (the page shows
+    the changed items' answers), so the earlier run's items are never all held."""
+    previous, items = _recorded(RESULTS)
+    now = [r.model_copy() for r in RESULTS]
+    now[0].score = 0.5  # q1, a: worse
+    now[3].score = 1.0  # q2, b: better
+    given: list[weakref.ref[ItemRecord]] = []
+    held_while_read: list[int] = []
+
+    def each_item():
+        for item in items:
+            held_while_read.append(sum(1 for ref in given if ref() is not None))
+            copy = item.model_copy()
+            given.append(weakref.ref(copy))
+            yield copy
+
+    scored, analysis = compare_newest(previous, each_item(), now)
+    gc.collect()
+    kept = [ref() for ref in given if ref() is not None]
+    assert sorted(item.nodeid for item in kept) == [now[0].nodeid, now[3].nodeid]
+    assert max(held_while_read) <= 3  # the changed ones and the one in hand: every other item went
+    changes = changes_from(previous, now, scored.get)
+    assert [(c.nodeid, c.old, c.new) for c in changes.items] == [(now[0].nodeid, 1.0, 0.5), (now[3].nodeid, 0.5, 1.0)]
+    assert changes == changes_since(_earlier((previous, items), wanted=now), now)
+    current = run_figures(now, build_rollup(now), run_id="now", started=200.0, ended=201.0, host="h")
+    analysis.blueprint(current, [item_record(r) for r in recorded_order(now)])
+    found = analysis.analyses()
+    assert [(r["nodeid"], r["type"], r["delta"]) for r in found.regressions] == [(now[0].nodeid, "prompt", -0.5)]
+    assert found.totals == {"regressions": 1, "painPoints": 4, "deltas": 8}
 
 
 def _earlier(*recorded: tuple[RunRecord, list[ItemRecord]], wanted: list[ItemResult] = RESULTS):
@@ -192,3 +231,21 @@ def test_only_a_change_beyond_both_intervals_is_marked():
     assert lines[1].split()[-1] == "0.80" and lines[2].endswith("0.40 -0.40 *") and lines[3].startswith("* ")
     assert history_table([]) == ["no run recorded"]
     assert [row.run.id for row in history_rows(runs, lambda run_id: [], last=1)] == ["r2"]
+
+
+def test_the_pages_analyses_cut_to_a_limit_are_the_first_rows_of_the_whole_lists():
+    """The page's lists are cut as they grow (a run's thousands of findings are never all kept):
+    cut to two rows they are the first two of the uncut lists, whatever order the items came
+    in, and the totals count every finding."""
+    previous = [_result(f"q{n}", m, s) for n, s in enumerate((1.0, 0.9, 0.8, 0.7, 0.6), 1) for m in ("openai:a", "x:b")]
+    now = [r.model_copy(update={"score": 0.1 * n, "outcome": "failed"}) for n, r in enumerate(previous)]
+    old_run, old_items = _recorded(previous)
+    new_run, new_items = _recorded(now, "r2", 200.0)
+    whole = run_analyses(old_run, old_items, new_run, new_items)
+    assert min(len(whole.regressions), len(whole.pain_points), len(whole.deltas)) > 2
+    for order in (new_items, new_items[::-1]):
+        cut = run_analyses(old_run, old_items[::-1], new_run, order, limit=2)
+        assert cut.regressions == whole.regressions[:2]
+        assert cut.pain_points == whole.pain_points[:2]
+        assert cut.deltas == whole.deltas[:2]
+        assert cut.totals == whole.totals
