@@ -143,3 +143,25 @@ def test_rows_that_send_nothing_count_nothing(project: Project):
     assert planned["by_model"][MODEL_ID]["by_purpose"] == {"generate": 1}
     assert planned["by_model"][JUDGE_ID]["by_purpose"] == {"judge": 1}
     assert project.json("plan/plan.json")["missing_keys"][0]["variable"] == "ANTHROPIC_API_KEY"
+
+
+def test_graders_asked_of_cached_answers_are_built_as_the_run_builds_them(project: Project):
+    # a first run gets the answers but not the grades (the grader refuses: nothing cached of it)
+    _suite(project)
+    project.rules(
+        answer_rule("Tell a joke", "A joke about {last}"),
+        answer_rule("Tell a joke", "A big joke about {last}", model=BIG),
+        answer_rule("</Rubric>", "", model=JUDGE, status=400),
+    )
+    project.run("-p", "no:randomly")
+    project.server.reset()
+    planned = _plan(project, "plan")["by_model"]
+    assert planned[MODEL_ID]["cached"] == planned[MODEL_ID]["total"] == 3
+    assert planned[BIG_ID]["cached"] == planned[BIG_ID]["total"] == 3
+    assert planned[JUDGE_ID]["by_purpose"] == {"judge": 6} and planned[JUDGE_ID]["cached"] == 0
+    # built from the answers: each grading prompt holds its answer (not the 400 tokens foreseen)
+    _suite(project)
+    project.run("-p", "no:randomly")
+    sent = project.requests()
+    assert {r.model for r in sent} == {JUDGE} and len(sent) == 6
+    assert planned[JUDGE_ID]["estimated_input_tokens"] < 6 * 400
