@@ -45,8 +45,10 @@ class _Call:
     """One request a model-graded assertion will send, foreseen."""
 
     purpose: str  # "judge": the chat grader's; "embed": an embedding's
-    label: str  # which step, and what it asks that the assertion does not say
-    on_answer: bool = True  # made of the answer (else of what the row writes alone)
+    label: str  # which step
+    # A request not made of the answer: what it is made of besides its model (rows that differ
+    # elsewhere share it); None: made of the answer, the assertion and the row's prompt.
+    own: tuple[Any, ...] | None = None
 
 
 class RowPlanner:
@@ -126,7 +128,7 @@ class RowPlanner:
             grading = pf_judges.grading_for(assertion, context)
         except TemplateError:
             return  # the row's error: nothing asked
-        steps = 0
+        done: set[tuple[Any, ...]] = set()  # the distinct requests met (``_calls`` counts those)
         asked = grading.next_request()
         while asked is not None:
             request = self.runner.grader_request(asked, work)
@@ -136,9 +138,9 @@ class RowPlanner:
                 return
             except ModelCallError:
                 made_of = ("after", context.output, request.model.id, request.messages)
-                self.foresee(assertion, context, work, made_of, steps + 1)
+                self.foresee(assertion, context, work, made_of, len(done | {(request.model.id, request.messages)}))
                 return
-            steps += 1
+            done.add((request.model.id, request.messages))
             try:
                 grading.take_reply(vector_of(reply) if isinstance(asked, pf_judges.EmbeddingRequest) else reply.text)
             except TemplateError:
@@ -157,16 +159,18 @@ class RowPlanner:
         variables = dict(context.vars) if custom_prompt or assertion.type == "answer-relevance" else None
         asked = repr((assertion.type, value, custom_prompt, context.prompt, variables))
         value_tokens = len(value if isinstance(value, str) else repr(value)) / 4
-        for call in _calls(assertion, value)[skip:]:
+        for call in _calls(assertion, value, context, custom_prompt)[skip:]:
             grader = self._grader(call, assertion, context, work)
             if grader is None:
                 continue
             model, identity, max_output = grader
             if call.purpose == "judge":
                 tokens = GRADER_PROMPT_TOKENS + len(context.prompt) / 4 + value_tokens
-            else:  # an embedding: the answer's (its length unknown: the generation's cap) or a text's
-                tokens = (work.provider.max_tokens or OUTPUT_HIGH_DEFAULT) if call.on_answer else len(call.label) / 4
-            stand_in = (call.label, identity, asked, answer if call.on_answer else None)
+            elif call.own is None:  # the answer's embedding: its length unknown, the generation's cap
+                tokens = work.provider.max_tokens or OUTPUT_HIGH_DEFAULT
+            else:
+                tokens = len(str(call.own[-1])) / 4
+            stand_in = (identity, call.label, asked, answer) if call.own is None else (identity, call.own)
             self.client.foresee(stand_in, model, call.purpose, tokens, max_output)
 
     def _grader(
@@ -196,21 +200,27 @@ class RowPlanner:
         return model.id, (model.id, repr(model.custom), shell.temperature, shell.max_tokens), max_output
 
 
-def _calls(assertion: Any, value: Any) -> list[_Call]:
-    """The requests a model-graded assertion sends, in order (``judges/promptfoo``'s steps),
-    each distinct one once: answer-relevance asks the same question three times."""
+def _calls(assertion: Any, value: Any, context: Any, custom_prompt: Any) -> list[_Call]:
+    """The distinct requests a model-graded assertion sends, in the order it first sends each
+    (``judges/promptfoo``'s steps): answer-relevance asks the same question three times."""
     kind = assertion.type
     values = value if isinstance(value, list) else [value]
     if kind == "g-eval":  # per criterion: its evaluation steps (made of it alone), then the score
         return [
             call
             for criterion in values
-            for call in (_Call("judge", f"g-eval-steps {criterion}", False), _Call("judge", f"g-eval {criterion}"))
+            for call in (
+                _Call("judge", "g-eval-steps", ("g-eval-steps", repr(custom_prompt), str(criterion))),
+                _Call("judge", f"g-eval {criterion}"),
+            )
         ]
     if kind == "answer-relevance":  # questions from the answer; the query's embedding, and theirs
-        return [_Call("judge", kind), _Call("embed", "the query", False), _Call("embed", "the questions")]
-    if kind.startswith("similar"):  # each expected text's embedding, then the answer's
-        return [_Call("embed", str(expected), False) for expected in values] + [_Call("embed", "the answer")]
+        query = context.vars.get("query")
+        source = query if isinstance(query, str) else context.prompt
+        return [_Call("judge", kind), _Call("embed", "query", ("embed", source)), _Call("embed", "questions")]
+    if kind.startswith("similar"):  # the first expected text's embedding, the answer's, the others'
+        calls = [_Call("embed", "expected", ("embed", str(expected))) for expected in values]
+        return calls[:1] + [_Call("embed", "answer")] + calls[1:]
     return [_Call("judge", kind)]
 
 

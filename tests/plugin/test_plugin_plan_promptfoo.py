@@ -8,6 +8,12 @@ import json
 
 from plugin_helpers import JUDGE, JUDGE_ID, MODEL, MODEL_ID, Project, answer_rule, outcomes_by_id
 
+# pytester's in-process runs drop from sys.modules what each run imported, but not the package
+# attributes that name them: a run after a plan met the plan's judges.promptfoo (through
+# `from pytest_weval.judges import promptfoo`) beside its own scoring classes. Imported once
+# here, as a real process imports them once, every run shares them (as tests/conftest.py does).
+import pytest_weval.run.plan_promptfoo  # noqa: F401
+
 BIG = "gpt-4o"
 BIG_ID = f"openai:{BIG}"
 
@@ -165,3 +171,47 @@ def test_graders_asked_of_cached_answers_are_built_as_the_run_builds_them(projec
     sent = project.requests()
     assert {r.model for r in sent} == {JUDGE} and len(sent) == 6
     assert planned[JUDGE_ID]["estimated_input_tokens"] < 6 * 400
+
+
+def test_g_eval_steps_are_shared_and_a_transformed_answer_is_foreseen(project: Project):
+    project.write(
+        "promptfooconfig.yaml",
+        f"""
+        prompts: ["Tell a joke about {{{{ topic }}}}"]
+        providers: [openai:chat:{MODEL}]
+        defaultTest:
+          options:
+            provider: openai:chat:{JUDGE}
+        tests:
+          - description: cats
+            vars: {{topic: cats}}
+            assert: [{{type: g-eval, value: is funny}}]
+          - description: dogs
+            vars: {{topic: dogs}}
+            assert: [{{type: g-eval, value: is funny}}]
+          - description: loud
+            vars: {{topic: owls}}
+            options: {{transform: "output.toUpperCase()"}}
+            assert: [{{type: llm-rubric, value: is loud}}]
+        """,
+    )
+    project.rules(
+        answer_rule("Tell a joke", "A joke about {last}"),
+        answer_rule("concise evaluation steps", json.dumps({"steps": ["look for a joke"]}), model=JUDGE),
+        answer_rule("rate the Reply", json.dumps({"score": 8, "reason": "a joke"}), model=JUDGE),
+        answer_rule("</Rubric>", json.dumps({"reason": "it is", "pass": True, "score": 1}), model=JUDGE),
+    )
+    before = _plan(project, "plan1")["by_model"]
+    assert before[MODEL_ID]["by_purpose"] == {"generate": 3}
+    # the criterion's evaluation steps once for both rows, a score per answer, the rubric
+    assert before[JUDGE_ID]["by_purpose"] == {"judge": 4}
+    run = project.run("-rA", "-p", "no:randomly")
+    assert set(outcomes_by_id(run).values()) == {"PASSED"}, run.outlines
+    assert len(project.requests(JUDGE)) == 4 and len(project.requests(MODEL)) == 3
+
+    project.server.reset()
+    after = _plan(project, "plan2")["by_model"]
+    assert after[MODEL_ID]["cached"] == 3
+    # the g-eval calls built from the cached answers are found cached; the transform (JavaScript)
+    # is not run while planning, so the transformed answer's grader call is counted to send
+    assert after[JUDGE_ID]["total"] == 4 and after[JUDGE_ID]["cached"] == 3
