@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import dataclasses
 import itertools
+import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -892,18 +893,13 @@ def make_plan(
         direct.settle()
     if embeddings:
         engine.run_coroutine(_plan_embeddings(pipeline, client, direct, items)).result()
-    if other_formats:
+    rows = _promptfoo_rows(other_formats)
+    if rows:
         # Their code is loaded by a plan that has such items only (docs/engine.md, 'A process's start').
-        from pytest_weval.run.plan_promptfoo import plan_rows
+        from pytest_weval.run.plan_promptfoo import RowPlanner
 
-        rows = plan_rows(
-            client,
-            pipeline.formats.promptfoo,
-            other_formats,
-            repeat=settings.repeat,
-            blocked=checked.blocked if checked else {},
-        )
-        engine.run_coroutine(rows).result()
+        planner = RowPlanner(client, pipeline.formats.promptfoo, checked.blocked if checked else {})
+        engine.run_coroutine(planner.plan(rows, settings.repeat)).result()
     missing = [
         {"variable": m.variable, "models": sorted(m.models), "judges": sorted(m.judges), "items": m.items}
         for m in sorted((checked.missing if checked else {}).values(), key=lambda m: m.variable)
@@ -954,6 +950,14 @@ def _blueprint_items(works: Iterable[Work], others: list[Work]) -> Iterator[Item
             yield work
         else:
             others.append(work)
+
+
+def _promptfoo_rows(works: list[Work]) -> list[Any]:
+    """The promptfoo rows among ``works`` (the others are agent eval cases, not planned). A row's
+    class is loaded with the promptfoo runner's code, so a plan of agent eval cases alone (and
+    its process) loads none of it."""
+    runner = sys.modules.get("pytest_weval.run.promptfoo")
+    return [work for work in works if isinstance(work, runner.PromptfooWork)] if runner is not None else []
 
 
 def _batches(works: Iterable[ItemWork], size: int) -> Iterator[list[ItemWork]]:

@@ -222,16 +222,3 @@ def _calls(assertion: Any, value: Any, context: Any, custom_prompt: Any) -> list
         calls = [_Call("embed", "expected", ("embed", str(expected))) for expected in values]
         return calls[:1] + [_Call("embed", "answer")] + calls[1:]
     return [_Call("judge", kind)]
-
-
-async def plan_rows(
-    client: PlanClient,
-    runner: PromptfooRunner,
-    works: Iterable[Any],
-    *,
-    repeat: int,
-    blocked: Container[str],
-) -> None:
-    """The promptfoo rows among ``works`` (agent eval cases are not planned: docs/agent-formats.md)."""
-    rows = [work for work in works if isinstance(work, PromptfooWork)]
-    await RowPlanner(client, runner, blocked).plan(rows, repeat)
