@@ -148,6 +148,7 @@ ON_FIRST_USE = {
     ),
     "pytest_weval.plugin.items": ("pytest_weval.formats.model",),  # an agent case's verdict marks
     "pytest_weval.run.pipeline": ("pytest_weval.run.agent", "pytest_weval.run.promptfoo"),
+    "pytest_weval.run.plan": ("pytest_weval.run.plan_promptfoo",),  # a plan with promptfoo rows
     "pytest_weval.run.preflight": (
         "pytest_weval.run.agent",
         "pytest_weval.run.promptfoo",

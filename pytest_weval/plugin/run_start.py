@@ -27,7 +27,7 @@ from pytest_weval.plugin.running import settle_collected_objects
 from pytest_weval.plugin.warning_types import WevalWarning
 from pytest_weval.report._fmt import visible
 from pytest_weval.run.embedding import embedding_problems
-from pytest_weval.run.pipeline import ItemWork, Work
+from pytest_weval.run.pipeline import Work
 from pytest_weval.run.preflight import Preflight
 from pytest_weval.run.programs.runner import provider_key_reason
 
@@ -180,14 +180,12 @@ def _items_that_need(count: int, missing_keys: str) -> str:
     return f"the {count} items that need them " + ("error" if missing_keys == "error" else "are skipped")
 
 
-def _handed_over(works: list[Work]) -> Iterator[ItemWork]:
-    """The blueprint items' works, each let go of once the plan has it: a corpus's 164k are
-    not all held while the plan's own counts grow."""
+def _handed_over(works: list[Work]) -> Iterator[Work]:
+    """The works, each let go of once the plan has it: a corpus's 164k are not all held while
+    the plan's own counts grow."""
     works.reverse()
     while works:
-        work = works.pop()
-        if isinstance(work, ItemWork):
-            yield work
+        yield works.pop()
 
 
 def warn_unused_fixtures(fixtures: ResponseFixtures, blueprints: Iterable[Blueprint]) -> None:

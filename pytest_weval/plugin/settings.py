@@ -41,7 +41,7 @@ from pytest_weval.report.weval_json import write_json_atomic
 from pytest_weval.results import Outcome
 from pytest_weval.run import sampling
 from pytest_weval.run.embedding import parse_eval_methods
-from pytest_weval.run.pipeline import ItemWork, PipelineSettings, Work
+from pytest_weval.run.pipeline import PipelineSettings, Work
 from pytest_weval.run.preflight import Preflight, preflight
 from pytest_weval.scoring import check_pattern_syntax
 
@@ -241,7 +241,7 @@ class WevalSettings:
             os.environ, cache_file=cache_file, run_started=run_started, reuse=self.cache_mode != "refresh"
         )
 
-    def make_plan(self, weval: Weval, works: Iterable[ItemWork], checked: Preflight) -> Plan:
+    def make_plan(self, weval: Weval, works: Iterable[Work], checked: Preflight) -> Plan:
         # Made for --collect-only and -v only: other runs never load the plan's code.
         from pytest_weval.run.plan import make_plan
 

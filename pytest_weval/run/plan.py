@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import dataclasses
 import itertools
+import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -38,6 +39,7 @@ from pytest_weval.run.pipeline import (
     ItemWork,
     Pipeline,
     PipelineSettings,
+    Work,
     judged_subject,
     missing_fixture,
     sends_nothing,
@@ -855,7 +857,7 @@ def _batch_range(ratio: float, cost: dict[str, Any]) -> dict[str, float]:
 def make_plan(
     engine: Engine,
     settings: PipelineSettings,
-    works: Iterable[ItemWork],
+    works: Iterable[Work],
     *,
     prices: PriceBook,
     checked: Preflight | None = None,
@@ -864,18 +866,22 @@ def make_plan(
 ) -> Plan:
     """The plan of ``works``: runs on ``engine``'s loop, reading its cache, sending nothing;
     ``batch``: the run goes through the batch APIs (their cost beside the live one);
-    ``embeddings``: the run embeds its answers and ideals (``--weval-eval-methods``)."""
+    ``embeddings``: the run embeds its answers and ideals (``--weval-eval-methods``).
+    Blueprint items first, then promptfoo rows (run/plan_promptfoo.py); agent eval cases are
+    not planned (docs/agent-formats.md, 'Not yet')."""
     client = PlanClient(engine, prices)
-    works = list(works) if embeddings else works
+    other_formats: list[Work] = []
+    items: Iterable[ItemWork] = _blueprint_items(works, other_formats)
+    items = list(items) if embeddings else items
     pipeline = Pipeline(client, settings)
     if settings.repeat_auto:
         client.first_samples, client.max_samples = sampling.first_samples(settings.repeat), settings.repeat
     if settings.repeat > 1:  # --weval-repeat: each item is asked N times, each sample its own request
-        works = (dataclasses.replace(work, sample=k) for work in works for k in range(settings.repeat))
+        items = (dataclasses.replace(work, sample=k) for work in items for k in range(settings.repeat))
     direct = DirectCount(client, pipeline) if engine.cache.store is None and settings.fixtures is None else None
 
     async def plan_all() -> None:
-        for batch in _batches(works, _BATCH):
+        for batch in _batches(items, _BATCH):
             counted = [how for how in map(direct.direct, batch) if how is not None] if direct is not None else []
             if direct is not None and len(counted) == len(batch):
                 await direct.count_all(batch, counted)  # no item of the batch waits on another: no tasks
@@ -886,7 +892,14 @@ def make_plan(
     if direct is not None:
         direct.settle()
     if embeddings:
-        engine.run_coroutine(_plan_embeddings(pipeline, client, direct, works)).result()
+        engine.run_coroutine(_plan_embeddings(pipeline, client, direct, items)).result()
+    rows = _promptfoo_rows(other_formats)
+    if rows:
+        # Their code is loaded by a plan that has such items only (docs/engine.md, 'A process's start').
+        from pytest_weval.run.plan_promptfoo import RowPlanner
+
+        planner = RowPlanner(client, pipeline.formats.promptfoo, checked.blocked if checked else {})
+        engine.run_coroutine(planner.plan(rows, settings.repeat)).result()
     missing = [
         {"variable": m.variable, "models": sorted(m.models), "judges": sorted(m.judges), "items": m.items}
         for m in sorted((checked.missing if checked else {}).values(), key=lambda m: m.variable)
@@ -928,6 +941,23 @@ async def _plan_embeddings(
             if text.strip():
                 with contextlib.suppress(ModelCallError):  # counted; not in the cache
                     await client.complete(embedding_request(model, text))
+
+
+def _blueprint_items(works: Iterable[Work], others: list[Work]) -> Iterator[ItemWork]:
+    """The blueprint items of ``works`` as they come; the other formats' items kept in ``others``."""
+    for work in works:
+        if isinstance(work, ItemWork):
+            yield work
+        else:
+            others.append(work)
+
+
+def _promptfoo_rows(works: list[Work]) -> list[Any]:
+    """The promptfoo rows among ``works`` (the others are agent eval cases, not planned). A row's
+    class is loaded with the promptfoo runner's code, so a plan of agent eval cases alone (and
+    its process) loads none of it."""
+    runner = sys.modules.get("pytest_weval.run.promptfoo")
+    return [work for work in works if isinstance(work, runner.PromptfooWork)] if runner is not None else []
 
 
 def _batches(works: Iterable[ItemWork], size: int) -> Iterator[list[ItemWork]]:

@@ -370,20 +370,11 @@ class PromptfooRunner:
             result.error, result.error_kind = EXEC_REFUSED, "not_allowed"
             return
         try:
-            rendered, messages = render_messages(work, self.env)
+            rendered, messages, request = self.generation(work)
         except TemplateError as exc:
             result.error, result.error_kind = f"{work.prompt.location}: {exc}", "blueprint"
             return
-        model = work.provider.model
-        assert model is not None
-        request = generation_request(
-            model,
-            messages,
-            temperature=work.provider.temperature,
-            max_tokens=work.provider.max_tokens,
-            priority=work.priority,
-            sample=work.sample,
-        )
+        model = request.model
         reply = await self.engine.complete(request)
         used = reply.usage()
         usage.setdefault(model.id, Usage()).add(used)
@@ -391,20 +382,7 @@ class PromptfooRunner:
             raise EmptyReplyError(model.id)
         result.history = [{"role": m.role, "content": m.content} for m in messages]
         output: Any = reply.text
-        env = self.env
-        context = pf_scoring.AssertionContext(
-            output=output,
-            prompt=rendered,
-            vars=dict(work.test.vars),
-            test=_test_record(work.test),
-            provider_id=work.provider.results_id,
-            provider_label=work.provider.label,
-            prompt_label=work.prompt.label,
-            latency_ms=round(reply.latency_s * 1000) if reply.latency_s else 0,
-            cost=used.cost_usd,
-            render=lambda text, variables: render(text, variables, env),
-            base_dir=work.suite.directory,
-        )
+        context = self.assertion_context(work, rendered, output, reply.latency_s, used.cost_usd)
         transform = work.test.options.get("transform")
         if isinstance(transform, str):
             # kept should the transform throw: the answer it could not take is what to look at
@@ -445,6 +423,41 @@ class PromptfooRunner:
             gradingResult=pf_scoring.grading_json(grading),
             namedScores=dict(grading.named_scores),
             cost=used.cost_usd or 0,
+        )
+
+    def generation(self, work: PromptfooWork) -> tuple[str, list[ChatMessage], ModelRequest]:
+        """The row's prompt rendered, its messages, and the request for the provider's answer
+        (the run sends it, the plan looks it up). Raises ``TemplateError``."""
+        rendered, messages = render_messages(work, self.env)
+        model = work.provider.model
+        assert model is not None
+        request = generation_request(
+            model,
+            messages,
+            temperature=work.provider.temperature,
+            max_tokens=work.provider.max_tokens,
+            priority=work.priority,
+            sample=work.sample,
+        )
+        return rendered, messages, request
+
+    def assertion_context(
+        self, work: PromptfooWork, rendered: str, output: Any, latency_s: float = 0.0, cost: float | None = None
+    ) -> pf_scoring.AssertionContext:
+        """What the row's assertions are scored (and their grading prompts rendered) against."""
+        env = self.env
+        return pf_scoring.AssertionContext(
+            output=output,
+            prompt=rendered,
+            vars=dict(work.test.vars),
+            test=_test_record(work.test),
+            provider_id=work.provider.results_id,
+            provider_label=work.provider.label,
+            prompt_label=work.prompt.label,
+            latency_ms=round(latency_s * 1000) if latency_s else 0,
+            cost=cost,
+            render=lambda text, variables: render(text, variables, env),
+            base_dir=work.suite.directory,
         )
 
     def _grader(self, assertion: Any, work: PromptfooWork) -> RunnableProvider:
@@ -510,18 +523,21 @@ class PromptfooRunner:
 
     async def _ask(self, asked: Any, work: PromptfooWork, usage: dict[str, Usage]) -> Any:
         """One grader request through the engine: the reply's text, or an embedding's vector."""
+        request = self.grader_request(asked, work)
+        reply = await self.engine.complete(request)
+        usage.setdefault(request.model.id, Usage()).add(reply.usage())
+        return vector_of(reply) if isinstance(asked, pf_judges.EmbeddingRequest) else reply.text
+
+    def grader_request(self, asked: Any, work: PromptfooWork) -> ModelRequest:
+        """The engine's request for a grading step's ``asked`` (a chat grader's, or an
+        embedding's): the run sends it, the plan looks it up (run/plan_promptfoo.py)."""
         if isinstance(asked, pf_judges.EmbeddingRequest):
-            embedding_id = (map_embedding_provider(asked.provider)[0] if asked.provider else None) or EMBEDDING_MODEL
-            embedder = ModelSpec(id=embedding_id, custom=self.custom_models.get(embedding_id))
-            reply = await self.engine.complete(
-                dataclasses.replace(embedding_request(embedder, asked.text), priority=work.priority)
-            )
-            usage.setdefault(embedder.id, Usage()).add(reply.usage())
-            return vector_of(reply)
+            embedder = self.embedder(asked.provider)
+            return dataclasses.replace(embedding_request(embedder, asked.text), priority=work.priority)
         grader = grader_for(asked.provider, work, self.judges, self.custom_models)
         model = grader.model
         assert model is not None
-        request = ModelRequest(
+        return ModelRequest(
             model=model,
             messages=tuple(ChatMessage(m["role"], m["content"]) for m in asked.messages),
             temperature=_first(asked.temperature, grader.temperature, 0.0),
@@ -529,9 +545,11 @@ class PromptfooRunner:
             priority=work.priority,
             purpose="judge",
         )
-        reply = await self.engine.complete(request)
-        usage.setdefault(model.id, Usage()).add(reply.usage())
-        return reply.text
+
+    def embedder(self, provider: Any | None) -> ModelSpec:
+        """The embedding model a grading step asks: its ``provider`` mapped, else promptfoo's default."""
+        embedding_id = (map_embedding_provider(provider)[0] if provider else None) or EMBEDDING_MODEL
+        return ModelSpec(id=embedding_id, custom=self.custom_models.get(embedding_id))
 
 
 # promptfoo's ResultFailureReason
