@@ -876,12 +876,13 @@ def make_plan(
     pipeline = Pipeline(client, settings)
     if settings.repeat_auto:
         client.first_samples, client.max_samples = sampling.first_samples(settings.repeat), settings.repeat
+    samples = items
     if settings.repeat > 1:  # --weval-repeat: each item is asked N times, each sample its own request
-        items = (dataclasses.replace(work, sample=k) for work in items for k in range(settings.repeat))
+        samples = (dataclasses.replace(work, sample=k) for work in items for k in range(settings.repeat))
     direct = DirectCount(client, pipeline) if engine.cache.store is None and settings.fixtures is None else None
 
     async def plan_all() -> None:
-        for batch in _batches(items, _BATCH):
+        for batch in _batches(samples, _BATCH):
             counted = [how for how in map(direct.direct, batch) if how is not None] if direct is not None else []
             if direct is not None and len(counted) == len(batch):
                 await direct.count_all(batch, counted)  # no item of the batch waits on another: no tasks

@@ -246,6 +246,9 @@ def test_the_plan_counts_the_embeddings(project: Project):
     project.run("--collect-only", "--weval-eval-methods=all", "--weval-out=out")
     row = project.json("out/plan.json")["requests"]["by_model"][f"openai:{EMBEDDER}"]
     assert (row["total"], row["cached"], row["by_purpose"]) == (7, 0, {"embed": 7})  # 1 ideal + 6 answers
+    # repeated items' samples are planned first; the embeddings are still counted after them
+    project.run("--collect-only", "--weval-eval-methods=all", "--weval-repeat=2", "--weval-out=repeated")
+    assert project.json("repeated/plan.json")["requests"]["by_model"][f"openai:{EMBEDDER}"]["total"] == 7
     project.run("--weval-eval-methods=all")
     project.run("--collect-only", "--weval-eval-methods=all", "--weval-out=again")
     row = project.json("again/plan.json")["requests"]["by_model"][f"openai:{EMBEDDER}"]
