@@ -899,7 +899,7 @@ def make_plan(
         # Their code is loaded by a plan that has such items only (docs/engine.md, 'A process's start').
         from pytest_weval.run.plan_promptfoo import RowPlanner
 
-        planner = RowPlanner(client, pipeline.formats.promptfoo, checked.blocked if checked else {})
+        planner = RowPlanner(client, pipeline.formats.promptfoo)
         engine.run_coroutine(planner.plan(rows, settings.repeat)).result()
     missing = [
         {"variable": m.variable, "models": sorted(m.models), "judges": sorted(m.judges), "items": m.items}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
-from collections.abc import Container, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from pytest_weval.engine.errors import ConfigError, ModelCallError
@@ -55,10 +55,9 @@ class RowPlanner:
     """Counts promptfoo rows' requests into a ``PlanClient``: their generations, and their
     graders' calls."""
 
-    def __init__(self, client: PlanClient, runner: PromptfooRunner, blocked: Container[str]):
+    def __init__(self, client: PlanClient, runner: PromptfooRunner):
         self.client = client
         self.runner = runner
-        self.blocked = blocked  # node ids the pre-flight blocks (a key missing): nothing is sent
 
     async def plan(self, works: Iterable[PromptfooWork], repeat: int) -> None:
         """Every row at each of its ``repeat`` samples (each sample its own generation)."""
@@ -67,10 +66,11 @@ class RowPlanner:
             await asyncio.gather(*(self.row(work) for work in batch))
 
     def sends_nothing(self, work: PromptfooWork) -> bool:
-        """The run ends the row before any request (``PromptfooRunner._evaluate_into``'s checks)."""
+        """The run ends the row before any request (``PromptfooRunner._evaluate_into``'s checks).
+        A row whose key is missing is counted, as a blueprint item is: the plan lists the key, and
+        its figures are what the run sends once the key is set."""
         return (
             work.blocked is not None
-            or work.nodeid in self.blocked
             or bool(work.prepared.problem or work.prompt.problem or work.provider.problem)
             or work.provider.model is None
             or (work.prepared.needs_exec and not self.runner.allow_exec)

@@ -113,8 +113,8 @@ def test_a_plan_counts_every_sample_of_a_repeated_row(project: Project):
 
 
 def test_rows_that_send_nothing_count_nothing(project: Project):
-    # a row with a mistake, one that needs a program not allowed, one whose provider's key is
-    # missing (--weval-missing-keys=error: reported, not sent): only the fine row is counted
+    # a row with a mistake and one that needs a program not allowed count nothing; a provider
+    # whose key is missing is listed and its rows counted, as a blueprint item's are
     project.write(
         "promptfooconfig.yaml",
         f"""
@@ -142,12 +142,11 @@ def test_rows_that_send_nothing_count_nothing(project: Project):
         """,
     )
     planned = _plan(project, "plan", "--weval-missing-keys=error")
-    assert planned["by_model"] == {
-        MODEL_ID: planned["by_model"][MODEL_ID],
-        JUDGE_ID: planned["by_model"][JUDGE_ID],
-    }
+    haiku = "anthropic:claude-3-5-haiku-latest"
+    assert set(planned["by_model"]) == {MODEL_ID, haiku, JUDGE_ID}, planned["by_model"]
     assert planned["by_model"][MODEL_ID]["by_purpose"] == {"generate": 1}
-    assert planned["by_model"][JUDGE_ID]["by_purpose"] == {"judge": 1}
+    assert planned["by_model"][haiku]["by_purpose"] == {"generate": 1}
+    assert planned["by_model"][JUDGE_ID]["by_purpose"] == {"judge": 2}  # each answer graded
     assert project.json("plan/plan.json")["missing_keys"][0]["variable"] == "ANTHROPIC_API_KEY"
 
 
