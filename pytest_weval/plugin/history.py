@@ -241,7 +241,7 @@ def past_samples(settings: WevalSettings) -> dict[str, tuple[Past, ...]]:
     not select it (``--weval-batch=submit``, ``-k``) is no result of it: the item's older runs
     count instead, among the newest ``PAST_WINDOW`` runs. Nothing when there is no history to
     read, or it cannot be read (the items then sample as without one)."""
-    if not settings.repeat_auto or settings.cache_mode == "off":
+    if not settings.samples_from_history:
         return {}
     found: dict[str, list[Past]] = {}
     try:

@@ -2,7 +2,9 @@
 
 Hooks read ``WevalSettings`` instead of calling ``config.getoption`` all over the plugin, and the
 engine's and the pipeline's settings are made from it here, in one place (``engine_settings``,
-``pipeline_settings``). Loaded only by a run that uses the plugin (``activation.py``).
+``pipeline_settings``). Loaded only by a run that uses the plugin (``activation.py``). The
+reports' code is imported where a setting reads or writes them (the baseline, the gates, the
+output files), so that an xdist worker, which writes no report, never loads it.
 """
 
 from __future__ import annotations
@@ -33,11 +35,6 @@ from pytest_weval.formats.discover import is_agent_eval_file, is_promptfoo_file
 from pytest_weval.lint import RawSource, read_source
 from pytest_weval.plugin.options import _DEFAULTS, _INI_ONLY, _OPTIONS, _raw, option_name
 from pytest_weval.plugin.role import Role
-from pytest_weval.report.baseline import Baseline, BaselineError, read_baseline
-from pytest_weval.report.finish import FinishedRun, RunGates, write_run_files
-from pytest_weval.report.history import is_history_baseline
-from pytest_weval.report.html import RunFacts
-from pytest_weval.report.weval_json import write_json_atomic
 from pytest_weval.results import Outcome
 from pytest_weval.run import sampling
 from pytest_weval.run.embedding import parse_eval_methods
@@ -48,6 +45,9 @@ from pytest_weval.scoring import check_pattern_syntax
 if TYPE_CHECKING:
     from pytest_weval.formats.model import AgentSuite
     from pytest_weval.formats.promptfoo.model import PromptfooSuite
+    from pytest_weval.report.baseline import Baseline
+    from pytest_weval.report.facts import RunFacts
+    from pytest_weval.report.finish import FinishedRun, RunGates
     from pytest_weval.run.plan import Plan
 
 MISSING_KEYS = ("stop", "error", "skip")
@@ -263,6 +263,9 @@ class WevalSettings:
     def baseline_folder(self) -> Baseline | None:
         """--weval-baseline's folder, read at the start (a bad one stops the run); None without
         one, or when the baseline is the history's run (read at the end, with the history)."""
+        from pytest_weval.report.baseline import BaselineError, read_baseline
+        from pytest_weval.report.history import is_history_baseline
+
         if self.baseline is None or is_history_baseline(self.baseline):
             return None
         try:
@@ -272,6 +275,8 @@ class WevalSettings:
 
     def history_baseline(self) -> str | None:
         """``last`` or ``last:<branch>`` when the baseline is the history's newest scores."""
+        from pytest_weval.report.history import is_history_baseline
+
         return self.baseline if isinstance(self.baseline, str) and is_history_baseline(self.baseline) else None
 
     def run_id_or(self, own: str) -> str:
@@ -284,11 +289,19 @@ class WevalSettings:
         return self.judges or ()
 
     @property
+    def samples_from_history(self) -> bool:
+        """Whether items may start from their recorded samples (``--weval-repeat=auto`` with a
+        store: docs/sampling.md, 'Starting from the history')."""
+        return self.repeat_auto and self.cache_mode != "off"
+
+    @property
     def blocked_outcome(self) -> Outcome:
         """What an item that needs a missing key becomes (--weval-missing-keys)."""
         return "skipped" if self.missing_keys == "skip" else "error"
 
     def run_gates(self) -> RunGates:
+        from pytest_weval.report.finish import RunGates
+
         return RunGates(
             min_score=self.min_score,
             baseline=str(self.baseline) if self.baseline is not None else None,
@@ -315,9 +328,13 @@ class WevalSettings:
     def write_plan(self, plan: Plan) -> None:
         """``plan.json`` in --weval-out, if given."""
         if self.out_dir is not None:
+            from pytest_weval.report.weval_json import write_json_atomic
+
             write_json_atomic(Path(self.out_dir) / "plan.json", plan.to_dict())
 
     def write_run_files(self, run: FinishedRun, facts: RunFacts | None) -> None:
+        from pytest_weval.report.finish import write_run_files
+
         write_run_files(run, out_dir=self.out_dir, html_path=self.html_path, facts=facts)
 
 
