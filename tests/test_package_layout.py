@@ -153,6 +153,11 @@ ON_FIRST_USE = {
         "pytest_weval.report.finish",
         "pytest_weval.report.history",
         "pytest_weval.report.weval_json",
+        # the run's, by a process that runs items (never the xdist controller)
+        "pytest_weval.run.pipeline",
+        "pytest_weval.run.preflight",
+        "pytest_weval.engine.transport.model_lists",
+        "pytest_weval.scoring",  # an agent eval suite's regex check
     ),
     # each concern by the roles that register it: no summary or reports' code in an xdist
     # worker, no collection or run start in the controller
@@ -163,9 +168,18 @@ ON_FIRST_USE = {
         "pytest_weval.plugin.run_start",
         "pytest_weval.plugin.xdist_transfer",
     ),
-    "pytest_weval.plugin.run_engine": ("pytest_weval.plugin.history",),  # the history's samples, --weval-repeat=auto
+    # the engine, by a process that runs items; the history's samples, --weval-repeat=auto
+    "pytest_weval.plugin.run_engine": ("pytest_weval.api", "pytest_weval.plugin.history"),
+    "pytest_weval.plugin.running": (
+        "pytest_weval.run.schedule",
+    ),  # the engine's scheduler, by a process that runs items
+    "pytest_weval.plugin.similarity": ("pytest_weval.engine.engine",),  # embeddings, --weval-eval-methods only
+    # the lint rules (and the scoring code they check points with), at the first blueprint linted
+    "pytest_weval.lint": ("pytest_weval.lint.rules",),
+    "pytest_weval.plugin.lint": ("pytest_weval.lint.rules",),
     "pytest_weval.report.finish": ("pytest_weval.report.html",),  # the page's code (~120 KB), --weval-html only
-    "pytest_weval.plugin.items": ("pytest_weval.formats.model",),  # an agent case's verdict marks
+    # an agent case's verdict marks; the pipeline's item, by a process that runs items
+    "pytest_weval.plugin.items": ("pytest_weval.formats.model", "pytest_weval.run.pipeline"),
     "pytest_weval.run.pipeline": ("pytest_weval.run.agent", "pytest_weval.run.promptfoo"),
     "pytest_weval.run.preflight": (
         "pytest_weval.run.agent",

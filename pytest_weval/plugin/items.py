@@ -15,7 +15,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 from _pytest import nodes as _nodes
@@ -28,7 +28,9 @@ from pytest_weval.report._fmt import fmt_score, visible
 from pytest_weval.report.failure import crash_line, detail_for, explain_error, explain_failure
 from pytest_weval.report.junit import JUNIT_NAMES, junit_properties
 from pytest_weval.results import ItemResult, Outcome
-from pytest_weval.run.pipeline import ItemWork, Work
+
+if TYPE_CHECKING:
+    from pytest_weval.run.pipeline import ItemWork, Work
 
 _NodeId = getattr(_nodes, "NodeId", None)  # pytest 9; pytest 8's node ids are strings
 
@@ -262,6 +264,10 @@ class BlueprintItem(WevalItem):
     def work(
         self, priority: int = 0, blocked: str | None = None, blocked_outcome: Outcome = "error", sample: int = 0
     ) -> ItemWork:
+        # The pipeline's code, by a process that runs items (not the xdist controller, which
+        # imports this module for its item class).
+        from pytest_weval.run.pipeline import ItemWork
+
         return ItemWork(
             nodeid=self.nodeid,
             blueprint=self.blueprint,

@@ -4,19 +4,22 @@ shared by the items, the fixtures and the pre-flight's plan, closed once at the 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_weval.api import Weval
 from pytest_weval.engine.store.backends import StoreError, is_postgres
-from pytest_weval.plugin.items import WevalItem
 from pytest_weval.plugin.options import option_name
 from pytest_weval.plugin.role import Role
 from pytest_weval.plugin.run_state import EngineTally, RunInputs
 from pytest_weval.plugin.running import Runner
-from pytest_weval.plugin.settings import WevalSettings
+from pytest_weval.plugin.settings import WevalSettings, samples_from_history
 from pytest_weval.results import ItemResult
 from pytest_weval.run.sampling import Past
+
+if TYPE_CHECKING:
+    from pytest_weval.api import Weval
+    from pytest_weval.plugin.items import WevalItem
 
 
 class RunEngine:
@@ -46,6 +49,10 @@ class RunEngine:
     def weval(self) -> Weval:
         """The process's engine and pipeline, started on first use."""
         if self._weval is None:
+            # The engine's code is loaded by a process that makes one: never the xdist
+            # controller, which runs no item (docs/engine.md, 'A process's start').
+            from pytest_weval.api import Weval
+
             settings = self._inputs.settings
             try:
                 self._weval = Weval(
@@ -111,7 +118,7 @@ def store_error(settings: WevalSettings, exc: StoreError) -> pytest.UsageError:
 def _past_samples(settings: WevalSettings) -> dict[str, tuple[Past, ...]]:
     """The history's samples the items may start from; its reader (the history's records, the
     reports' code) is loaded only by a run that reads them, so an xdist worker loads no report."""
-    if not settings.samples_from_history:
+    if not samples_from_history(settings):
         return {}
     from pytest_weval.plugin.history import past_samples
 

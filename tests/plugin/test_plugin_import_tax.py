@@ -307,8 +307,8 @@ def pytest_configure_node(node):
 
 # What each process of a run of blueprints loads only where its role needs it: the HTML page's
 # code with --weval-html, the summary and the reports' writers in the process that writes them
-# (serial, or the xdist controller; never a worker), the collection and the run's start in a
-# process that collects (never the controller).
+# (serial, or the xdist controller; never a worker), the collection, the run's start, the engine
+# and the pipeline in a process that runs items (never the controller).
 HTML_PAGE = (
     "pytest_weval.report.html",
     "pytest_weval.report.html_assets",
@@ -324,12 +324,20 @@ REPORT_WRITERS = (
     "pytest_weval.report.run_record",
 )
 COLLECTING = ("pytest_weval.plugin.collection", "pytest_weval.plugin.run_start")
+# the engine and the pipeline, by a process that runs items (never the xdist controller)
+RUNNING = (
+    "pytest_weval.api",
+    "pytest_weval.engine.engine",
+    "pytest_weval.run.pipeline",
+    "pytest_weval.lint.rules",
+    "httpx",
+)
 
 ROLES_CONFTEST = f"""\
 import json, os, sys
 import pytest
 
-WATCHED = {HTML_PAGE + REPORT_WRITERS + COLLECTING!r}
+WATCHED = {HTML_PAGE + REPORT_WRITERS + COLLECTING + RUNNING!r}
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session):
@@ -365,7 +373,7 @@ def test_under_xdist_each_process_loads_only_what_its_role_needs(project: Projec
     assert (project.path / "out" / "summary.json").is_file()
     controller = _loaded(project, "main")
     assert set(REPORT_WRITERS) <= controller
-    assert controller & set(COLLECTING + HTML_PAGE) == set()
+    assert controller & set(COLLECTING + RUNNING + HTML_PAGE) == set()
     for worker in ("gw0", "gw1"):
         assert _loaded(project, worker) & set(REPORT_WRITERS + HTML_PAGE) == set(), worker
-        assert set(COLLECTING) <= _loaded(project, worker)
+        assert set(COLLECTING + RUNNING) <= _loaded(project, worker)
