@@ -322,6 +322,9 @@ REPORT_WRITERS = (
     "pytest_weval.report.finish",
     "pytest_weval.report.history",
     "pytest_weval.report.run_record",
+    "pytest_weval.report.rollup",
+    "pytest_weval.report.terminal",
+    "pytest_weval.report.weval_json",
 )
 COLLECTING = ("pytest_weval.plugin.collection", "pytest_weval.plugin.run_start")
 # the engine and the pipeline, by a process that runs items (never the xdist controller)
