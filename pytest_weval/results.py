@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 import pytest_weval.defaults as defaults
 from pytest_weval.errors import STORE_KINDS, ErrorKind
@@ -25,7 +25,14 @@ def passes(score: float | None, threshold: float) -> bool:
     return score is not None and score >= threshold
 
 
+# Each record's validator is built when the first one is made (the engine's first result, or
+# the first report read back), not when the plugin is activated: ~15 ms of every process's start.
+_BUILT_ON_FIRST_USE = ConfigDict(defer_build=True)
+
+
 class JudgeVerdict(BaseModel):
+    model_config = _BUILT_ON_FIRST_USE
+
     judge_model_id: str
     coverage_extent: float  # raw, before should_not inversion
     reflection: str = ""
@@ -33,6 +40,8 @@ class JudgeVerdict(BaseModel):
 
 class PointAssessment(BaseModel):
     """One point's assessment; fields mirror Weval's ``pointAssessments[]`` entry."""
+
+    model_config = _BUILT_ON_FIRST_USE
 
     key_point_text: str  # the text, or "Function: name(args)" for a function point
     coverage_extent: float | None = None  # None when the point errored
@@ -64,6 +73,8 @@ class PointAssessment(BaseModel):
 
 
 class Usage(BaseModel):
+    model_config = _BUILT_ON_FIRST_USE
+
     requests: int = 0  # responses obtained (network or cache)
     cache_hits: int = 0
     input_tokens: int = 0
@@ -87,6 +98,8 @@ REQUIRED_CHECK = "failed a required check: "  # how a failed gate of an agent ev
 
 
 class ItemResult(BaseModel):
+    model_config = _BUILT_ON_FIRST_USE
+
     nodeid: str = ""
     blueprint_id: str
     blueprint_path: str  # relative to the rootdir, "/" separated

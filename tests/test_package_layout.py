@@ -139,14 +139,47 @@ LIGHT = {
 #   of the bytecode activation loaded), at a run's first such file or item;
 # - the plan (``run/plan.py``), made for --collect-only and -v only;
 # - the batch APIs (``engine/batching/``, ``transport/batch_api.py``), for --weval-batch only.
+# - the reports' writers and the HTML page's code, by the process that writes them (serial or
+#   the xdist controller; the page for --weval-html only), and each of the plugin's concerns by
+#   the roles that register it (``registration.py``).
 ON_FIRST_USE = {
     "pytest_weval.plugin.collection": ("pytest_weval.plugin.agent_items", "pytest_weval.plugin.promptfoo_items"),
     "pytest_weval.plugin.settings": (
         "pytest_weval.formats.load",
         "pytest_weval.formats.promptfoo.load",
         "pytest_weval.run.plan",
+        # the reports' code, by the process that reads or writes them (never an xdist worker)
+        "pytest_weval.report.baseline",
+        "pytest_weval.report.finish",
+        "pytest_weval.report.history",
+        "pytest_weval.report.weval_json",
+        # the run's, by a process that runs items (never the xdist controller)
+        "pytest_weval.run.pipeline",
+        "pytest_weval.run.preflight",
+        "pytest_weval.engine.transport.model_lists",
+        "pytest_weval.scoring",  # an agent eval suite's regex check
     ),
-    "pytest_weval.plugin.items": ("pytest_weval.formats.model",),  # an agent case's verdict marks
+    # each concern by the roles that register it: no summary or reports' code in an xdist
+    # worker, no collection or run start in the controller
+    "pytest_weval.plugin.registration": (
+        "pytest_weval.plugin.session_checks",
+        "pytest_weval.plugin.summary",
+        "pytest_weval.plugin.collection",
+        "pytest_weval.plugin.run_start",
+        "pytest_weval.plugin.xdist_transfer",
+    ),
+    # the engine, by a process that runs items; the history's samples, --weval-repeat=auto
+    "pytest_weval.plugin.run_engine": ("pytest_weval.api", "pytest_weval.plugin.history"),
+    "pytest_weval.plugin.running": (
+        "pytest_weval.run.schedule",
+    ),  # the engine's scheduler, by a process that runs items
+    "pytest_weval.plugin.similarity": ("pytest_weval.engine.engine",),  # embeddings, --weval-eval-methods only
+    # the lint rules (and the scoring code they check points with), at the first blueprint linted
+    "pytest_weval.lint": ("pytest_weval.lint.rules",),
+    "pytest_weval.plugin.lint": ("pytest_weval.lint.rules",),
+    "pytest_weval.report.finish": ("pytest_weval.report.html",),  # the page's code (~120 KB), --weval-html only
+    # an agent case's verdict marks; the pipeline's item, by a process that runs items
+    "pytest_weval.plugin.items": ("pytest_weval.formats.model", "pytest_weval.run.pipeline"),
     "pytest_weval.run.pipeline": ("pytest_weval.run.agent", "pytest_weval.run.promptfoo"),
     "pytest_weval.run.plan": ("pytest_weval.run.plan_promptfoo",),  # a plan with promptfoo rows
     "pytest_weval.run.preflight": (

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from pytest_weval.blueprint import Blueprint, Finding
 from pytest_weval.blueprint.loader import DEFAULT_MAX_FILE_MB, RawSource, read_blueprint_file, room_for_depth
-from pytest_weval.lint.rules import BLUEPRINT_RULES, SOURCE_RULES
 
 __all__ = ["PARSER_CODES", "RULES", "format_finding", "lint_blueprint", "read_source"]
 
@@ -78,6 +77,10 @@ def lint_blueprint(
 
     `source` (the RawSource the blueprint was parsed from) enables the rules that need what
     the parser does not keep (`$ref` sites, point_defs keys); without it they are skipped."""
+    # The rules (and the scoring code they check points with) load with the first blueprint
+    # linted: a process that only reads the lint selection (the xdist controller) never does.
+    from pytest_weval.lint.rules import BLUEPRINT_RULES, SOURCE_RULES
+
     findings: list[Finding] = list(blueprint.findings) if parser_findings else []
     with room_for_depth():
         for rule in BLUEPRINT_RULES:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_weval.engine.store.common import StoreError
-from pytest_weval.plugin.settings import WevalSettings
+from pytest_weval.plugin.settings import WevalSettings, samples_from_history
 from pytest_weval.report.analyses import RunAnalyses, RunAnalysis
 from pytest_weval.report.baseline import Baseline
 from pytest_weval.report.finish import FinishedRun
@@ -282,7 +282,7 @@ def past_samples(settings: WevalSettings) -> dict[str, tuple[Past, ...]]:
     not select it (``--weval-batch=submit``, ``-k``) is no result of it: the item's older runs
     count instead, among the newest ``PAST_WINDOW`` runs. Nothing when there is no history to
     read, or it cannot be read (the items then sample as without one)."""
-    if not settings.repeat_auto or settings.cache_mode == "off":
+    if not samples_from_history(settings):
         return {}
     found: dict[str, list[Past]] = {}
     try:

@@ -15,7 +15,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable
-from typing import Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 import pytest
 from _pytest import nodes as _nodes
@@ -28,11 +28,16 @@ from pytest_weval.report._fmt import fmt_score, visible
 from pytest_weval.report.failure import crash_line, detail_for, explain_error, explain_failure
 from pytest_weval.report.junit import JUNIT_NAMES, junit_properties
 from pytest_weval.results import ItemResult, Outcome
-from pytest_weval.run.pipeline import ItemWork, Work
+
+if TYPE_CHECKING:
+    from pytest_weval.run.pipeline import ItemWork, Work
 
 _NodeId = getattr(_nodes, "NodeId", None)  # pytest 9; pytest 8's node ids are strings
 # pytest 9's NodeId keeps its string once made (``NodeId.__str__``), in this slot
 _STR_CACHED = "_str_cache" in getattr(_NodeId, "__slots__", ())
+
+
+_made_works: list[type[ItemWork] | None] = [None]  # ItemWork, once a process makes one
 
 
 class ResultSource(Protocol):
@@ -270,8 +275,16 @@ class BlueprintItem(WevalItem):
     def work(
         self, priority: int = 0, blocked: str | None = None, blocked_outcome: Outcome = "error", sample: int = 0
     ) -> ItemWork:
+        made = _made_works[0]
+        if made is None:
+            # The pipeline's code, by a process that runs items (not the xdist controller, which
+            # imports this module for its item class); kept, as an import per item costs more
+            # than the work it makes.
+            from pytest_weval.run.pipeline import ItemWork
+
+            made = _made_works[0] = ItemWork
         # by position: made for every item at the run's start, where keywords cost a fifth more
-        return ItemWork(
+        return made(
             self.nodeid,
             self.blueprint,
             self.prompt,

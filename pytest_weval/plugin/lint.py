@@ -23,7 +23,6 @@ import pytest
 from pytest_weval.blueprint.model import Blueprint, Finding
 from pytest_weval.errors import WevalError
 from pytest_weval.lint import format_finding, lint_blueprint
-from pytest_weval.lint.rules import regexes
 from pytest_weval.lint.select import LintSelection, file_directives
 from pytest_weval.plugin.markers import LINT_MARKER
 from pytest_weval.plugin.settings import WevalSettings
@@ -51,6 +50,8 @@ _NOT_MISTAKES = frozenset({"empty-collection", "duplicate-prompt-id"})
 
 def invalid_regexes(blueprint: Blueprint) -> list[Finding]:
     """Patterns JavaScript rejects (their points error on every response), for every run."""
+    from pytest_weval.lint.rules import regexes  # with the first blueprint, in a process that collects
+
     return [f for f in regexes(blueprint) if f.code == "invalid-regex"]
 
 

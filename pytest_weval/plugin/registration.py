@@ -20,29 +20,33 @@ SummaryReasons     yes     yes         yes     each failed item's reason in the 
 
 Loaded only when the run uses the plugin (``activation.py``), by ``activate``.
 
+Each concern's module is imported by the roles that register it: an xdist worker never loads
+the summary and the reports' code (``summary.py``, ``session_checks.py``), nor the controller
+the collection and the run's start (``collection.py``, ``run_start.py``).
+
 Shared state lives in small records passed to the concerns that need it (``run_state.py``,
 ``run_engine.RunEngine``, ``item_results.ItemResults``); no concern reaches another through a hub.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from pytest_weval.plugin import lint
-from pytest_weval.plugin.collection import Collection
 from pytest_weval.plugin.interruption import Interruption
 from pytest_weval.plugin.item_results import ItemResults, spool_folder
 from pytest_weval.plugin.notices import Notices
 from pytest_weval.plugin.role import Role, role_of
 from pytest_weval.plugin.run_engine import RunEngine
-from pytest_weval.plugin.run_start import RunStart
 from pytest_weval.plugin.run_state import Blueprints, EngineTally, RunInputs, RunOutputs, read_inputs
 from pytest_weval.plugin.running import ItemRunning
-from pytest_weval.plugin.session_checks import SessionChecks
 from pytest_weval.plugin.settings import settings_from_config
-from pytest_weval.plugin.summary import RunParts, RunSummary
 from pytest_weval.plugin.summary_reasons import SummaryReasons
-from pytest_weval.plugin.xdist_transfer import ControllerInput, WorkerOutput
+
+if TYPE_CHECKING:
+    from pytest_weval.plugin.session_checks import SessionChecks
 
 _INPUTS = pytest.StashKey[RunInputs]()
 _ENGINE = pytest.StashKey[RunEngine]()
@@ -58,9 +62,9 @@ def activate(config: pytest.Config) -> Role:
 
 def say_header(config: pytest.Config) -> None:
     """Activated after the session started (``activation.py``): the header's cache line, said now."""
-    checks = config.pluginmanager.get_plugin("weval-session-checks")
+    checks: SessionChecks | None = config.pluginmanager.get_plugin("weval-session-checks")
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if not isinstance(checks, SessionChecks) or reporter is None:
+    if checks is None or reporter is None:
         return
     header = checks.pytest_report_header(config)
     if header:
@@ -71,8 +75,8 @@ def say_header(config: pytest.Config) -> None:
 def check_session(config: pytest.Config) -> None:
     """Activated after the session started: its checks, run once collection is over, before
     anything is sent (a usage error there ends the session as one at its start would)."""
-    checks = config.pluginmanager.get_plugin("weval-session-checks")
-    if not isinstance(checks, SessionChecks):
+    checks: SessionChecks | None = config.pluginmanager.get_plugin("weval-session-checks")
+    if checks is None:
         return
     try:
         checks.check()
@@ -99,15 +103,25 @@ def register(config: pytest.Config) -> Role:
         "weval-summary-reasons": SummaryReasons(),
     }
     if role.reports:
+        from pytest_weval.plugin.session_checks import SessionChecks
+        from pytest_weval.plugin.summary import RunParts, RunSummary
+
         concerns["weval-session-checks"] = SessionChecks(config, role, inputs, outputs, tally)
         concerns["weval-summary"] = RunSummary(config, RunParts(inputs, results, blueprints, tally, outputs))
     if role.runs_items:
+        from pytest_weval.plugin.collection import Collection
+        from pytest_weval.plugin.run_start import RunStart
+
         concerns["weval-collection"] = Collection(config, inputs, blueprints, engine)
         concerns["weval-run-start"] = RunStart(config, role, inputs, blueprints, engine, notices, outputs)
     if role.kind == "worker":
+        from pytest_weval.plugin.xdist_transfer import WorkerOutput
+
         workeroutput = config.workeroutput  # type: ignore[attr-defined]  # set by xdist on its workers
         concerns["weval-worker-output"] = WorkerOutput(workeroutput, blueprints, results, tally, outputs)
     if role.kind == "controller":
+        from pytest_weval.plugin.xdist_transfer import ControllerInput
+
         concerns["weval-controller-input"] = ControllerInput(blueprints, tally, outputs)
     for name, concern in concerns.items():
         config.pluginmanager.register(concern, name)

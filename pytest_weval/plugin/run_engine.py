@@ -4,19 +4,22 @@ shared by the items, the fixtures and the pre-flight's plan, closed once at the 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_weval.api import Weval
 from pytest_weval.engine.store.backends import StoreError, is_postgres
-from pytest_weval.plugin.history import past_samples
-from pytest_weval.plugin.items import WevalItem
 from pytest_weval.plugin.options import option_name
 from pytest_weval.plugin.role import Role
 from pytest_weval.plugin.run_state import EngineTally, RunInputs
 from pytest_weval.plugin.running import Runner
-from pytest_weval.plugin.settings import WevalSettings
+from pytest_weval.plugin.settings import WevalSettings, samples_from_history
 from pytest_weval.results import ItemResult
+from pytest_weval.run.sampling import Past
+
+if TYPE_CHECKING:
+    from pytest_weval.api import Weval
+    from pytest_weval.plugin.items import WevalItem
 
 
 class RunEngine:
@@ -46,12 +49,16 @@ class RunEngine:
     def weval(self) -> Weval:
         """The process's engine and pipeline, started on first use."""
         if self._weval is None:
+            # The engine's code is loaded by a process that makes one: never the xdist
+            # controller, which runs no item (docs/engine.md, 'A process's start').
+            from pytest_weval.api import Weval
+
             settings = self._inputs.settings
             try:
                 self._weval = Weval(
                     engine_settings=settings.engine_settings(self._role),
                     pipeline_settings=settings.pipeline_settings(
-                        self._inputs.custom_models, self._inputs.fixtures, past_samples(settings)
+                        self._inputs.custom_models, self._inputs.fixtures, _past_samples(settings)
                     ),
                 )
             except StoreError as exc:  # checked at session start; gone since (or an xdist worker)
@@ -106,3 +113,13 @@ def store_error(settings: WevalSettings, exc: StoreError) -> pytest.UsageError:
     """A store that cannot be used ends the session in one line, before anything is sent."""
     where = option_name("weval_cache_store") if is_postgres(settings.cache_store) else "weval cache"
     return pytest.UsageError(f"{where}: {exc}")
+
+
+def _past_samples(settings: WevalSettings) -> dict[str, tuple[Past, ...]]:
+    """The history's samples the items may start from; its reader (the history's records, the
+    reports' code) is loaded only by a run that reads them, so an xdist worker loads no report."""
+    if not samples_from_history(settings):
+        return {}
+    from pytest_weval.plugin.history import past_samples
+
+    return past_samples(settings)

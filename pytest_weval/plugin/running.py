@@ -15,15 +15,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_weval.api import Weval
 from pytest_weval.plugin.collect import collector_paused
 from pytest_weval.plugin.items import WevalItem
 from pytest_weval.plugin.terminal_lines import write_lines
 from pytest_weval.report._fmt import plural
 from pytest_weval.results import ItemResult, Outcome
-from pytest_weval.run.schedule import ItemScheduler
 
 if TYPE_CHECKING:  # they use the Runner
+    from pytest_weval.api import Weval
     from pytest_weval.plugin.item_results import ItemResults
     from pytest_weval.plugin.run_engine import RunEngine
 
@@ -65,6 +64,9 @@ class Runner:
             # Every item at once: each waits on a batch, and a round holds what has been asked
             # when it is submitted (docs/batch.md).
             window = max(window, len(items))
+        # The engine's code, by a process that runs items (never the xdist controller).
+        from pytest_weval.run.schedule import ItemScheduler
+
         self.scheduler = ItemScheduler(
             self.engine,
             self.pipeline,

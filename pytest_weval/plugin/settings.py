@@ -2,7 +2,11 @@
 
 Hooks read ``WevalSettings`` instead of calling ``config.getoption`` all over the plugin, and the
 engine's and the pipeline's settings are made from it here, in one place (``engine_settings``,
-``pipeline_settings``). Loaded only by a run that uses the plugin (``activation.py``).
+``pipeline_settings``). Loaded only by a run that uses the plugin (``activation.py``). The
+reports' code is imported where a setting reads or writes them (the baseline, the gates, the
+output files), so that an xdist worker, which writes no report, never loads it; the run's
+(the pipeline, the pre-flight, the model lists) where a process that runs items uses them, so
+that the xdist controller, which runs none, never loads the engine.
 """
 
 from __future__ import annotations
@@ -16,39 +20,41 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 import pytest_weval.defaults as defaults
-from pytest_weval.api import Weval
 from pytest_weval.blueprint import load_blueprint, load_model_defs
 from pytest_weval.blueprint.fixtures import ResponseFixtures, load_fixtures
 from pytest_weval.blueprint.model import Blueprint, BlueprintError, Location
-from pytest_weval.engine import EngineSettings
 from pytest_weval.engine.prices import Price, PriceBook, parse_price_lines
-from pytest_weval.engine.request import BATCH_MODES, CACHE_MODES, CACHE_STORES, PROMPT_CACHE_MODES, SERVICE_TIERS
+from pytest_weval.engine.request import (
+    BATCH_MODES,
+    CACHE_MODES,
+    CACHE_STORES,
+    PROMPT_CACHE_MODES,
+    SERVICE_TIERS,
+    EngineSettings,
+)
 from pytest_weval.engine.store.backends import is_postgres, redact_url, state_file
 from pytest_weval.engine.store.history import History, history_for
 from pytest_weval.engine.store.sqlite_health import fix_command
-from pytest_weval.engine.transport.model_lists import FILE_NAME as MODEL_LISTS_FILE
-from pytest_weval.engine.transport.model_lists import ModelLists
 from pytest_weval.files import unwritable
 from pytest_weval.formats.discover import is_agent_eval_file, is_promptfoo_file
 from pytest_weval.lint import RawSource, read_source
 from pytest_weval.plugin.options import _DEFAULTS, _INI_ONLY, _OPTIONS, _raw, option_name
 from pytest_weval.plugin.role import Role
-from pytest_weval.report.baseline import Baseline, BaselineError, read_baseline
-from pytest_weval.report.finish import FinishedRun, RunGates, write_run_files
-from pytest_weval.report.history import is_history_baseline
-from pytest_weval.report.html import RunFacts
-from pytest_weval.report.weval_json import write_json_atomic
 from pytest_weval.results import Outcome
 from pytest_weval.run import sampling
 from pytest_weval.run.embedding import parse_eval_methods
-from pytest_weval.run.pipeline import PipelineSettings, Work
-from pytest_weval.run.preflight import Preflight, preflight
-from pytest_weval.scoring import check_pattern_syntax
 
 if TYPE_CHECKING:
+    from pytest_weval.api import Weval
+    from pytest_weval.engine.transport.model_lists import ModelLists
     from pytest_weval.formats.model import AgentSuite
     from pytest_weval.formats.promptfoo.model import PromptfooSuite
+    from pytest_weval.report.baseline import Baseline
+    from pytest_weval.report.facts import RunFacts
+    from pytest_weval.report.finish import FinishedRun, RunGates
+    from pytest_weval.run.pipeline import PipelineSettings, Work
     from pytest_weval.run.plan import Plan
+    from pytest_weval.run.preflight import Preflight
 
 MISSING_KEYS = ("stop", "error", "skip")
 ON_OFF = ("on", "off")
@@ -154,6 +160,8 @@ class WevalSettings:
         fixtures: ResponseFixtures | None = None,
         past: Mapping[str, tuple[sampling.Past, ...]] | None = None,
     ) -> PipelineSettings:
+        from pytest_weval.run.pipeline import PipelineSettings
+
         return PipelineSettings(
             judges=self.judges,
             threshold=self.threshold,
@@ -191,6 +199,7 @@ class WevalSettings:
     # loads them (docs/engine.md, 'A process's start').
     def load_agent_suite(self, path: Path) -> AgentSuite | None:
         from pytest_weval.formats.load import load_agent_suite
+        from pytest_weval.scoring import check_pattern_syntax
 
         return load_agent_suite(
             path, rootdir=self.rootdir, max_file_mb=self.max_file_mb, check_regex=check_pattern_syntax
@@ -213,6 +222,8 @@ class WevalSettings:
         model_lists: ModelLists | None,
     ) -> Preflight:
         """The selection checked before anything is sent (``run/preflight.py``)."""
+        from pytest_weval.run.preflight import preflight
+
         return preflight(
             works,
             judges=self.judges,
@@ -231,6 +242,9 @@ class WevalSettings:
         where every xdist worker of the run finds the list the first one fetched."""
         if not self.check_models or self.cache_mode == "ro":
             return None
+        from pytest_weval.engine.transport.model_lists import FILE_NAME as MODEL_LISTS_FILE
+        from pytest_weval.engine.transport.model_lists import ModelLists
+
         cache_file = None
         if self.cache_mode != "off":
             try:
@@ -263,6 +277,9 @@ class WevalSettings:
     def baseline_folder(self) -> Baseline | None:
         """--weval-baseline's folder, read at the start (a bad one stops the run); None without
         one, or when the baseline is the history's run (read at the end, with the history)."""
+        from pytest_weval.report.baseline import BaselineError, read_baseline
+        from pytest_weval.report.history import is_history_baseline
+
         if self.baseline is None or is_history_baseline(self.baseline):
             return None
         try:
@@ -272,6 +289,8 @@ class WevalSettings:
 
     def history_baseline(self) -> str | None:
         """``last`` or ``last:<branch>`` when the baseline is the history's newest scores."""
+        from pytest_weval.report.history import is_history_baseline
+
         return self.baseline if isinstance(self.baseline, str) and is_history_baseline(self.baseline) else None
 
     def run_id_or(self, own: str) -> str:
@@ -289,6 +308,8 @@ class WevalSettings:
         return "skipped" if self.missing_keys == "skip" else "error"
 
     def run_gates(self) -> RunGates:
+        from pytest_weval.report.finish import RunGates
+
         return RunGates(
             min_score=self.min_score,
             baseline=str(self.baseline) if self.baseline is not None else None,
@@ -315,10 +336,20 @@ class WevalSettings:
     def write_plan(self, plan: Plan) -> None:
         """``plan.json`` in --weval-out, if given."""
         if self.out_dir is not None:
+            from pytest_weval.report.weval_json import write_json_atomic
+
             write_json_atomic(Path(self.out_dir) / "plan.json", plan.to_dict())
 
     def write_run_files(self, run: FinishedRun, facts: RunFacts | None) -> None:
+        from pytest_weval.report.finish import write_run_files
+
         write_run_files(run, out_dir=self.out_dir, html_path=self.html_path, facts=facts)
+
+
+def samples_from_history(settings: WevalSettings) -> bool:
+    """Whether items may start from their recorded samples (``--weval-repeat=auto`` with a
+    store: docs/sampling.md, 'Starting from the history')."""
+    return settings.repeat_auto and settings.cache_mode != "off"
 
 
 def _model_defs(path: Path | None) -> dict[str, dict[str, Any]]:

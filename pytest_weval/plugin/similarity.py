@@ -10,7 +10,6 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from pytest_weval.blueprint.model import Blueprint
-from pytest_weval.engine import Engine
 from pytest_weval.engine.store.backends import StoreError
 from pytest_weval.engine.store.cache import StoreFaults
 from pytest_weval.plugin.role import Role
@@ -39,6 +38,10 @@ def embed_answers(
     def say(line: str) -> None:
         if terminal is not None:
             terminal.write_line(visible(line), yellow=True)
+
+    # The engine's code, loaded here by the process writing the reports (the xdist
+    # controller runs no item and has no engine otherwise).
+    from pytest_weval.engine.engine import Engine
 
     engine = Engine(settings.engine_settings(role))
     try:

@@ -25,8 +25,8 @@ from pytest_weval.plugin.similarity import embed_answers
 from pytest_weval.plugin.teardown_index import index_teardown_reports
 from pytest_weval.report._fmt import plural, visible
 from pytest_weval.report.baseline import Baseline
+from pytest_weval.report.facts import RunFacts
 from pytest_weval.report.finish import FinishedRun, RunGates, finish_run
-from pytest_weval.report.html import RunFacts
 from pytest_weval.report.terminal import render_summary
 
 

@@ -7,14 +7,37 @@ anything. No pytest and no engine here: the plugin calls these pure functions fr
 - ``weval_json``: Weval comparison files and ``summary.json`` (``write_outputs``)
 - ``junit.junit_properties``: an item's junit properties
 - ``failure.explain_failure`` / ``explain_error``: what a person reads when an item fails
+
+The names below load their modules when first asked for: a process that uses one reporter
+(an xdist worker: an item's failure text and junit properties) does not load the others.
 """
 
-from pytest_weval.report.failure import explain_error, explain_failure
-from pytest_weval.report.gates import check_min_score
-from pytest_weval.report.junit import junit_properties
-from pytest_weval.report.rollup import Rollup, Tally, build_rollup
-from pytest_weval.report.terminal import render_summary
-from pytest_weval.report.weval_json import build_comparison, build_run_summary, write_outputs
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_weval.report.failure import explain_error, explain_failure
+    from pytest_weval.report.gates import check_min_score
+    from pytest_weval.report.junit import junit_properties
+    from pytest_weval.report.rollup import Rollup, Tally, build_rollup
+    from pytest_weval.report.terminal import render_summary
+    from pytest_weval.report.weval_json import build_comparison, build_run_summary, write_outputs
+
+_WHERE = {
+    "Rollup": "rollup",
+    "Tally": "rollup",
+    "build_comparison": "weval_json",
+    "build_rollup": "rollup",
+    "build_run_summary": "weval_json",
+    "check_min_score": "gates",
+    "explain_error": "failure",
+    "explain_failure": "failure",
+    "junit_properties": "junit",
+    "render_summary": "terminal",
+    "write_outputs": "weval_json",
+}
 
 __all__ = [
     "Rollup",
@@ -29,3 +52,12 @@ __all__ = [
     "render_summary",
     "write_outputs",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

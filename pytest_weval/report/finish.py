@@ -26,10 +26,10 @@ from pytest_weval.report.baseline import (
     read_baseline,
     regression_lines,
 )
+from pytest_weval.report.facts import RunFacts
 from pytest_weval.report.flaky import flaky_gate_lines
 from pytest_weval.report.gates import check_min_score
 from pytest_weval.report.history import Changes, HistoryView, is_history_baseline
-from pytest_weval.report.html import RunFacts, write_html
 from pytest_weval.report.promptfoo_json import write_promptfoo_results
 from pytest_weval.report.rollup import Rollup, build_rollup
 from pytest_weval.report.run_record import MergeError, describe, identity, read_run_record, substance, write_run_record
@@ -150,6 +150,8 @@ def write_run_files(
             out_dir, run.blueprints, run.results, run.usage, gates=json.dumps(run.gates.to_dict()), full=run.full
         )
     if html_path is not None:
+        from pytest_weval.report.html import write_html
+
         written.append(
             write_html(
                 html_path,

@@ -38,7 +38,6 @@ import re
 import secrets
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -48,6 +47,7 @@ from pytest_weval.files import write_atomic
 from pytest_weval.report._fmt import SURROGATE, fmt_duration, fmt_p, fmt_score, js_number, judge_label, plural
 from pytest_weval.report._fmt import html_text as _e
 from pytest_weval.report.baseline import Comparison, ModelComparison, fmt_difference
+from pytest_weval.report.facts import RunFacts
 from pytest_weval.report.history import HistoryView
 from pytest_weval.report.html_analyses import analyses_section
 from pytest_weval.report.html_assets import CSS, JS
@@ -94,17 +94,6 @@ BLOB_PREFIX = "weval-bp-"
 BLOB_TYPE = "application/octet-stream"
 BLOB_ENCODING = "deflate"
 PROBLEMS_SHOWN = 200  # item errors listed on the overview (all are one click away in their grid)
-
-
-@dataclass(frozen=True)
-class RunFacts:
-    """What the plugin knows about the run beyond the records: when, how long, with which options."""
-
-    started: dt.datetime | None = None
-    duration_s: float | None = None
-    options: tuple[tuple[str, str], ...] = ()  # (name, value) of the settings that shaped the run
-    judges: tuple[str, ...] = ()  # the judges asked for (--weval-judges); the ones that answered are read from results
-    not_run: int | None = None  # the run was stopped early (Ctrl-C, SIGTERM, -x): selected items that never ran
 
 
 # ---------------------------------------------------------------- colours and escaping

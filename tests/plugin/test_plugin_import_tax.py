@@ -303,3 +303,80 @@ def pytest_configure_node(node):
     assert "pytest_weval.plugin.registration" in _imported(project, "main")
     assert any(line.startswith("weval: cache") for line in result.outlines)
     assert "weval scores" in result.stdout.str()
+
+
+# What each process of a run of blueprints loads only where its role needs it: the HTML page's
+# code with --weval-html, the summary and the reports' writers in the process that writes them
+# (serial, or the xdist controller; never a worker), the collection, the run's start, the engine
+# and the pipeline in a process that runs items (never the controller).
+HTML_PAGE = (
+    "pytest_weval.report.html",
+    "pytest_weval.report.html_assets",
+    "pytest_weval.report.html_history",
+    "pytest_weval.report.html_analyses",
+)
+REPORT_WRITERS = (
+    "pytest_weval.plugin.summary",
+    "pytest_weval.plugin.session_checks",
+    "pytest_weval.plugin.history",
+    "pytest_weval.report.finish",
+    "pytest_weval.report.history",
+    "pytest_weval.report.run_record",
+    "pytest_weval.report.rollup",
+    "pytest_weval.report.terminal",
+    "pytest_weval.report.weval_json",
+)
+COLLECTING = ("pytest_weval.plugin.collection", "pytest_weval.plugin.run_start")
+# the engine and the pipeline, by a process that runs items (never the xdist controller)
+RUNNING = (
+    "pytest_weval.api",
+    "pytest_weval.engine.engine",
+    "pytest_weval.run.pipeline",
+    "pytest_weval.lint.rules",
+    "httpx",
+)
+
+ROLES_CONFTEST = f"""\
+import json, os, sys
+import pytest
+
+WATCHED = {HTML_PAGE + REPORT_WRITERS + COLLECTING + RUNNING!r}
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    who = getattr(session.config, "workerinput", {{}}).get("workerid", "main")
+    with open(os.path.join(str(session.config.rootpath), f"loaded-{{who}}.json"), "w") as f:
+        json.dump(sorted(m for m in WATCHED if m in sys.modules), f)
+"""
+
+
+def _loaded(project: Project, who: str = "main") -> set[str]:
+    return set(json.loads((project.path / f"loaded-{who}.json").read_text()))
+
+
+def test_a_run_loads_the_html_page_code_only_with_weval_html(project: Project):
+    project.write("conftest.py", ROLES_CONFTEST)
+    project.write("blueprints/one.yml", BLUEPRINT)
+    project.rules(answer_rule("Say hello.", "hello"))
+    project.run("-p", "no:randomly", "--weval-out=out", sub=True).assert_outcomes(passed=1)
+    assert (project.path / "out" / "summary.json").is_file()
+    assert _loaded(project) & set(HTML_PAGE) == set()
+    project.run("-p", "no:randomly", "--weval-html=page.html", sub=True).assert_outcomes(passed=1)
+    assert "data-weval-cell" in (project.path / "page.html").read_text()
+    assert set(HTML_PAGE) <= _loaded(project)
+
+
+def test_under_xdist_each_process_loads_only_what_its_role_needs(project: Project):
+    project.write("conftest.py", ROLES_CONFTEST)
+    project.write("blueprints/one.yml", BLUEPRINT)
+    project.rules(answer_rule("Say hello.", "hello"))
+    result = project.run("-n", "2", "-p", "no:randomly", "--weval-out=out", sub=True)
+    result.assert_outcomes(passed=1)
+    assert "weval scores" in result.stdout.str()
+    assert (project.path / "out" / "summary.json").is_file()
+    controller = _loaded(project, "main")
+    assert set(REPORT_WRITERS) <= controller
+    assert controller & set(COLLECTING + RUNNING + HTML_PAGE) == set()
+    for worker in ("gw0", "gw1"):
+        assert _loaded(project, worker) & set(REPORT_WRITERS + HTML_PAGE) == set(), worker
+        assert set(COLLECTING + RUNNING) <= _loaded(project, worker)
