@@ -1,8 +1,9 @@
 """What a run keeps for its whole length (each item's place in the scheduler, each finished
 item's record and pytest's reports) is moved out of the garbage collector's sight as it piles
-up (plugin/running.py: ``Runner``, ``KeptSettler``), so that the collector's full passes do not
-walk it again and again: a replay's time grew faster than its items (docs/engine.md, 'A
-replay, by phase and by thread'). The run's reports stay what they were."""
+up (plugin/running.py: ``Runner``, ``KeptSettler``), and the collector pauses while the files
+of the session's end are written (``ItemRunning.pytest_sessionfinish``), so that its full passes
+do not walk them again and again: a replay's time grew faster than its items (docs/engine.md,
+'A replay, by phase and by thread'). The run's reports stay what they were."""
 
 from __future__ import annotations
 
@@ -37,7 +38,35 @@ def pytest_runtest_logreport(report):
         seen[finished[0]] = visible()
 
 
+passes = []
+
+
+def count_passes(phase, info):
+    if phase == "stop":
+        passes.append(info["generation"])
+
+
+# The plain hooks of the session's end, where the weval summary writes every file: counted
+# from the first of them to the last.
+class StartCounting:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        gc.callbacks.append(count_passes)
+
+
+class StopCounting:
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        gc.callbacks.remove(count_passes)
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(StartCounting(), "start-counting")
+    config.pluginmanager.register(StopCounting(), "stop-counting")
+
+
 def pytest_unconfigure(config):
+    seen["session_end_passes"] = len(passes)
     with open("visible.json", "w") as f:
         json.dump(seen, f)
 """
@@ -54,7 +83,7 @@ def write_suite(project: Project) -> None:
 
 def test_what_a_run_keeps_is_out_of_the_collectors_sight(project: Project):
     write_suite(project)
-    result = project.run("-p", "no:randomly", "--weval-cache=off", sub=True)
+    result = project.run("-p", "no:randomly", "--weval-cache=off", "--weval-out=out", "--junitxml=junit.xml", sub=True)
     result.assert_outcomes(passed=ITEMS)
     visible = project.json("visible.json")
     # The items' places in the scheduler are frozen once they are made.
@@ -63,6 +92,8 @@ def test_what_a_run_keeps_is_out_of_the_collectors_sight(project: Project):
     # waiting for pytest are seen, not the 520 records and their 1,560 reports.
     assert visible["520"]["ItemResult"] < 100
     assert visible["520"]["TestReport"] < 300
+    # The files of the session's end are written without a pass of the collector.
+    assert visible["session_end_passes"] == 0
 
 
 def test_a_run_that_keeps_its_objects_frozen_reports_every_item_as_before(project: Project):
