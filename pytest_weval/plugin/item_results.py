@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from pytest_weval.plugin.items import WevalItem
+from pytest_weval.plugin.running import KeptSettler
 from pytest_weval.report.spool import CompactRecords, FullResults, SpoolRef, SpoolWriter, read_spooled, remove_spools
 from pytest_weval.results import ItemResult
 
@@ -55,6 +56,7 @@ class ItemResults:
         self._reported: set[str] = set()  # node ids that reported an outcome (what an interrupt left unrun)
         self._spool = SpoolWriter(spool_folder)
         self._records = CompactRecords()
+        self._settler = KeptSettler()
         # An xdist worker leaves its spool to the controller, which reads it at the end, and
         # its reports as they are (xdist sends them after this concern has read them).
         self._worker = worker
@@ -113,6 +115,7 @@ class ItemResults:
         data = getattr(report, "weval_result", None)
         if data:
             self._keep(report, ItemResult.model_validate_json(data))
+            self._settler.kept()
         if report.when == "call" or report.outcome != "passed":
             self._reported.add(report.nodeid)
 

@@ -115,19 +115,32 @@ def open_readonly(path: Path) -> sqlite3.Connection:
     switch, no schema, and no ``-wal``/``-shm`` files left behind. ``immutable`` when no writer
     has the file open (no ``-wal`` beside it) or on a read-only medium, where a plain read-only
     open of a WAL database cannot make its shared-memory file; else read-only beside the writer."""
+    return open_replay(path)[0]
+
+
+def open_replay(path: Path) -> tuple[sqlite3.Connection, bool]:
+    """``open_readonly``'s connection, and whether it is ``immutable``. Usable from any thread:
+    the connection is opened on the store's thread and an immutable one is read on the
+    engine's (``SqliteDB.run``)."""
     if not path.exists():
         raise cannot_open()
     base = path.resolve().as_uri()
+    timeout = BUSY_TIMEOUT_MS / 1000
     if Path(str(path) + "-wal").exists():
-        conn = sqlite3.connect(base + "?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn = sqlite3.connect(
+            base + "?mode=ro", uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
+        )
         try:
             conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-            return conn
+            return conn, False
         except sqlite3.OperationalError as exc:
             conn.close()
             if sqlite_code(exc) != CANTOPEN:
                 raise
-    return sqlite3.connect(base + "?immutable=1", uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    conn = sqlite3.connect(
+        base + "?immutable=1", uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
+    )
+    return conn, True
 
 
 class SqliteDB:
@@ -136,12 +149,15 @@ class SqliteDB:
         self.readonly = readonly
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="weval-sqlite")
         self._conn: sqlite3.Connection | None = None
+        # A replay of a file no writer has open (opened immutable): SQLite takes no lock and
+        # waits for nothing, so its statements run where they are awaited (below, ``run``).
+        self._read_inline = False
         self._closed = False
 
     # Runs on the DB thread.
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None and self.readonly:
-            self._conn = open_readonly(self.path)
+            self._conn, self._read_inline = open_replay(self.path)
         if self._conn is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(
@@ -156,6 +172,11 @@ class SqliteDB:
         return self._conn
 
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._read_inline and self._conn is not None:
+            # A read of an immutable file is a page or two from the OS's cache: handing it to
+            # the store's thread and back cost more than the read (a replay's two reads an
+            # item: the GIL's hand-over each way, the thread's wake-up, a loop callback).
+            return fn(self._conn)
         # What run_in_executor does, without its chain of a concurrent future into an asyncio
         # one (four statements a request under claims: that chaining was a sixth of the engine
         # thread's time). As there, a statement whose caller was cancelled before it started
