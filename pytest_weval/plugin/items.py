@@ -11,6 +11,7 @@ Each kind says what it asks for as a ``work`` record the run's pipeline knows ho
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import sys
 import warnings
@@ -37,7 +38,7 @@ _NodeId = getattr(_nodes, "NodeId", None)  # pytest 9; pytest 8's node ids are s
 _STR_CACHED = "_str_cache" in getattr(_NodeId, "__slots__", ())
 
 
-_made_works: list[type[ItemWork] | None] = [None]  # ItemWork, once a process makes one
+_PIPELINE = "pytest_weval.run.pipeline"
 
 
 class ResultSource(Protocol):
@@ -275,16 +276,11 @@ class BlueprintItem(WevalItem):
     def work(
         self, priority: int = 0, blocked: str | None = None, blocked_outcome: Outcome = "error", sample: int = 0
     ) -> ItemWork:
-        made = _made_works[0]
-        if made is None:
-            # The pipeline's code, by a process that runs items (not the xdist controller, which
-            # imports this module for its item class); kept, as an import per item costs more
-            # than the work it makes.
-            from pytest_weval.run.pipeline import ItemWork
-
-            made = _made_works[0] = ItemWork
-        # by position: made for every item at the run's start, where keywords cost a fifth more
-        return made(
+        # The pipeline's code, by a process that runs items (not the xdist controller, which
+        # imports this module for its item class); looked up, as an import statement per item
+        # costs more than the work it makes.
+        pipeline = sys.modules.get(_PIPELINE) or importlib.import_module(_PIPELINE)
+        made: ItemWork = pipeline.ItemWork(  # by position: keywords cost a fifth more, per item
             self.nodeid,
             self.blueprint,
             self.prompt,
@@ -296,3 +292,4 @@ class BlueprintItem(WevalItem):
             blocked_outcome,
             sample,
         )
+        return made
