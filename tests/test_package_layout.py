@@ -148,7 +148,8 @@ ON_FIRST_USE = {
     ),
     "pytest_weval.plugin.items": ("pytest_weval.formats.model",),  # an agent case's verdict marks
     "pytest_weval.run.pipeline": ("pytest_weval.run.agent", "pytest_weval.run.promptfoo"),
-    "pytest_weval.run.plan": ("pytest_weval.run.plan_promptfoo",),  # a plan with promptfoo rows
+    # a plan with promptfoo rows, with agent eval cases
+    "pytest_weval.run.plan": ("pytest_weval.run.plan_promptfoo", "pytest_weval.run.plan_agent"),
     "pytest_weval.run.preflight": (
         "pytest_weval.run.agent",
         "pytest_weval.run.promptfoo",
