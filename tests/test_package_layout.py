@@ -181,7 +181,8 @@ ON_FIRST_USE = {
     # an agent case's verdict marks; the pipeline's item, by a process that runs items
     "pytest_weval.plugin.items": ("pytest_weval.formats.model", "pytest_weval.run.pipeline"),
     "pytest_weval.run.pipeline": ("pytest_weval.run.agent", "pytest_weval.run.promptfoo"),
-    "pytest_weval.run.plan": ("pytest_weval.run.plan_promptfoo",),  # a plan with promptfoo rows
+    # a plan with promptfoo rows, with agent eval cases
+    "pytest_weval.run.plan": ("pytest_weval.run.plan_promptfoo", "pytest_weval.run.plan_agent"),
     "pytest_weval.run.preflight": (
         "pytest_weval.run.agent",
         "pytest_weval.run.promptfoo",

@@ -102,8 +102,6 @@ class RunStart:
         dry = self.config.option.collectonly
         weval = self._plan_engine() if dry else self.engine.weval()
         try:
-            # Agent eval cases are not planned yet: their judges depend on evaluator types the
-            # plan does not model (docs/agent-formats.md, 'Not yet').
             plan = self.outputs.plan = settings.make_plan(weval, _handed_over(works), checked)
         finally:
             if dry:

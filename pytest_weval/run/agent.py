@@ -15,7 +15,7 @@ from typing import Any
 
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine.errors import EmptyReplyError, ModelCallError
-from pytest_weval.engine.request import ChatMessage, ModelClient
+from pytest_weval.engine.request import ChatMessage, ModelClient, ModelReply, ModelRequest
 from pytest_weval.errors import ErrorKind
 from pytest_weval.formats.model import (
     PASS_AT,
@@ -274,20 +274,21 @@ class AgentRunner:
                 timeout_s=target.program.timeout_s or case.timeout_s or PROGRAM_TIMEOUT_S,
                 attempt=work.sample,
             )
-        assert target.model is not None
-        request = generation_request(
-            target.model, [_chat_message(m) for m in case.input], priority=work.priority, sample=work.sample
-        )
+        request = self.generation(work)
         reply = await self.engine.complete(request)
         extra = reply.usage()
-        usage.setdefault(target.model.id, Usage()).add(extra)
+        usage.setdefault(request.model.id, Usage()).add(extra)
         if not reply.text.strip():
-            raise EmptyReplyError(target.model.id)
-        return AgentOutput(
-            messages=(AgentMessage(role="assistant", text=reply.text),),
-            duration_ms=reply.latency_s * 1000 if reply.latency_s else None,
-            input_tokens=reply.input_tokens,
-            output_tokens=reply.output_tokens,
+            raise EmptyReplyError(request.model.id)
+        return model_output(reply)
+
+    def generation(self, work: AgentWork) -> ModelRequest:
+        """The request for a model target's answer to the case (the plan builds it here too,
+        run/plan_agent.py, so that it counts and looks up what the run sends)."""
+        model = work.target.model
+        assert model is not None
+        return generation_request(
+            model, [_chat_message(m) for m in work.case.input], priority=work.priority, sample=work.sample
         )
 
     async def _run(self, evaluator: Evaluator, work: AgentWork, output: AgentOutput, ask: Ask) -> EvaluatorResult:
@@ -308,6 +309,16 @@ class AgentRunner:
             )
             return agent_scoring.finalize_result(evaluator, judged)
         return agent_scoring.score_evaluator(evaluator, work.case, output)
+
+
+def model_output(reply: ModelReply) -> AgentOutput:
+    """A model target's reply as the evaluators read it."""
+    return AgentOutput(
+        messages=(AgentMessage(role="assistant", text=reply.text),),
+        duration_ms=reply.latency_s * 1000 if reply.latency_s else None,
+        input_tokens=reply.input_tokens,
+        output_tokens=reply.output_tokens,
+    )
 
 
 def _chat_message(message: AgentMessage) -> ChatMessage:

@@ -867,8 +867,8 @@ def make_plan(
     """The plan of ``works``: runs on ``engine``'s loop, reading its cache, sending nothing;
     ``batch``: the run goes through the batch APIs (their cost beside the live one);
     ``embeddings``: the run embeds its answers and ideals (``--weval-eval-methods``).
-    Blueprint items first, then promptfoo rows (run/plan_promptfoo.py); agent eval cases are
-    not planned (docs/agent-formats.md, 'Not yet')."""
+    Blueprint items first, then promptfoo rows (run/plan_promptfoo.py), then agent eval cases
+    (run/plan_agent.py)."""
     client = PlanClient(engine, prices)
     other_formats: list[Work] = []
     items: Iterable[ItemWork] = _blueprint_items(works, other_formats)
@@ -901,6 +901,12 @@ def make_plan(
 
         planner = RowPlanner(client, pipeline.formats.promptfoo)
         engine.run_coroutine(planner.plan(rows, settings.repeat)).result()
+    cases = _agent_cases(other_formats)
+    if cases:
+        from pytest_weval.run.plan_agent import CasePlanner
+
+        agents = CasePlanner(client, pipeline.formats.agents, settings.custom_models)
+        engine.run_coroutine(agents.plan(cases, settings.repeat)).result()
     missing = [
         {"variable": m.variable, "models": sorted(m.models), "judges": sorted(m.judges), "items": m.items}
         for m in sorted((checked.missing if checked else {}).values(), key=lambda m: m.variable)
@@ -954,11 +960,17 @@ def _blueprint_items(works: Iterable[Work], others: list[Work]) -> Iterator[Item
 
 
 def _promptfoo_rows(works: list[Work]) -> list[Any]:
-    """The promptfoo rows among ``works`` (the others are agent eval cases, not planned). A row's
-    class is loaded with the promptfoo runner's code, so a plan of agent eval cases alone (and
-    its process) loads none of it."""
+    """The promptfoo rows among ``works``. A row's class is loaded with the promptfoo runner's
+    code, so a plan of agent eval cases alone (and its process) loads none of it."""
     runner = sys.modules.get("pytest_weval.run.promptfoo")
     return [work for work in works if isinstance(work, runner.PromptfooWork)] if runner is not None else []
+
+
+def _agent_cases(works: list[Work]) -> list[Any]:
+    """The agent eval cases among ``works``, picked out as ``_promptfoo_rows`` picks the rows (a
+    plan of blueprints or promptfoo rows alone loads no agent code)."""
+    runner = sys.modules.get("pytest_weval.run.agent")
+    return [work for work in works if isinstance(work, runner.AgentWork)] if runner is not None else []
 
 
 def _batches(works: Iterable[ItemWork], size: int) -> Iterator[list[ItemWork]]:

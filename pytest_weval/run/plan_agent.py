@@ -1,0 +1,131 @@
+"""The plan of agent eval cases (docs/agent-formats.md, 'The plan'; docs/engine.md, 'The plan'),
+on the blueprint items' ``PlanClient``: it reads the cache and sends nothing.
+
+A case under a model target asks for its answer with the runner's own request
+(``AgentRunner.generation``), looked up and counted by the client, once per sample under
+``--weval-repeat=N``. When the cache holds the answer, each judged evaluator (llm_judge, rubric, a
+case with no evaluator judged freeform: ``judged_evaluators``) is judged on it as the run judges
+it, through the runner's own asker, so the judge requests are the run's and are looked up in
+turn. When it does not, or the target is a ``cli`` program (run only by the run), each judge
+call is counted under a stand-in key made of the answer's identity, the judge model and the
+judge prompt built around an unknown answer: cases that will get the same answer and ask the
+same judge the same thing count once. Nothing is run: no cli target, no code judge (a code
+judge sends no model request, so it counts nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from pytest_weval.blueprint.model import ModelSpec
+from pytest_weval.engine.errors import ConfigError, ModelCallError
+from pytest_weval.engine.request import ModelRequest
+from pytest_weval.formats.model import AgentMessage, AgentOutput, Evaluator
+from pytest_weval.judges import agent as agent_judges
+from pytest_weval.judges.agent_prompts import judge_messages
+from pytest_weval.judges.config import JUDGE_TEMPERATURE
+from pytest_weval.run.agent import AgentRunner, AgentWork, judge_for, judged_evaluators, model_output
+from pytest_weval.run.programs.code_judge import case_needs_exec
+
+if TYPE_CHECKING:
+    from pytest_weval.run.plan import PlanClient
+
+_BATCH = 256  # cases planned at once on the engine's loop
+OUTPUT_HIGH_DEFAULT = 1000  # a request's output when its adapter names no cap (run/plan.py's)
+# Where the answer goes in a foreseen judge prompt: what the judge is asked, the answer aside.
+_UNKNOWN_ANSWER = "(the answer, not known yet)"
+
+
+class CasePlanner:
+    """Counts agent eval cases' requests into a ``PlanClient``: their answers, and their judges'
+    calls."""
+
+    def __init__(self, client: PlanClient, runner: AgentRunner, custom_models: dict[str, dict[str, Any]]):
+        self.client = client
+        self.runner = runner
+        self.custom_models = custom_models
+        self._ask = runner.asker(0, {}, "judge")  # the run's judge requests, on the plan's client
+
+    async def plan(self, works: Iterable[AgentWork], repeat: int) -> None:
+        """Every case at each of its ``repeat`` samples (each sample its own answer)."""
+        samples = (dataclasses.replace(work, sample=k) for work in works for k in range(repeat))
+        while batch := list(itertools.islice(samples, _BATCH)):
+            await asyncio.gather(*(self.case(work) for work in batch))
+
+    def sends_nothing(self, work: AgentWork) -> bool:
+        """The run ends the case before any request (``AgentRunner._evaluate_into``'s checks).
+        A case whose key is missing is counted, as a blueprint item is: the plan lists the key,
+        and its figures are what the run sends once the key is set."""
+        target = work.target
+        needs_exec = target.program is not None or case_needs_exec(work.case)
+        return (
+            work.blocked is not None
+            or bool(work.case.problem or target.problem)
+            or (needs_exec and not self.runner.programs.allow_exec)
+            or (target.model is None and target.program is None)
+        )
+
+    async def case(self, work: AgentWork) -> None:
+        if self.sends_nothing(work):
+            return
+        judged = judged_evaluators(work.case)
+        if work.target.program is not None:  # a program's answer: known only once the run runs it
+            answer = ("cli", repr(work.target.program), str(work.suite.directory), repr(work.case.input))
+            self.foresee(work, judged, answer)
+            return
+        request = self.runner.generation(work)
+        try:
+            reply = await self.client.complete(request)
+        except ConfigError:
+            return  # no provider takes the model: the case's error, unsent
+        except ModelCallError:  # not in the cache: counted, to send
+            self.foresee(work, judged, _answer_identity(request))
+            return
+        if not reply.text.strip():
+            return  # an empty answer is the case's error: no judge is asked
+        output = model_output(reply)
+        for evaluator in judged:
+            # Each call looked up (and counted) by the client; one it lacks ends the evaluator's
+            # judging as a failed call ends it in the run.
+            judge = judge_for(evaluator, work, self.runner.judges)
+            await agent_judges.judge_agent_evaluator(work.case, evaluator, output, self._ask, judge)
+
+    def foresee(self, work: AgentWork, judged: list[Evaluator], answer: tuple[Any, ...]) -> None:
+        """The judge calls of an answer not known yet, under stand-in keys: the answer's
+        identity, the judge, and the judge prompt around an unknown answer (the question, the
+        criteria, the evaluator's rubrics or template)."""
+        unknown = AgentOutput(messages=(AgentMessage(role="assistant", text=_UNKNOWN_ANSWER),))
+        for evaluator in judged:
+            judge = judge_for(evaluator, work, self.runner.judges)
+            max_output = self._max_output(judge)
+            if max_output is None:
+                continue
+            messages = tuple((m["role"], m["content"]) for m in judge_messages(work.case, evaluator, unknown))
+            chars = sum(len(content) for _, content in messages) - len(_UNKNOWN_ANSWER)
+            self.client.foresee(("agent judge", answer, judge, messages), judge, "judge", chars / 4, max_output)
+
+    def _max_output(self, judge: str) -> int | None:
+        """A judge request's output cap, as its adapter reads it; None when no provider takes
+        the judge (the run's error, unsent)."""
+        shell = ModelRequest(
+            model=ModelSpec(id=judge, custom=self.custom_models.get(judge)),
+            messages=(),
+            temperature=JUDGE_TEMPERATURE,
+            max_tokens=agent_judges.AGENT_JUDGE_MAX_TOKENS,
+            purpose="judge",
+        )
+        try:
+            return self.client.engine.adapter(shell.model).max_tokens(shell) or OUTPUT_HIGH_DEFAULT
+        except ModelCallError:
+            return None
+
+
+def _answer_identity(request: ModelRequest) -> tuple[Any, ...]:
+    """What the answer's request is made of: cases equal here get one answer (the samples of a
+    case too: their answers are not known yet, so each answer's judges are counted once)."""
+    model = request.model
+    return ("asked", model.id, repr(model.custom), request.messages, request.temperature, request.max_tokens)
