@@ -16,10 +16,10 @@ not touch.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_weval.errors import ErrorKind, PytestWevalWarning, WevalError, WevalPointError, WevalWarning
+from pytest_weval.lazy import names_on_first_use
 
 __version__ = "0.1.0"
 
@@ -59,13 +59,7 @@ if TYPE_CHECKING:
     from pytest_weval.results import ItemResult, JudgeVerdict, Outcome, PointAssessment, Usage
 
 
-def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module 'pytest_weval' has no attribute {name!r}")
-    value = getattr(importlib.import_module(where), name)
-    globals()[name] = value
-    return value
+__getattr__ = names_on_first_use(__name__, _WHERE)
 
 
 def __dir__() -> list[str]:

@@ -15,6 +15,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "errors": set(),  # the bottom: WevalError and ErrorKind
     "jsvalues": set(),  # JavaScript value semantics
     "files": set(),  # atomic writes
+    "lazy": set(),  # a package's names loaded at first use (PEP 562)
     "defaults": set(),  # every setting's default
     "results": {"errors", "defaults"},
     "blueprint": {"defaults", "errors", "jsvalues"},
@@ -22,7 +23,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "scoring": {"errors", "jsvalues", "results", "blueprint", "formats"},
     "judges": {"errors", "jsvalues", "results", "blueprint", "formats", "scoring"},
     "lint": {"errors", "jsvalues", "blueprint", "scoring"},
-    "engine": {"defaults", "errors", "jsvalues", "files", "results", "blueprint"},
+    "engine": {"defaults", "errors", "jsvalues", "files", "lazy", "results", "blueprint"},
     "run": {
         "defaults",
         "errors",
@@ -35,7 +36,18 @@ MAY_IMPORT: dict[str, set[str]] = {
         "judges",
         "engine",
     },
-    "report": {"defaults", "errors", "jsvalues", "files", "results", "blueprint", "formats", "scoring", "judges"},
+    "report": {
+        "defaults",
+        "errors",
+        "jsvalues",
+        "files",
+        "lazy",
+        "results",
+        "blueprint",
+        "formats",
+        "scoring",
+        "judges",
+    },
     "api": {"defaults", "errors", "results", "blueprint", "scoring", "judges", "engine", "run"},
     "cli": {"defaults", "errors", "files", "results", "blueprint", "engine", "report"},
     "__main__": {"cli"},
@@ -55,7 +67,7 @@ MAY_IMPORT: dict[str, set[str]] = {
         "report",
         "api",
     },
-    "": {"errors"},  # pytest_weval/__init__.py: the public API, loaded lazily
+    "": {"errors", "lazy"},  # pytest_weval/__init__.py: the public API, loaded lazily
 }
 
 # Third-party libraries only some parts may import.

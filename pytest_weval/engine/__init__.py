@@ -7,8 +7,9 @@ load the engine itself, httpx and the providers."""
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pytest_weval.lazy import names_on_first_use
 
 if TYPE_CHECKING:
     from pytest_weval.engine.engine import Engine
@@ -53,10 +54,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = names_on_first_use(__name__, {name: f"{__name__}.{module}" for name, module in _WHERE.items()})
