@@ -22,7 +22,9 @@ JUNIT_NAMES = frozenset(
 
 # Each distinct property once: a run's thousands of items repeat a few thresholds, scores,
 # models and blueprint ids, and pytest keeps every item's properties till the session ends.
+# Bounded, as a process may run many sessions (pytest's own tests run it in-process).
 _SHARED: dict[tuple[str, str], tuple[str, str]] = {}
+_SHARED_MOST = 1 << 16
 
 
 def junit_properties(result: ItemResult) -> list[tuple[str, str]]:
@@ -51,4 +53,6 @@ def junit_properties(result: ItemResult) -> list[tuple[str, str]]:
     if result.sample_scores:
         props.append(("weval_samples", str(len(result.sample_scores))))
         props.append(("weval_flaky", "true" if result.flaky else "false"))
+    if len(_SHARED) >= _SHARED_MOST:
+        _SHARED.clear()
     return [_SHARED.setdefault(prop, prop) for prop in props]

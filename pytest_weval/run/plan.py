@@ -24,8 +24,8 @@ import contextlib
 import dataclasses
 import itertools
 import sys
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 from pytest_weval import judges as judging
 from pytest_weval.blueprint.model import EvalPoint, ModelSpec
@@ -59,6 +59,7 @@ class NotInCache(ModelCallError):
 
 
 _UNSEEN = object()
+_W = TypeVar("_W")
 
 
 class PlanClient:
@@ -92,7 +93,7 @@ class PlanClient:
             reply = await self.engine.cached_reply(request)
             self._replies[key] = reply
             reading.set_result(reply)
-            max_output = self.engine.adapter(request.model, request.endpoint).max_tokens(request) or OUTPUT_HIGH_DEFAULT
+            max_output = self.max_output(request)
             self._count(
                 request.model.id, request.purpose, estimate_input_tokens(request), max_output, reply is not None
             )
@@ -110,6 +111,11 @@ class PlanClient:
         if reply is None:
             raise NotInCache(f"{request.model.id}: not in the cache", model_id=request.model.id)
         return reply
+
+    def max_output(self, request: ModelRequest) -> int:
+        """The request's output cap as its adapter reads it, else the default allowance; raises
+        the engine's ``ModelCallError`` when no provider takes its model."""
+        return self.engine.adapter(request.model, request.endpoint).max_tokens(request) or OUTPUT_HIGH_DEFAULT
 
     def _key(self, request: ModelRequest) -> Any:
         """The request's cache key; with no cache to look in, what the key is made of instead
@@ -900,13 +906,13 @@ def make_plan(
         from pytest_weval.run.plan_promptfoo import RowPlanner
 
         planner = RowPlanner(client, pipeline.formats.promptfoo)
-        engine.run_coroutine(planner.plan(rows, settings.repeat)).result()
+        engine.run_coroutine(plan_samples(rows, settings.repeat, planner.row)).result()
     cases = _agent_cases(other_formats)
     if cases:
         from pytest_weval.run.plan_agent import CasePlanner
 
         agents = CasePlanner(client, pipeline.formats.agents, settings.custom_models)
-        engine.run_coroutine(agents.plan(cases, settings.repeat)).result()
+        engine.run_coroutine(plan_samples(cases, settings.repeat, agents.case)).result()
     missing = [
         {"variable": m.variable, "models": sorted(m.models), "judges": sorted(m.judges), "items": m.items}
         for m in sorted((checked.missing if checked else {}).values(), key=lambda m: m.variable)
@@ -973,7 +979,22 @@ def _agent_cases(works: list[Work]) -> list[Any]:
     return [work for work in works if isinstance(work, runner.AgentWork)] if runner is not None else []
 
 
-def _batches(works: Iterable[ItemWork], size: int) -> Iterator[list[ItemWork]]:
+async def plan_samples(works: Iterable[_W], repeat: int, plan_one: Callable[[_W], Awaitable[None]]) -> None:
+    """Another format's works (promptfoo rows, agent eval cases), each at its ``repeat``
+    samples (each sample its own requests), a batch at a time on the engine's loop."""
+    samples = (dataclasses.replace(work, sample=k) for work in works for k in range(repeat))  # type: ignore[type-var]
+    for batch in _batches(samples, _BATCH):
+        await asyncio.gather(*(plan_one(work) for work in batch))
+
+
+def asked_identity(request: ModelRequest) -> tuple[Any, ...]:
+    """What an answer's request is made of: works equal here get one answer (the samples of a
+    work too: their answers are not known yet, so each answer's graders count once)."""
+    model = request.model
+    return ("asked", model.id, repr(model.custom), request.messages, request.temperature, request.max_tokens)
+
+
+def _batches(works: Iterable[_W], size: int) -> Iterator[list[_W]]:
     it = iter(works)
     while batch := list(itertools.islice(it, size)):
         yield batch

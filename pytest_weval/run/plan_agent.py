@@ -15,11 +15,7 @@ judge sends no model request, so it counts nothing).
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-import itertools
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_weval.blueprint.model import ModelSpec
 from pytest_weval.engine.errors import ConfigError, ModelCallError
@@ -29,13 +25,9 @@ from pytest_weval.judges import agent as agent_judges
 from pytest_weval.judges.agent_prompts import judge_messages
 from pytest_weval.judges.config import JUDGE_TEMPERATURE
 from pytest_weval.run.agent import AgentRunner, AgentWork, judge_for, judged_evaluators, model_output
+from pytest_weval.run.plan import PlanClient, asked_identity
 from pytest_weval.run.programs.code_judge import case_needs_exec
 
-if TYPE_CHECKING:
-    from pytest_weval.run.plan import PlanClient
-
-_BATCH = 256  # cases planned at once on the engine's loop
-OUTPUT_HIGH_DEFAULT = 1000  # a request's output when its adapter names no cap (run/plan.py's)
 # Where the answer goes in a foreseen judge prompt: what the judge is asked, the answer aside.
 _UNKNOWN_ANSWER = "(the answer, not known yet)"
 
@@ -49,12 +41,6 @@ class CasePlanner:
         self.runner = runner
         self.custom_models = custom_models
         self._ask = runner.asker(0, {}, "judge")  # the run's judge requests, on the plan's client
-
-    async def plan(self, works: Iterable[AgentWork], repeat: int) -> None:
-        """Every case at each of its ``repeat`` samples (each sample its own answer)."""
-        samples = (dataclasses.replace(work, sample=k) for work in works for k in range(repeat))
-        while batch := list(itertools.islice(samples, _BATCH)):
-            await asyncio.gather(*(self.case(work) for work in batch))
 
     def sends_nothing(self, work: AgentWork) -> bool:
         """The run ends the case before any request (``AgentRunner._evaluate_into``'s checks).
@@ -83,7 +69,7 @@ class CasePlanner:
         except ConfigError:
             return  # no provider takes the model: the case's error, unsent
         except ModelCallError:  # not in the cache: counted, to send
-            self.foresee(work, judged, _answer_identity(request))
+            self.foresee(work, judged, asked_identity(request))
             return
         if not reply.text.strip():
             return  # an empty answer is the case's error: no judge is asked
@@ -119,13 +105,6 @@ class CasePlanner:
             purpose="judge",
         )
         try:
-            return self.client.engine.adapter(shell.model).max_tokens(shell) or OUTPUT_HIGH_DEFAULT
+            return self.client.max_output(shell)
         except ModelCallError:
             return None
-
-
-def _answer_identity(request: ModelRequest) -> tuple[Any, ...]:
-    """What the answer's request is made of: cases equal here get one answer (the samples of a
-    case too: their answers are not known yet, so each answer's judges are counted once)."""
-    model = request.model
-    return ("asked", model.id, repr(model.custom), request.messages, request.temperature, request.max_tokens)

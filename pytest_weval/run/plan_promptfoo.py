@@ -15,29 +15,22 @@ JavaScript, no python assertion.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import itertools
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_weval.engine.errors import ConfigError, ModelCallError
 from pytest_weval.engine.request import ModelRequest
 from pytest_weval.engine.transport.providers.embeddings import vector_of
 from pytest_weval.formats.promptfoo.template import TemplateError
 from pytest_weval.judges import promptfoo as pf_judges
+from pytest_weval.run.plan import OUTPUT_HIGH_DEFAULT, PlanClient, asked_identity
 from pytest_weval.run.promptfoo import PromptfooRunner, PromptfooWork, grader_for
 from pytest_weval.scoring import promptfoo as pf_scoring
 from pytest_weval.scoring.promptfoo.model import ValueFileError
 
-if TYPE_CHECKING:
-    from pytest_weval.run.plan import PlanClient
-
-_BATCH = 256  # rows planned at once on the engine's loop
 # A grading prompt's own words (its template), in tokens, beside the row's prompt and the
 # assertion's value: the answer being unknown, as run/plan.py takes a blueprint judge prompt.
 GRADER_PROMPT_TOKENS = 400
-OUTPUT_HIGH_DEFAULT = 1000  # a request's output when its adapter names no cap (run/plan.py's)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,12 +51,6 @@ class RowPlanner:
     def __init__(self, client: PlanClient, runner: PromptfooRunner):
         self.client = client
         self.runner = runner
-
-    async def plan(self, works: Iterable[PromptfooWork], repeat: int) -> None:
-        """Every row at each of its ``repeat`` samples (each sample its own generation)."""
-        samples = (dataclasses.replace(work, sample=k) for work in works for k in range(repeat))
-        while batch := list(itertools.islice(samples, _BATCH)):
-            await asyncio.gather(*(self.row(work) for work in batch))
 
     def sends_nothing(self, work: PromptfooWork) -> bool:
         """The run ends the row before any request (``PromptfooRunner._evaluate_into``'s checks).
@@ -97,8 +84,7 @@ class RowPlanner:
         transform = work.test.options.get("transform")
         answer: tuple[Any, ...] | None = None  # None: the graders' requests are built from the answer
         if reply is None:  # what the answer's request is made of: rows equal here get one answer
-            model = request.model
-            answer = ("asked", model.id, repr(model.custom), request.messages, request.temperature, request.max_tokens)
+            answer = asked_identity(request)
         elif isinstance(transform, str):  # JavaScript on the answer: not run while planning
             answer = ("transformed", reply.text, transform)
         for assertion in graded:
@@ -194,7 +180,7 @@ class RowPlanner:
             purpose="judge",
         )
         try:
-            max_output = self.client.engine.adapter(model).max_tokens(shell) or OUTPUT_HIGH_DEFAULT
+            max_output = self.client.max_output(shell)
         except ModelCallError:
             return None
         return model.id, (model.id, repr(model.custom), shell.temperature, shell.max_tokens), max_output
