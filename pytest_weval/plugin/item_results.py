@@ -4,7 +4,8 @@ The process that runs an item appends its whole ``ItemResult`` to its spool
 (``report/spool.py``) and puts on the item's report only the compact record
 (``ItemResult.compact``, as a JSON string in ``report.weval_result``) and the whole result's
 place in the spool (``report.weval_spool``). xdist serialises both, so the controller keeps the
-same small records the workers made, and every reporter runs once, on the controller, from those
+same small records the workers made (a process that keeps its own items' records, a run without
+xdist, hands the record from the report's making to its logreport as it is, with no JSON), and every reporter runs once, on the controller, from those
 records; the files written at the end read the texts back a blueprint at a time
 (``FullResults``). (Strings, not nested dicts: execnet's serialiser and pydantic's dict
 validation cost ten times more.)"""
@@ -46,6 +47,11 @@ def spool_folder(config: pytest.Config) -> Path | None:
     of its own then)."""
     factory = getattr(config, "_tmp_path_factory", None)
     return Path(factory.getbasetemp()) / "weval-spool" if factory is not None else None
+
+
+# Where a report made by this process holds its compact record and spool reference until its
+# logreport keeps them (never set in a worker: xdist would have to serialise it).
+_KEPT_HERE = "_weval_kept_here"
 
 
 class ItemResults:
@@ -95,8 +101,11 @@ class ItemResults:
         except OSError:  # no room for the spool: the whole result rides on the report, as it is kept
             report.weval_result = result.model_dump_json()  # type: ignore[attr-defined]
             return
-        report.weval_result = result.compact().model_dump_json(exclude_defaults=True)  # type: ignore[attr-defined]
         report.weval_spool = ref.text()  # type: ignore[attr-defined]
+        if self._worker:
+            report.weval_result = result.compact().model_dump_json(exclude_defaults=True)  # type: ignore[attr-defined]
+        else:  # kept by this very process at the report's logreport: no JSON between the two hooks
+            report.__dict__[_KEPT_HERE] = (result.compact(), ref)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(
@@ -112,23 +121,25 @@ class ItemResults:
         # The result is kept before the item counts as reported: a signal between the two (its
         # KeyboardInterrupt can come at any line here) then leaves an item both kept and counted
         # as run, never counted as run without its result (``not_run`` takes both sets).
-        data = getattr(report, "weval_result", None)
-        if data:
+        kept_here: tuple[ItemResult, SpoolRef] | None = report.__dict__.pop(_KEPT_HERE, None)
+        if kept_here is not None:
+            self._keep_spooled(report, *kept_here)
+            self._settler.kept()
+        elif data := getattr(report, "weval_result", None):
             self._keep(report, ItemResult.model_validate_json(data))
             self._settler.kept()
         if report.when == "call" or report.outcome != "passed":
             self._reported.add(report.nodeid)
 
     def _keep(self, report: pytest.TestReport, result: ItemResult) -> None:
-        if not result.nodeid:
-            result.nodeid = report.nodeid
         ref = getattr(report, "weval_spool", None)
         if ref:
-            self._spooled[result.nodeid] = SpoolRef.parse(ref, self._spool_paths)
-            self._results[result.nodeid] = self._records.slim(result)
+            self._keep_spooled(report, result, SpoolRef.parse(ref, self._spool_paths))
             if not self._worker:  # kept here now: pytest keeps every report till the session ends
                 del report.weval_result
             return
+        if not result.nodeid:
+            result.nodeid = report.nodeid
         try:  # a whole result (its process could not spool it): spooled here
             self._spooled[result.nodeid] = self._spool.add(result)
         except OSError:  # nor here: kept whole, and written from memory
@@ -136,6 +147,12 @@ class ItemResults:
             self._results[result.nodeid] = result
             return
         self._results[result.nodeid] = self._records.slim(result.compact())
+
+    def _keep_spooled(self, report: pytest.TestReport, compact: ItemResult, ref: SpoolRef) -> None:
+        if not compact.nodeid:
+            compact.nodeid = report.nodeid
+        self._spooled[compact.nodeid] = ref
+        self._results[compact.nodeid] = self._records.slim(compact)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self._spool.close()

@@ -53,6 +53,8 @@ class SpoolWriter:
         self._folder = folder
         self._file: IO[bytes] | None = None
         self.path: Path | None = None
+        self._path_text = ""  # one string for every reference to this file
+        self._end = 0  # where the next line starts
 
     def add(self, result: ItemResult) -> SpoolRef:
         """Appends ``result``; raises ``OSError`` when it cannot (the caller keeps it instead)."""
@@ -63,18 +65,19 @@ class SpoolWriter:
             folder.mkdir(parents=True, exist_ok=True)
             fd, name = tempfile.mkstemp(prefix="items-", suffix=".jsonl", dir=folder)
             self._file, self.path = os.fdopen(fd, "wb"), Path(name)
-        assert self.path is not None
+            self._path_text = str(self.path)
         line = result.model_dump_json().encode("utf-8", errors="backslashreplace") + b"\n"
-        offset = self._file.tell()
+        offset = self._end
         try:
             self._file.write(line)
             self._file.flush()
         except OSError:
             # a partial line stays unreferenced; the next result starts after it
             with contextlib.suppress(OSError):
-                self._file.seek(0, os.SEEK_END)
+                self._end = self._file.seek(0, os.SEEK_END)
             raise
-        return SpoolRef(str(self.path), offset, len(line))
+        self._end = offset + len(line)
+        return SpoolRef(self._path_text, offset, len(line))
 
     def close(self) -> None:
         if self._file is not None:

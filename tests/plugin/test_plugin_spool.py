@@ -147,7 +147,10 @@ def test_the_files_written_from_the_spool_are_those_the_whole_results_make(proje
 
     # each report brought a small record, not the answer; the spools are gone once the run ends
     carried = [int(n) for path in project.path.glob("carried-*.txt") for n in path.read_text().split()]
-    assert len(carried) == 6
-    assert max(carried) < 4000, carried
+    if workers:  # what crossed from the workers: each compact record, whatever the answers' length
+        assert len(carried) == 6
+        assert max(carried) < 4000, carried
+    else:  # the process that made each report kept its record: no JSON copy rode on them
+        assert carried == []
     assert list(project.path.rglob("weval-spool")), "the spools were in the run's temporary folder"
     assert not list(project.path.rglob("weval-spool/items-*.jsonl"))
