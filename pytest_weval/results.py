@@ -6,8 +6,8 @@ boundaries under pytest-xdist as JSON (``ItemResult.model_dump(mode="json")``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Literal
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -94,10 +94,39 @@ class Usage(BaseModel):
             self.cost_usd = (self.cost_usd or 0.0) + other.cost_usd
 
 
+class ResultReading:
+    """What an item's result says of itself, whole (``ItemResult``) or kept (``KeptResult``)."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:  # the fields both kinds have (not pydantic fields here)
+        error_kind: ErrorKind | None
+        not_run: bool
+        sample_scores: Sequence[float]
+        threshold: float
+
+    @property
+    def stopped(self) -> bool:
+        """The run stopped before the item's requests were sent (the budget, a store that keeps
+        no reply): the stop's own words are its error, and its points failed for that alone."""
+        return self.error_kind == "budget" or self.error_kind in STORE_KINDS
+
+    @property
+    def said_by_summary(self) -> bool:
+        """Its error is the run's, said once in full by the terminal summary (a key it needs is
+        not set, or the run stopped): the item's own report repeats it in one line, no more."""
+        return self.not_run or self.stopped
+
+    @property
+    def flaky(self) -> bool:
+        """Its samples fall on both sides of its threshold (``passes``): the outcome is still its
+        mean's (docs/sampling.md)."""
+        return {passes(s, self.threshold) for s in self.sample_scores} == {True, False}
+
+
 REQUIRED_CHECK = "failed a required check: "  # how a failed gate of an agent eval case starts its ``error``
 
 
-class ItemResult(BaseModel):
+class ItemResult(ResultReading, BaseModel):
     model_config = _BUILT_ON_FIRST_USE
 
     nodeid: str = ""
@@ -158,13 +187,21 @@ class ItemResult(BaseModel):
     promptfoo: dict[str, Any] | None = Field(default=None, exclude_if=lambda row: row is None)
     duration_s: float = 0.0
 
-    def compact(self) -> ItemResult:
-        """This result without its texts (``BULKY_FIELDS``): ids, outcome, score, point scores
-        and usage, what the roll-up, the gates, the terminal and junit read. Its size does not
-        grow with the answers' length, so a run keeps one per item (docs/layout.md, 'Memory')."""
+    def without_texts(self) -> ItemResult:
+        """This result without its texts (``BULKY_FIELDS``), as a worker sends what the run
+        keeps (``KeptResult``) to the xdist controller: its size does not grow with the answers'."""
         return self.model_copy(
-            update={"response": None, "generated_texts": [], "history": [], "points": compact_points(self.points)}
+            update={
+                "response": None,
+                "generated_texts": [],
+                "history": [],
+                "points": [_point_without_texts(p) for p in self.points],
+            }
         )
+
+    def compact(self) -> KeptResult:
+        """What a run keeps of this result until its end (``KeptResult``)."""
+        return KeptResult(self)
 
     @property
     def point_errors(self) -> list[PointAssessment]:
@@ -175,58 +212,199 @@ class ItemResult(BaseModel):
         """How many samples the item's score rests on (1 without --weval-repeat)."""
         return len(self.sample_scores) or 1
 
-    @property
-    def stopped(self) -> bool:
-        """The run stopped before the item's requests were sent (the budget, a store that keeps
-        no reply): the stop's own words are its error, and its points failed for that alone."""
-        return self.error_kind == "budget" or self.error_kind in STORE_KINDS
-
-    @property
-    def said_by_summary(self) -> bool:
-        """Its error is the run's, said once in full by the terminal summary (a key it needs is
-        not set, or the run stopped): the item's own report repeats it in one line, no more."""
-        return self.not_run or self.stopped
-
-    @property
-    def flaky(self) -> bool:
-        """Its samples fall on both sides of its threshold (``passes``): the outcome is still its
-        mean's (docs/sampling.md)."""
-        votes = {passes(s, self.threshold) for s in self.sample_scores}
-        return votes == {True, False}
-
 
 # What an item's result holds that only the files written at the run's end show, however long:
-# its answers, its conversation and its judges' reflections (``ItemResult.compact``).
+# its answers, its conversation and its judges' reflections (``KeptResult`` holds the rest).
 BULKY_FIELDS = ("response", "generated_texts", "history", "points")
 
 
-def compact_points(points: Iterable[PointAssessment]) -> list[PointAssessment]:
-    """The points without their judges' reflections; a point that errored keeps its own, which
-    names the judges that failed (the roll-up's point problems say them)."""
-    return [
-        p.model_copy(
-            update={
-                "reflection": p.reflection if p.error else None,
-                "individual_judgements": None
-                if p.individual_judgements is None
-                else [j.model_copy(update={"reflection": ""}) for j in p.individual_judgements],
-            }
-        )
-        for p in points
-    ]
+def _point_without_texts(p: PointAssessment) -> PointAssessment:
+    return p.model_copy(
+        update={
+            "reflection": p.reflection if p.error else None,
+            "individual_judgements": None
+            if p.individual_judgements is None
+            else [j.model_copy(update={"reflection": ""}) for j in p.individual_judgements],
+        }
+    )
 
 
-def with_texts(compact: ItemResult, full: ItemResult) -> ItemResult:
-    """``compact`` (what the run kept, similarity rows included) with ``full``'s texts again."""
-    return compact.model_copy(update={name: getattr(full, name) for name in BULKY_FIELDS})
+class KeptVerdict:
+    """A judge's verdict on a kept point: its score, not its reflection."""
+
+    __slots__ = ("coverage_extent", "judge_model_id")
+    reflection: str = ""  # read as a JudgeVerdict's: never kept
+
+    def __init__(self, verdict: JudgeVerdict):
+        self.judge_model_id = verdict.judge_model_id
+        self.coverage_extent = verdict.coverage_extent
 
 
-def weval_kept(results: Iterable[ItemResult]) -> list[ItemResult]:
+class KeptPoint:
+    """A point's assessment as a run keeps it: ``PointAssessment``'s fields, the judges'
+    reflections left out (a point that errored keeps its own, which names the judges that
+    failed: the roll-up's point problems say them)."""
+
+    __slots__ = _POINT_FIELDS = (
+        "key_point_text",
+        "coverage_extent",
+        "reflection",
+        "error",
+        "multiplier",
+        "citation",
+        "is_inverted",
+        "path_id",
+        "judge_model_id",
+        "individual_judgements",
+        "kind",
+        "authoring_error",
+        "line",
+        "judge_error_kinds",
+        "default_reflection",
+        "consensus_note",
+        "failed_judges",
+    )
+    key_point_text: str
+    coverage_extent: float | None
+    reflection: str | None
+    error: str | None
+    multiplier: float
+    citation: Any
+    is_inverted: bool
+    path_id: str | None
+    judge_model_id: str | None
+    individual_judgements: tuple[KeptVerdict, ...] | None
+    kind: Literal["function", "judged"]
+    authoring_error: bool
+    line: int | None
+    judge_error_kinds: tuple[ErrorKind, ...]
+    default_reflection: bool
+    consensus_note: str | None
+    failed_judges: tuple[str, ...]
+
+    def __init__(self, point: PointAssessment):
+        values = point.__dict__
+        for name in self._POINT_FIELDS:
+            object.__setattr__(self, name, values[name])
+        if not point.error:
+            self.reflection = None
+        if point.individual_judgements is not None:
+            self.individual_judgements = tuple(KeptVerdict(j) for j in point.individual_judgements)
+        self.judge_error_kinds = tuple(point.judge_error_kinds)
+        self.failed_judges = tuple(point.failed_judges)
+
+
+class KeptResult(ResultReading):
+    """What a run keeps of an item's result until its end: ``ItemResult``'s fields but its texts
+    (the answers, the conversation, the judges' reflections), in slots. The roll-up, the gates,
+    the terminal and junit read these; the files written at the end get the texts back from the
+    spool (``with_texts``). Its size does not grow with the answers' length: 1.1 KB for an item
+    with one judged point and two models' usage, against 3.2 KB as an ``ItemResult``
+    (docs/layout.md, 'Memory')."""
+
+    __slots__ = _FIELDS = (
+        "nodeid",
+        "blueprint_id",
+        "blueprint_path",
+        "blueprint_title",
+        "prompt_id",
+        "prompt_line",
+        "prompt_weight",
+        "model_id",
+        "effective_model_id",
+        "temperature",
+        "system_index",
+        "system_prompt",
+        "outcome",
+        "score",
+        "threshold",
+        "sample",
+        "sample_scores",
+        "content_digest",
+        "verdict",
+        "source",
+        "error",
+        "error_kind",
+        "error_line",
+        "required_checks_failed",
+        "not_run",
+        "similarities",
+        "fixture",
+        "points",
+        "usage",
+        "judge_agreement",
+        "promptfoo",
+        "duration_s",
+    )
+    nodeid: str
+    blueprint_id: str
+    blueprint_path: str
+    blueprint_title: str
+    prompt_id: str
+    prompt_line: int | None
+    prompt_weight: float | None
+    model_id: str
+    effective_model_id: str
+    temperature: float | None
+    system_index: int | None
+    system_prompt: str | None
+    outcome: Outcome
+    score: float | None
+    threshold: float
+    sample: int
+    sample_scores: tuple[float, ...]
+    content_digest: str | None
+    verdict: Literal["pass", "borderline", "fail"] | None
+    source: Source
+    error: str | None
+    error_kind: ErrorKind | None
+    error_line: int | None
+    required_checks_failed: tuple[str, ...]
+    not_run: bool
+    similarities: dict[str, float | None] | None
+    fixture: Literal["final", "turns"] | None
+    points: tuple[KeptPoint, ...]
+    usage: dict[str, Usage]
+    judge_agreement: dict[str, Any] | None
+    promptfoo: dict[str, Any] | None
+    duration_s: float
+
+    def __init__(self, result: ItemResult):
+        values = result.__dict__
+        for name in self._FIELDS:
+            object.__setattr__(self, name, values[name])
+        self.sample_scores = tuple(result.sample_scores)
+        self.required_checks_failed = tuple(result.required_checks_failed)
+        self.points = tuple(KeptPoint(p) for p in result.points)
+
+    # read as an ItemResult's: a kept result has no texts
+    response: None = None
+    generated_texts: tuple[str, ...] = ()
+    history: tuple[dict[str, Any], ...] = ()
+
+
+# An item's result as the reporters read it: whole, or as the run kept it; and its points.
+Result = ItemResult | KeptResult
+Point = PointAssessment | KeptPoint
+AnyResult = TypeVar("AnyResult", ItemResult, KeptResult, Result)
+
+
+def with_texts(kept: KeptResult, full: ItemResult) -> ItemResult:
+    """``full`` (read back from the spool) with what the run kept after it was spooled: its
+    node id, the similarity rows added after the items ran."""
+    return full.model_copy(update={name: getattr(kept, name) for name in _AFTER_SPOOLING})
+
+
+# What a kept result may hold that its spooled whole result does not (``with_texts``).
+_AFTER_SPOOLING = ("nodeid", "similarities")
+
+
+def weval_kept(results: Iterable[AnyResult]) -> list[AnyResult]:
     """The results Weval would keep: it keys a blueprint's results by prompt id, so of two
     prompts sharing an id only the later one's answer counts (docs/compatibility.md, 'Duplicate
     prompt ids'). pytest still runs and reports both; the means, the similarities and the
     comparison file hold one."""
-    kept: dict[tuple[str, str, str, str], ItemResult] = {}
+    kept: dict[tuple[str, str, str, str], AnyResult] = {}
     for r in results:
         if r.source != "blueprint":
             kept[(r.blueprint_path, r.prompt_id, r.effective_model_id, r.nodeid)] = r

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from pytest_weval.results import PointAssessment
+from pytest_weval.results import Point
 
 from .config import APPROACHES, BACKUP_JUDGE, DEFAULT_JUDGES, JudgeSpec
 
@@ -32,7 +32,7 @@ def _split_label(label: str) -> tuple[str, str | None]:
     return head, rest[:-1] if rest.endswith(")") else rest
 
 
-def _items(assessments: Iterable[PointAssessment]) -> list[list[tuple[float, str, str | None]]]:
+def _items(assessments: Iterable[Point]) -> list[list[tuple[float, str, str | None]]]:
     items = []
     for assessment in assessments:
         judgements = assessment.individual_judgements or []
@@ -116,7 +116,7 @@ def _describe_judge(judge_id: str, model: str | None, known: Sequence[JudgeSpec]
 
 
 def judge_agreement(
-    assessments: Iterable[PointAssessment],
+    assessments: Iterable[Point],
     judges: Sequence[JudgeSpec] | None = None,
 ) -> dict[str, Any] | None:
     """Weval's ``judgeAgreement`` for one (prompt, model), or None when no point had 2+ judges.
@@ -157,14 +157,14 @@ def judge_agreement(
 
 
 def run_judge_agreement(
-    assessment_groups: Iterable[Iterable[PointAssessment]],
+    assessment_groups: Iterable[Iterable[Point]],
     judges: Sequence[JudgeSpec] | None = None,
 ) -> dict[str, Any] | None:
     """Agreement over a whole run: the items of every (prompt, model) pooled into one alpha.
 
     ``assessment_groups`` is one iterable of assessments per item (e.g. each ``ItemResult.points``).
     """
-    pooled: list[PointAssessment] = []
+    pooled: list[Point] = []
     for group in assessment_groups:
         pooled.extend(group)
     return judge_agreement(pooled, judges)

@@ -41,7 +41,7 @@ from pytest_weval.report.history import (
     run_selections,
 )
 from pytest_weval.report.history_record import ItemRecord, RecordedHistory, RunRecord
-from pytest_weval.results import ItemResult
+from pytest_weval.results import Result
 from pytest_weval.run.sampling import HISTORY_RUNS, Past
 
 GIT_TIMEOUT_S = 10
@@ -143,7 +143,7 @@ class RunHistory:
     def items(self, run_id: str) -> list[ItemRecord]:
         return self.items_of([run_id]).get(run_id, [])
 
-    def _newest_scores(self, results: Sequence[ItemResult], branch: str | None = None) -> Earlier:
+    def _newest_scores(self, results: Sequence[Result], branch: str | None = None) -> Earlier:
         """Each item's newest earlier score (docs/history.md); the baseline and the changes
         share one reading."""
         if branch not in self._scores:
@@ -201,7 +201,7 @@ class RunHistory:
         self._say_damage()
         return dataclasses.replace(run, changes=changes, history=view)
 
-    def _compare(self, results: Sequence[ItemResult]) -> tuple[Changes | None, RunAnalysis | None]:
+    def _compare(self, results: Sequence[Result]) -> tuple[Changes | None, RunAnalysis | None]:
         """The changes since the earlier runs, and the analyses' regressions against the newest
         of them (docs/history.md). The newest run's items are read one at a time and each paired
         with this run's at once: of them only the changed items' records are kept (the page
@@ -233,7 +233,7 @@ class RunHistory:
         analysis: RunAnalysis | None,
         run: FinishedRun,
         current: RunRecord,
-        ordered: Sequence[ItemResult],
+        ordered: Sequence[Result],
         *,
         answers: bool,
     ) -> RunAnalyses | None:
@@ -244,7 +244,7 @@ class RunHistory:
         recorded, read back for those alone."""
         if analysis is None:
             return None
-        by_blueprint: dict[str, list[ItemResult]] = {}
+        by_blueprint: dict[str, list[Result]] = {}
         for result in ordered:
             by_blueprint.setdefault(result.blueprint_id, []).append(result)
         for results in by_blueprint.values():
@@ -257,7 +257,7 @@ class RunHistory:
                 point["answer"] = whole.response
         return analyses
 
-    def baseline(self, setting: str, results: Sequence[ItemResult]) -> tuple[Baseline | None, str | None]:
+    def baseline(self, setting: str, results: Sequence[Result]) -> tuple[Baseline | None, str | None]:
         """``--weval-baseline=last[:<branch>]``: each item's newest earlier score (of that
         branch), or why there is none."""
         if not is_history_baseline(setting):

@@ -1,14 +1,15 @@
 """Each item's result, kept from its test report.
 
 The process that runs an item appends its whole ``ItemResult`` to its spool
-(``report/spool.py``) and puts on the item's report only the compact record
-(``ItemResult.compact``, as a JSON string in ``report.weval_result``) and the whole result's
-place in the spool (``report.weval_spool``). xdist serialises both, so the controller keeps the
-same small records the workers made (a process that keeps its own items' records, a run without
-xdist, hands the record from the report's making to its logreport as it is, with no JSON), and every reporter runs once, on the controller, from those
-records; the files written at the end read the texts back a blueprint at a time
-(``FullResults``). (Strings, not nested dicts: execnet's serialiser and pydantic's dict
-validation cost ten times more.)"""
+(``report/spool.py``) and keeps what the reporters read of it (``KeptResult``: no texts, in
+slots). A worker puts that on the item's report (``ItemResult.without_texts``, as a JSON string
+in ``report.weval_result``) with the whole result's place in the spool (``report.weval_spool``);
+xdist serialises both, so the controller keeps the same small records the workers made, and
+every reporter runs once, on the controller, from those records. (Strings, not nested dicts:
+execnet's serialiser and pydantic's dict validation cost ten times more.) A process that keeps
+its own items' records, a run without xdist, hands the record from the report's making to its
+logreport as it is. The files written at the end read the texts back a blueprint at a time
+(``FullResults``)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import pytest
 from pytest_weval.plugin.items import WevalItem
 from pytest_weval.plugin.running import KeptSettler
 from pytest_weval.report.spool import CompactRecords, FullResults, SpoolRef, SpoolWriter, read_spooled, remove_spools
-from pytest_weval.results import ItemResult
+from pytest_weval.results import ItemResult, KeptResult, Result
 
 
 def carries_result(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport) -> bool:
@@ -56,7 +57,7 @@ _KEPT_HERE = "_weval_kept_here"
 
 class ItemResults:
     def __init__(self, spool_folder: Callable[[], Path | None] | None = None, *, worker: bool = False):
-        self._results: dict[str, ItemResult] = {}  # compact, by node id: a rerun's result replaces the earlier one
+        self._results: dict[str, Result] = {}  # kept, by node id: a rerun's result replaces the earlier one
         self._spooled: dict[str, SpoolRef] = {}  # where each kept result is whole
         self._spool_paths: dict[str, str] = {}  # one string per spool file, shared by its references
         self._reported: set[str] = set()  # node ids that reported an outcome (what an interrupt left unrun)
@@ -68,8 +69,8 @@ class ItemResults:
         self._worker = worker
 
     @property
-    def results(self) -> list[ItemResult]:
-        """Every item's compact result, the last attempt's when an item was rerun."""
+    def results(self) -> list[Result]:
+        """Every item's kept result (``KeptResult``), the last attempt's when an item was rerun."""
         return list(self._results.values())
 
     def full(self) -> FullResults:
@@ -103,7 +104,7 @@ class ItemResults:
             return
         report.weval_spool = ref.text()  # type: ignore[attr-defined]
         if self._worker:
-            report.weval_result = result.compact().model_dump_json(exclude_defaults=True)  # type: ignore[attr-defined]
+            report.weval_result = result.without_texts().model_dump_json(exclude_defaults=True)  # type: ignore[attr-defined]
         else:  # kept by this very process at the report's logreport: no JSON between the two hooks
             report.__dict__[_KEPT_HERE] = (result.compact(), ref)
 
@@ -121,7 +122,7 @@ class ItemResults:
         # The result is kept before the item counts as reported: a signal between the two (its
         # KeyboardInterrupt can come at any line here) then leaves an item both kept and counted
         # as run, never counted as run without its result (``not_run`` takes both sets).
-        kept_here: tuple[ItemResult, SpoolRef] | None = report.__dict__.pop(_KEPT_HERE, None)
+        kept_here: tuple[KeptResult, SpoolRef] | None = report.__dict__.pop(_KEPT_HERE, None)
         if kept_here is not None:
             self._keep_spooled(report, *kept_here)
             self._settler.kept()
@@ -134,7 +135,7 @@ class ItemResults:
     def _keep(self, report: pytest.TestReport, result: ItemResult) -> None:
         ref = getattr(report, "weval_spool", None)
         if ref:
-            self._keep_spooled(report, result, SpoolRef.parse(ref, self._spool_paths))
+            self._keep_spooled(report, result.compact(), SpoolRef.parse(ref, self._spool_paths))
             if not self._worker:  # kept here now: pytest keeps every report till the session ends
                 del report.weval_result
             return
@@ -148,7 +149,7 @@ class ItemResults:
             return
         self._results[result.nodeid] = self._records.slim(result.compact())
 
-    def _keep_spooled(self, report: pytest.TestReport, compact: ItemResult, ref: SpoolRef) -> None:
+    def _keep_spooled(self, report: pytest.TestReport, compact: KeptResult, ref: SpoolRef) -> None:
         if not compact.nodeid:
             compact.nodeid = report.nodeid
         self._spooled[compact.nodeid] = ref

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_weval.files import write_atomic
-from pytest_weval.report.spool import FullResults
+from pytest_weval.report.spool import FullResults, whole_results
 from pytest_weval.report.weval_json import file_stem
-from pytest_weval.results import ItemResult
+from pytest_weval.results import ItemResult, Result
 
 
 def agent_record(result: ItemResult) -> dict[str, Any]:
@@ -44,11 +44,11 @@ def agent_record(result: ItemResult) -> dict[str, Any]:
 
 
 def write_agent_results(
-    out_dir: str | os.PathLike[str], results: Sequence[ItemResult], *, full: FullResults | None = None
+    out_dir: str | os.PathLike[str], results: Sequence[Result], *, full: FullResults | None = None
 ) -> list[Path]:
     """One ``<suite id>.jsonl`` per agent suite that has results (a repeated id gets ``.2``);
     ``full`` gives the results their texts back, a suite's at a time."""
-    suites: dict[str, list[ItemResult]] = {}
+    suites: dict[str, list[Result]] = {}
     for result in results:
         if result.source == "agent eval file":
             suites.setdefault(result.blueprint_path, []).append(result)
@@ -59,7 +59,7 @@ def write_agent_results(
         stem = file_stem(items[0].blueprint_id)
         used[stem] = used.get(stem, 0) + 1
         name = f"{stem}.jsonl" if used[stem] == 1 else f"{stem}.{used[stem]}.jsonl"
-        whole = full.each(items) if full is not None else items
+        whole = whole_results(items, full)
         text = "".join(json.dumps(agent_record(r), ensure_ascii=False) + "\n" for r in whole)
         target = Path(out_dir) / name
         write_atomic(target, text.encode("utf-8", errors="backslashreplace"))

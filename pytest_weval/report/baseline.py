@@ -27,7 +27,7 @@ import pytest_weval.defaults as defaults
 from pytest_weval.errors import WevalError
 from pytest_weval.report._fmt import fmt_p, fmt_score, fmt_signed, plural
 from pytest_weval.report.stats import LEVEL, MeanInterval, detectable_drop, holm, paired_test
-from pytest_weval.results import ItemResult
+from pytest_weval.results import Result
 from pytest_weval.scoring.aggregate import prompt_weight
 from pytest_weval.scoring.similarity import IDEAL_MODEL_ID  # the reference's pseudo-model, never a tested one
 
@@ -247,7 +247,7 @@ def _comparison_items(comparisons: Mapping[str, dict[str, Any]]) -> Iterable[Bas
 
 @dataclasses.dataclass(frozen=True)
 class Pair:
-    current: ItemResult
+    current: Result
     baseline: BaselineItem
 
     @property
@@ -399,7 +399,7 @@ class Comparison:
         }
 
 
-def _scored(result: ItemResult) -> bool:
+def _scored(result: Result) -> bool:
     return result.outcome in _SCORED and result.score is not None
 
 
@@ -409,20 +409,20 @@ def _why_unscored(outcome: str, run: str) -> str:
     return f"no score in {run}"
 
 
-def _current_key(result: ItemResult) -> PairKey:
+def _current_key(result: Result) -> PairKey:
     return pair_key(
         result.blueprint_id, result.prompt_id, result.model_id, result.effective_model_id, result.system_prompt
     )
 
 
-def _unpaired(kind: UnpairedKind, item: ItemResult | BaselineItem, why: str) -> Unpaired:
+def _unpaired(kind: UnpairedKind, item: Result | BaselineItem, why: str) -> Unpaired:
     return Unpaired(kind, item.blueprint_id, item.prompt_id, item.model_id, item.effective_model_id, why, item.nodeid)
 
 
-def _pairs(results: Sequence[ItemResult], baseline: Baseline) -> tuple[list[Pair], list[Unpaired]]:
+def _pairs(results: Sequence[Result], baseline: Baseline) -> tuple[list[Pair], list[Unpaired]]:
     unpaired: list[Unpaired] = []
     twice = "its blueprint id, prompt, model, temperature and system prompt are those of another item"
-    current: dict[PairKey, ItemResult] = {}
+    current: dict[PairKey, Result] = {}
     for r in sorted(results, key=lambda r: (r.blueprint_path, r.prompt_id, r.effective_model_id, r.nodeid)):
         key = _current_key(r)
         if key in current:
@@ -477,7 +477,7 @@ def _verdict(
 
 
 def compare(
-    results: Sequence[ItemResult],
+    results: Sequence[Result],
     baseline: Baseline,
     *,
     alpha: float = defaults.ALPHA,

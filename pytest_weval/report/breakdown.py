@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_weval.results import PointAssessment
+from pytest_weval.results import Point
 from pytest_weval.scoring.aggregate import aggregate_groups
 
 
@@ -25,7 +25,7 @@ class PathScore:
 @dataclass(frozen=True)
 class PointLoss:
     index: int  # position in the item's ``points``
-    point: PointAssessment
+    point: Point
     loss: float  # how much of the final score (0..1) this point cost
 
 
@@ -45,7 +45,7 @@ class Breakdown:
         return best is not None and best.scored_points == 0
 
 
-def breakdown(points: Sequence[PointAssessment]) -> Breakdown:
+def breakdown(points: Sequence[Point]) -> Breakdown:
     agg = aggregate_groups(points)
     groups = len(agg.counted)
     losses: list[PointLoss] = []

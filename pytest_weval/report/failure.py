@@ -13,12 +13,13 @@ nothing. ``crash_line`` is the one line pytest shows for ``--tb=line`` and in th
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 from typing import Literal
 
 from pytest_weval.errors import ErrorKind
 from pytest_weval.report._fmt import fmt_score, js_number, one_line, plural, shorten
 from pytest_weval.report.breakdown import Breakdown, breakdown
-from pytest_weval.results import ItemResult, PointAssessment
+from pytest_weval.results import Point, Result
 from pytest_weval.scoring.aggregate import is_required
 
 RESPONSE_CHARS = 600
@@ -42,11 +43,11 @@ def detail_for(tbstyle: str, verbosity: int) -> Detail:
     return "full" if verbosity > 0 else "normal"
 
 
-def _located(result: ItemResult, line: int | None) -> str:
+def _located(result: Result, line: int | None) -> str:
     return f"{result.blueprint_path}:{line}" if line else result.blueprint_path
 
 
-def _where(result: ItemResult) -> list[str]:
+def _where(result: Result) -> list[str]:
     labels = ("blueprint:", "prompt:   ", "model:    ")
     if result.source == "agent eval file":
         labels = ("eval file:", "case:     ", "target:   ")
@@ -86,13 +87,13 @@ def _judge_name(label: str) -> str:
     return head if sep and head else label
 
 
-def _criterion(p: PointAssessment) -> str:
+def _criterion(p: Point) -> str:
     """The point as written: ``contains("911")`` for a function point, the text otherwise."""
     text = one_line(p.key_point_text)
     return text.removeprefix("Function: ") if p.kind == "function" else text
 
 
-def _point_label(p: PointAssessment, source: str = "blueprint") -> str:
+def _point_label(p: Point, source: str = "blueprint") -> str:
     """``should: X``, or for a should_not point what it checks and whether the answer did it:
     ``must not: icontains("I don't know"): it does`` (its score is 1 minus how far it was met).
     An agent eval case's points are its evaluators: ``evaluator: rubric (rubric)``."""
@@ -109,7 +110,7 @@ def _point_label(p: PointAssessment, source: str = "blueprint") -> str:
     return f"must not: {_criterion(p)}: {found}"
 
 
-def _point_lines(index: int, p: PointAssessment, detail: Detail, source: str = "blueprint") -> list[str]:
+def _point_lines(index: int, p: Point, detail: Detail, source: str = "blueprint") -> list[str]:
     limit = 0 if detail == "full" else REFLECTION_CHARS
     score = "ERROR" if p.coverage_extent is None else fmt_score(p.coverage_extent)
     head = f"  {index}. [{score}] {_point_label(p, source)}"
@@ -147,7 +148,7 @@ def _point_lines(index: int, p: PointAssessment, detail: Detail, source: str = "
     return lines
 
 
-def _pulled_down(result: ItemResult, b: Breakdown) -> list[str]:
+def _pulled_down(result: Result, b: Breakdown) -> list[str]:
     lines: list[str] = []
     losses = sorted((x for x in b.losses if x.loss > 0), key=lambda x: (-x.loss, x.index))
     for x in losses[:TOP_LOSSES]:
@@ -180,7 +181,7 @@ def _pulled_down(result: ItemResult, b: Breakdown) -> list[str]:
     return lines
 
 
-def _headline(result: ItemResult) -> str:
+def _headline(result: Result) -> str:
     score, mark = fmt_score(result.score), fmt_score(result.threshold)
     if result.required_checks_failed:
         # An agent eval case fails a required check whatever its mean, and its score is then 0
@@ -189,7 +190,7 @@ def _headline(result: ItemResult) -> str:
     return f"Score {score} is below the pass mark {mark} (scores run from 0 to 1)."
 
 
-def explain_failure(result: ItemResult, detail: Detail = "normal") -> str:
+def explain_failure(result: Result, detail: Detail = "normal") -> str:
     """The failure message of an item whose score is below its threshold."""
     lines = [
         _headline(result),
@@ -211,7 +212,8 @@ def explain_failure(result: ItemResult, detail: Detail = "normal") -> str:
     lines.append("")
     if result.points:
         lines.append(f"Points ({len(result.points)}; each scored 0 to 1, 1 = fully met):")
-        for i, p in enumerate(result.points, 1):
+        points: Sequence[Point] = result.points
+        for i, p in enumerate(points, 1):
             lines += _point_lines(i, p, detail, result.source)
         if detail != "short":
             lines += ["", "What pulled the score down:", *_pulled_down(result, breakdown(result.points))]
@@ -326,7 +328,7 @@ _CAUSES: dict[ErrorKind, tuple[str, str]] = {
 }
 
 
-def _mistake_place(result: ItemResult) -> str:
+def _mistake_place(result: Result) -> str:
     """file:line of each mistaken point (or of the prompt), for the author to go to."""
     lines = sorted({p.line for p in result.points if p.authoring_error and p.line})
     if not lines and result.error_line:
@@ -338,7 +340,7 @@ def _mistake_place(result: ItemResult) -> str:
     return ", ".join(_located(result, n) for n in lines)
 
 
-def _cause(result: ItemResult) -> tuple[str, str]:
+def _cause(result: Result) -> tuple[str, str]:
     kind = result.error_kind or ("blueprint" if any(p.authoring_error for p in result.points) else None)
     if kind is None:
         return ("The item could not be scored.", "See the message; run again if it was a passing problem.")
@@ -349,7 +351,7 @@ def _cause(result: ItemResult) -> tuple[str, str]:
     )
 
 
-def explain_error(result: ItemResult, detail: Detail = "normal") -> str:
+def explain_error(result: Result, detail: Detail = "normal") -> str:
     """Why an item has no score (provider, key, replay miss, all judges failed, blueprint)."""
     words, todo = _cause(result)
     lines = [f"No score: {words}", *_where(result)]
@@ -366,7 +368,7 @@ def explain_error(result: ItemResult, detail: Detail = "normal") -> str:
     return "\n".join(lines) + "\n"
 
 
-def crash_line(result: ItemResult) -> tuple[int | None, str]:
+def crash_line(result: Result) -> tuple[int | None, str]:
     """The item's outcome in one line, and the blueprint line it is about: what ``--tb=line``
     prints and the reason the short summary gives."""
     if result.outcome == "failed":

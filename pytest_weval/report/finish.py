@@ -35,7 +35,7 @@ from pytest_weval.report.rollup import Rollup, build_rollup
 from pytest_weval.report.run_record import MergeError, describe, identity, read_run_record, substance, write_run_record
 from pytest_weval.report.spool import FullResults
 from pytest_weval.report.weval_json import write_outputs
-from pytest_weval.results import ItemResult, Usage
+from pytest_weval.results import ItemResult, Result, Usage
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +61,7 @@ class RunGates:
 class FinishedRun:
     """One view of a finished run, which every output is rendered from."""
 
-    results: Sequence[ItemResult]  # compact or whole: what the roll-up, gates and terminal read
+    results: Sequence[Result]  # kept or whole: what the roll-up, gates and terminal read
     blueprints: Mapping[str, Blueprint]  # by ItemResult.blueprint_path
     usage: Mapping[str, Usage]
     rollup: Rollup
@@ -84,7 +84,7 @@ class FinishedRun:
 
 
 def finish_run(
-    results: Sequence[ItemResult],
+    results: Sequence[Result],
     blueprints: Mapping[str, Blueprint],
     usage: Mapping[str, Usage],
     gates: RunGates,

@@ -8,15 +8,15 @@ import textwrap
 from collections.abc import Sequence
 
 from pytest_weval.report._fmt import fit_middle, fmt_score, plural
-from pytest_weval.results import ItemResult, passes
+from pytest_weval.results import Result, passes
 
 
-def flaky_items(results: Sequence[ItemResult]) -> list[ItemResult]:
+def flaky_items(results: Sequence[Result]) -> list[Result]:
     """The scored flaky items, worst first: the closest to an even split of passing and
     failing samples (the least settled), then the mean nearest its threshold."""
     flaky = [r for r in results if r.flaky and r.outcome in ("passed", "failed")]
 
-    def unsettled(r: ItemResult) -> tuple[float, float, str]:
+    def unsettled(r: Result) -> tuple[float, float, str]:
         ayes = sum(1 for s in r.sample_scores if passes(s, r.threshold))
         share = ayes / len(r.sample_scores)
         return (abs(share - 0.5), abs((r.score or 0.0) - r.threshold), r.nodeid)
@@ -24,7 +24,7 @@ def flaky_items(results: Sequence[ItemResult]) -> list[ItemResult]:
     return sorted(flaky, key=unsettled)
 
 
-def describe(result: ItemResult) -> str:
+def describe(result: Result) -> str:
     ayes = sum(1 for s in result.sample_scores if passes(s, result.threshold))
     return (
         f"{ayes} of {len(result.sample_scores)} samples pass ({', '.join(fmt_score(s) for s in result.sample_scores)}); "
@@ -32,7 +32,7 @@ def describe(result: ItemResult) -> str:
     )
 
 
-def render_flaky(results: Sequence[ItemResult], width: int = 80, limit: int = 5) -> list[str]:
+def render_flaky(results: Sequence[Result], width: int = 80, limit: int = 5) -> list[str]:
     sampled = [r for r in results if len(r.sample_scores) > 1 and r.outcome in ("passed", "failed")]
     flaky = flaky_items(results)
     if not flaky:
@@ -50,6 +50,6 @@ def render_flaky(results: Sequence[ItemResult], width: int = 80, limit: int = 5)
     return lines
 
 
-def flaky_gate_lines(results: Sequence[ItemResult]) -> list[str]:
+def flaky_gate_lines(results: Sequence[Result]) -> list[str]:
     """--weval-fail-flaky: one line per flaky item."""
     return [f"{r.nodeid} is flaky: {describe(r)}" for r in flaky_items(results)]

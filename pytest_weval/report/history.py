@@ -22,7 +22,7 @@ from pytest_weval.report.baseline import Baseline, BaselineItem
 from pytest_weval.report.history_record import ItemDetail, ItemRecord, ModelFigures, PointRecord, RunRecord
 from pytest_weval.report.rollup import Rollup, tally
 from pytest_weval.report.weval_json import js_data
-from pytest_weval.results import ItemResult, PointAssessment
+from pytest_weval.results import ItemResult, Point, Result
 
 NOISE_MARK = "*"
 
@@ -57,21 +57,21 @@ def _figures(t: Any, selection: str | None) -> ModelFigures:
     return ModelFigures(**{key: shown[key] for key in FIGURES}, selection=selection)
 
 
-def model_figures(rollup: Rollup, results: Iterable[ItemResult] = ()) -> dict[str, ModelFigures]:
+def model_figures(rollup: Rollup, results: Iterable[Result] = ()) -> dict[str, ModelFigures]:
     """Per model: ``mean``, ``ci95`` and ``items``, as ``summary.json`` writes them, and the
     ``selection`` of items they are over (the history's, to compare like with like)."""
     chosen = selections((r.model_id, r.nodeid) for r in results if r.nodeid)
     return {model: _figures(t, chosen.get(model)) for model, t in rollup.by_model.items()}
 
 
-def _points(points: Iterable[PointAssessment]) -> list[PointRecord]:
+def _points(points: Iterable[Point]) -> list[PointRecord]:
     return [
         PointRecord(text=p.key_point_text, score=p.coverage_extent, inverted=p.is_inverted, error=p.error, kind=p.kind)
         for p in points
     ]
 
 
-def item_record(result: ItemResult) -> ItemRecord:
+def item_record(result: Result) -> ItemRecord:
     """One item as the history keeps it: its score and answer, and what rebuilding its place in
     the roll-up and pairing it with a later run need."""
     return ItemRecord(
@@ -92,12 +92,12 @@ def item_record(result: ItemResult) -> ItemRecord:
             source=result.source,
             points=_points(result.points),
             digest=result.content_digest,
-            samples=result.sample_scores,
+            samples=list(result.sample_scores),
         ),
     )
 
 
-def judges_of(results: Iterable[ItemResult]) -> list[str]:
+def judges_of(results: Iterable[Result]) -> list[str]:
     """The judge models that gave a verdict in the run."""
     seen: set[str] = set()
     for r in results:
@@ -108,7 +108,7 @@ def judges_of(results: Iterable[ItemResult]) -> list[str]:
 
 
 def run_figures(
-    results: Sequence[ItemResult],
+    results: Sequence[Result],
     rollup: Rollup,
     *,
     run_id: str,
@@ -133,7 +133,7 @@ def run_figures(
     )
 
 
-def recorded_order(results: Iterable[ItemResult]) -> list[ItemResult]:
+def recorded_order(results: Iterable[Result]) -> list[Result]:
     """The results the history records an item of (those with a node id), in its order: by
     node id. ``item_record`` of each is the item recorded."""
     return sorted((r for r in results if r.nodeid), key=lambda r: r.nodeid)
@@ -255,7 +255,7 @@ class Change:
     old: float
     new: float
     previous: ItemRecord  # the recorded item
-    current: ItemResult
+    current: Result
     run: RunRecord | None = None  # the run that recorded ``previous``
 
 
@@ -308,7 +308,7 @@ class Changes:
         )
 
 
-def changes_since(earlier: Earlier, results: Iterable[ItemResult]) -> Changes | None:
+def changes_since(earlier: Earlier, results: Iterable[Result]) -> Changes | None:
     """Each scored item of this run against its newest earlier score; None with no earlier run."""
     if earlier.newest is None:
         return None
@@ -325,7 +325,7 @@ def changes_since(earlier: Earlier, results: Iterable[ItemResult]) -> Changes | 
 EarlierScore = tuple[RunRecord, "float | int | None", "ItemRecord | None"]
 
 
-def changed(result: ItemResult, score: float | int | None) -> bool:
+def changed(result: Result, score: float | int | None) -> bool:
     """This run's ``result`` is scored and its score differs from the earlier ``score``."""
     return (
         result.score is not None
@@ -335,9 +335,7 @@ def changed(result: ItemResult, score: float | int | None) -> bool:
     )
 
 
-def changes_from(
-    newest: RunRecord, results: Iterable[ItemResult], scored: Callable[[str], EarlierScore | None]
-) -> Changes:
+def changes_from(newest: RunRecord, results: Iterable[Result], scored: Callable[[str], EarlierScore | None]) -> Changes:
     """``changes_since`` with each item's newest earlier score from ``scored``."""
     found = []
     compared = scored_now = 0
@@ -361,7 +359,7 @@ def changes_from(
 
 
 def compare_newest(
-    newest: RunRecord, items: Iterable[ItemRecord], results: Sequence[ItemResult]
+    newest: RunRecord, items: Iterable[ItemRecord], results: Sequence[Result]
 ) -> tuple[dict[str, EarlierScore], RunAnalysis]:
     """One pass over the ``items`` of ``newest``, the newest earlier run, as they come: each is
     paired with this run's result of its node id at once, for the changes (``changes_from``

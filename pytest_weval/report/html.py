@@ -65,10 +65,10 @@ from pytest_weval.report.rollup import (
     usage_dict,
 )
 from pytest_weval.report.similarity import similarity_tables
-from pytest_weval.report.spool import FullResults
+from pytest_weval.report.spool import FullResults, whole_results
 from pytest_weval.report.terminal import short_model_name
 from pytest_weval.report.weval_json import conversation_history, generation_failed
-from pytest_weval.results import ItemResult, PointAssessment
+from pytest_weval.results import ItemResult, PointAssessment, Result
 from pytest_weval.scoring.similarity import IDEAL_MODEL_ID
 
 # Viridis (matplotlib's), readable by people with the common colour-vision deficiencies and in
@@ -357,7 +357,7 @@ def _first_messages(results: Sequence[ItemResult]) -> list[list[Any]]:
     return []
 
 
-def _thresholds(results: Iterable[ItemResult]) -> str:
+def _thresholds(results: Iterable[Result]) -> str:
     values = sorted({r.threshold for r in results})
     if not values:
         return ""
@@ -612,7 +612,7 @@ def _overview_table(rollup: Rollup, thresholds: Mapping[str, str], comparison: C
     return "".join(out)
 
 
-def _judges_seen(results: Iterable[ItemResult]) -> dict[str, int]:
+def _judges_seen(results: Iterable[Result]) -> dict[str, int]:
     """Judge -> assessments it gave, over every judged point of the run."""
     seen: dict[str, int] = {}
     for r in results:
@@ -672,7 +672,7 @@ def _item_link(text: str, nodeid: str, paths: Mapping[str, str]) -> str:
     return f'<a href="{_e(_hash_link(bp=path, item=nodeid))}">{_e(text)}</a>'
 
 
-def _baseline_section(comparison: Comparison, results: Sequence[ItemResult]) -> str:
+def _baseline_section(comparison: Comparison, results: Sequence[Result]) -> str:
     """The comparison as the terminal gives it: per model the baseline and current means over the
     paired items, the difference with its interval, p and the verdict; what did not pair; the
     prompts that moved most (each a link to its item)."""
@@ -735,7 +735,7 @@ def _baseline_section(comparison: Comparison, results: Sequence[ItemResult]) -> 
     return "".join(out)
 
 
-def _facts(rollup: Rollup, results: Sequence[ItemResult], facts: RunFacts, comparison: Comparison | None = None) -> str:
+def _facts(rollup: Rollup, results: Sequence[Result], facts: RunFacts, comparison: Comparison | None = None) -> str:
     t = rollup.overall
     started = facts.started or dt.datetime.now(dt.timezone.utc)
     if started.tzinfo is None:
@@ -823,7 +823,7 @@ def _stopped(facts: RunFacts) -> str:
 
 def build_html(
     blueprints_by_path: Mapping[str, Blueprint],
-    results: Sequence[ItemResult],
+    results: Sequence[Result],
     *,
     rollup: Rollup | None = None,
     facts: RunFacts | None = None,
@@ -844,7 +844,7 @@ def build_html(
 
 def page_parts(
     blueprints_by_path: Mapping[str, Blueprint],
-    results: Sequence[ItemResult],
+    results: Sequence[Result],
     *,
     rollup: Rollup | None = None,
     facts: RunFacts | None = None,
@@ -856,7 +856,7 @@ def page_parts(
     blueprint's results their texts back as its piece is made (``report/spool.py``)."""
     rollup = rollup if rollup is not None else build_rollup(results)
     facts = facts or RunFacts()
-    groups: dict[str, list[ItemResult]] = {}
+    groups: dict[str, list[Result]] = {}
     for r in results:
         groups.setdefault(r.blueprint_path, []).append(r)
     thresholds = {path: _thresholds(items) for path, items in groups.items()}
@@ -917,7 +917,7 @@ def page_parts(
         bp_rollup = rollup.blueprints.get(path)
         if bp_rollup is None:
             continue
-        items = full.of(groups[path]) if full is not None else groups[path]
+        items = list(whole_results(groups[path], full))
         data = blueprint_json(path, items, bp_rollup, blueprints_by_path.get(path))
         yield (
             f'<script type="{BLOB_TYPE}" id="{blob_ids[path]}" data-encoding="{BLOB_ENCODING}">'
@@ -929,7 +929,7 @@ def page_parts(
 def write_html(
     path: str | os.PathLike[str],
     blueprints_by_path: Mapping[str, Blueprint],
-    results: Sequence[ItemResult],
+    results: Sequence[Result],
     *,
     rollup: Rollup | None = None,
     facts: RunFacts | None = None,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pytest_weval.report._fmt import js_number
-from pytest_weval.results import ItemResult
+from pytest_weval.results import Result
 
 JUNIT_NAMES = frozenset(
     {
@@ -27,7 +27,7 @@ _SHARED: dict[tuple[str, str], tuple[str, str]] = {}
 _SHARED_MOST = 1 << 16
 
 
-def junit_properties(result: ItemResult) -> list[tuple[str, str]]:
+def junit_properties(result: Result) -> list[tuple[str, str]]:
     """``weval_score`` (omitted when the item has no score, e.g. it errored), ``weval_threshold``,
     ``weval_model`` (the effective id), ``weval_prompt_id``, ``weval_blueprint_id``, and
     ``weval_attempt`` (2, 3, ...) when a rerun asked the model again, and ``weval_fixture``

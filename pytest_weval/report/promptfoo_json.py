@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_weval.files import write_atomic
-from pytest_weval.results import ItemResult
+from pytest_weval.results import Result
 
 FILE_NAME = "promptfoo-results.json"
 RESULTS_VERSION = 3  # promptfoo's results format version whose fields we write
 
 
-def promptfoo_row(result: ItemResult) -> dict[str, Any]:
+def promptfoo_row(result: Result) -> dict[str, Any]:
     row = dict(result.promptfoo or {})
     if result.outcome == "error":
         row.update(success=False, score=0, error=result.error, failureReason=2)
@@ -33,7 +33,7 @@ def promptfoo_row(result: ItemResult) -> dict[str, Any]:
     return row
 
 
-def promptfoo_document(results: Sequence[ItemResult], *, timestamp: str | None = None) -> dict[str, Any] | None:
+def promptfoo_document(results: Sequence[Result], *, timestamp: str | None = None) -> dict[str, Any] | None:
     rows = [promptfoo_row(r) for r in results if r.source == "promptfoo suite"]
     if not rows:
         return None
@@ -96,7 +96,7 @@ def _token_usage(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
     return total
 
 
-def write_promptfoo_results(out_dir: str | os.PathLike[str], results: Sequence[ItemResult]) -> list[Path]:
+def write_promptfoo_results(out_dir: str | os.PathLike[str], results: Sequence[Result]) -> list[Path]:
     document = promptfoo_document(results)
     if document is None:
         return []

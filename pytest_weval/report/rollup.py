@@ -24,12 +24,12 @@ from typing import Any
 from pytest_weval.errors import ErrorKind
 from pytest_weval.judges.agreement import judge_agreement
 from pytest_weval.report.stats import MeanInterval, clustered_mean
-from pytest_weval.results import ItemResult, PointAssessment, Usage, weval_kept
+from pytest_weval.results import Point, Result, Usage, weval_kept
 from pytest_weval.scoring.aggregate import prompt_weight
 
 ROOT = ""  # the folder that holds the whole run
 
-Agreement = Callable[[list[PointAssessment]], Any] | Mapping[str, Any] | None
+Agreement = Callable[[list[Point]], Any] | Mapping[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class Tally:
         return data
 
 
-def cluster_of(results: Sequence[ItemResult]) -> Callable[[ItemResult], Hashable]:
+def cluster_of(results: Sequence[Result]) -> Callable[[Result], Hashable]:
     """How a set of items is clustered for its interval: by blueprint when they come from two or
     more blueprints, else by prompt (the variants of one prompt, temperatures and system prompts,
     stay together)."""
@@ -78,24 +78,24 @@ def cluster_of(results: Sequence[ItemResult]) -> Callable[[ItemResult], Hashable
     return lambda r: (r.blueprint_path, r.prompt_id)
 
 
-def mean_interval(results: Sequence[ItemResult]) -> MeanInterval | None:
+def mean_interval(results: Sequence[Result]) -> MeanInterval | None:
     """The prompt-weighted mean of the scored items, with its clustered interval."""
     scored = _scored(results)
     return _interval(scored, [_weight(r) for r in scored])
 
 
-def _scored(results: Iterable[ItemResult]) -> list[ItemResult]:
+def _scored(results: Iterable[Result]) -> list[Result]:
     return [r for r in results if r.outcome in ("passed", "failed") and r.score is not None]
 
 
-def _weight(result: ItemResult) -> float:
+def _weight(result: Result) -> float:
     """What the item weighs in a mean: a prompt without a weight weighs 1 (docs/scoring.md,
     'Prompt weights and roll-ups')."""
     weight = result.prompt_weight
     return 1.0 if weight is None else prompt_weight(weight) or 1.0
 
 
-def _interval(scored: Sequence[ItemResult], weights: list[float]) -> MeanInterval | None:
+def _interval(scored: Sequence[Result], weights: list[float]) -> MeanInterval | None:
     if not scored:
         return None
     cluster = cluster_of(scored)
@@ -114,7 +114,7 @@ def sample_variance(scores: Sequence[float]) -> float | None:
     return math.fsum((s - mean) ** 2 for s in scores) / (len(scores) - 1)
 
 
-def tally(results: Iterable[ItemResult]) -> Tally:
+def tally(results: Iterable[Result]) -> Tally:
     results = list(results)
     outcomes = [r.outcome for r in results]
     # Each item is in a dozen tallies (the run, its blueprint, folders, models): the scored
@@ -143,8 +143,8 @@ def tally(results: Iterable[ItemResult]) -> Tally:
     )
 
 
-def _by(results: Sequence[ItemResult], key: Callable[[ItemResult], str]) -> dict[str, Tally]:
-    groups: dict[str, list[ItemResult]] = {}
+def _by(results: Sequence[Result], key: Callable[[Result], str]) -> dict[str, Tally]:
+    groups: dict[str, list[Result]] = {}
     for r in results:
         groups.setdefault(key(r), []).append(r)
     return {k: tally(groups[k]) for k in sorted(groups)}
@@ -286,7 +286,7 @@ class MetricTally:
         return {"rows": self.rows, "mean": round(self.mean, 4), "passed": self.passed}
 
 
-def _metrics(results: Sequence[ItemResult]) -> dict[str, MetricTally]:
+def _metrics(results: Sequence[Result]) -> dict[str, MetricTally]:
     scores: dict[str, list[float]] = {}
     passed: dict[str, int] = {}
     for r in results:
@@ -316,7 +316,7 @@ def usage_dict(usage: Usage) -> dict[str, float | None]:
     }
 
 
-def item_key(result: ItemResult) -> tuple:
+def item_key(result: Result) -> tuple:
     """A total, stable order for items (file, prompt, model variant)."""
     return (
         result.blueprint_path,
@@ -344,8 +344,8 @@ def _ancestors(folder: str) -> list[str]:
     return chain
 
 
-def _folders(results: Sequence[ItemResult]) -> dict[str, FolderRollup]:
-    members: dict[str, list[ItemResult]] = {ROOT: []}
+def _folders(results: Sequence[Result]) -> dict[str, FolderRollup]:
+    members: dict[str, list[Result]] = {ROOT: []}
     subfolders: dict[str, set[str]] = {ROOT: set()}
     files: dict[str, set[str]] = {ROOT: set()}
     for r in results:
@@ -370,7 +370,7 @@ def _folders(results: Sequence[ItemResult]) -> dict[str, FolderRollup]:
     }
 
 
-def _problems(results: Sequence[ItemResult]) -> tuple[tuple[PointProblem, ...], tuple[ItemProblem, ...]]:
+def _problems(results: Sequence[Result]) -> tuple[tuple[PointProblem, ...], tuple[ItemProblem, ...]]:
     points, items = [], []
     for r in results:
         if r.outcome == "error":
@@ -406,7 +406,7 @@ def _problems(results: Sequence[ItemResult]) -> tuple[tuple[PointProblem, ...], 
     return tuple(points), tuple(items)
 
 
-def _agreement(results: Sequence[ItemResult], agreement: Agreement) -> dict[str, Any] | None:
+def _agreement(results: Sequence[Result], agreement: Agreement) -> dict[str, Any] | None:
     if agreement is None:  # the judges layer owns Krippendorff's alpha
         agreement = judge_agreement
     if isinstance(agreement, Mapping):
@@ -419,7 +419,7 @@ def _agreement(results: Sequence[ItemResult], agreement: Agreement) -> dict[str,
 
 
 def build_rollup(
-    results: Iterable[ItemResult], *, agreement: Agreement = None, usage: Mapping[str, Usage] | None = None
+    results: Iterable[Result], *, agreement: Agreement = None, usage: Mapping[str, Usage] | None = None
 ) -> Rollup:
     """Roll a run's item results up; the same output for any order of ``results``.
 
@@ -430,7 +430,7 @@ def build_rollup(
     per item).
     """
     ordered = sorted(results, key=item_key)
-    by_path: dict[str, list[ItemResult]] = {}
+    by_path: dict[str, list[Result]] = {}
     for r in ordered:
         by_path.setdefault(r.blueprint_path, []).append(r)
     blueprints = {

@@ -21,8 +21,8 @@ from pytest_weval.blueprint.model import Blueprint
 from pytest_weval.errors import WevalError
 from pytest_weval.files import write_atomic
 from pytest_weval.report.rollup import item_key
-from pytest_weval.report.spool import FullResults
-from pytest_weval.results import ItemResult, Usage
+from pytest_weval.report.spool import FullResults, whole_results
+from pytest_weval.results import ItemResult, Result, Usage
 
 RECORD_DIR = ".weval"
 ITEMS = "items.jsonl"
@@ -38,7 +38,7 @@ class MergeError(WevalError):
 def write_run_record(
     out_dir: str | os.PathLike[str],
     blueprints_by_path: Mapping[str, Blueprint],
-    results: Sequence[ItemResult],
+    results: Sequence[Result],
     usage: Mapping[str, Usage] | None = None,
     *,
     gates: str | None = None,
@@ -50,7 +50,7 @@ def write_run_record(
     folder = Path(out_dir) / RECORD_DIR
     ordered = sorted(results, key=item_key)
     used = {r.blueprint_path for r in ordered}
-    whole = full.each(ordered) if full is not None else ordered
+    whole = whole_results(ordered, full)
     items = ((r.model_dump_json() + "\n").encode("utf-8", errors="backslashreplace") for r in whole)
     # a line per blueprint, written as it is made (12 MB of them at bench/scale.py's 16,000 items)
     blueprints = (

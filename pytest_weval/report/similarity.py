@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 
 from pytest_weval.report._fmt import utf16_key
-from pytest_weval.results import ItemResult, weval_kept
+from pytest_weval.results import Result, weval_kept
 from pytest_weval.scoring.similarity import IDEAL_MODEL_ID, mean_matrix
 
 PromptMatrix = dict[str, dict[str, float | None]]
@@ -28,7 +28,7 @@ class SimilarityTables:
         return None if value is None or math.isnan(value) else value
 
 
-def similarity_tables(prompt_ids: Sequence[str], results: Sequence[ItemResult]) -> SimilarityTables | None:
+def similarity_tables(prompt_ids: Sequence[str], results: Sequence[Result]) -> SimilarityTables | None:
     """One blueprint's tables, prompts in ``prompt_ids`` order; None when its answers have no
     rows (the embedding method did not run, or found nothing to compare)."""
     rows = {(r.prompt_id, r.effective_model_id): r.similarities for r in weval_kept(results) if r.similarities}

@@ -22,7 +22,7 @@ from typing import IO
 
 from pydantic import BaseModel
 
-from pytest_weval.results import ItemResult, with_texts
+from pytest_weval.results import ItemResult, KeptPoint, KeptResult, Result, Usage, with_texts
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -137,51 +137,73 @@ class SharedTexts:
             value = values.get(name)
             if isinstance(value, str):
                 values[name] = self.string(value)
-        numbers = self._numbers
         for name, value in values.items():
             if type(value) is float:
-                # 0.0 and -0.0 are equal as keys but print apart: a zero is keyed by its text
-                values[name] = numbers.setdefault(value if value else repr(value), value)
+                values[name] = self.number(value)
         object.__setattr__(model, "__pydantic_fields_set__", _every_field(type(model)))
+
+    def number(self, value: float) -> float:
+        # 0.0 and -0.0 are equal as keys but print apart: a zero is keyed by its text
+        return self._numbers.setdefault(value if value else repr(value), value)
 
 
 class CompactRecords:
-    """The run's compact records, kept small (``SharedTexts``). Measured: 5.2 KB -> 3.2 KB per
-    record of an item with one judged point (bench/scale.py)."""
+    """The run's kept results, kept small: the texts many records repeat (blueprint, model,
+    judge and point names) are one string object between them, and so are their floats
+    (scores, thresholds, temperatures: a few values between thousands of records) and equal
+    usage tallies."""
 
     def __init__(self) -> None:
         self._texts = SharedTexts()
+        self._usage: dict[tuple[object, ...], Usage] = {}
 
-    def slim(self, record: ItemResult) -> ItemResult:
-        share = self._texts.share
-        share(record, _ITEM_TEXTS)
+    def slim(self, record: KeptResult) -> KeptResult:
+        self._share(record, KeptResult._FIELDS, _ITEM_TEXTS)
         for point in record.points:
-            share(point, _POINT_TEXTS)
+            self._share(point, KeptPoint._POINT_FIELDS, _POINT_TEXTS)
             for verdict in point.individual_judgements or ():
-                share(verdict, _VERDICT_TEXTS)
+                verdict.judge_model_id = self._texts.string(verdict.judge_model_id)
         if record.usage:
-            usage = {self._texts.string(model): used for model, used in record.usage.items()}
-            for used in usage.values():
-                share(used, ())
-            record.__dict__["usage"] = usage
+            record.usage = {self._texts.string(model): self._shared_usage(used) for model, used in record.usage.items()}
         return record
 
+    def _share(self, record: KeptResult | KeptPoint, fields: tuple[str, ...], texts: frozenset[str]) -> None:
+        string, number = self._texts.string, self._texts.number
+        for name in fields:
+            value = getattr(record, name)
+            kind = type(value)
+            if kind is str and name in texts:
+                setattr(record, name, string(value))
+            elif kind is float:
+                setattr(record, name, number(value))
 
-_ITEM_TEXTS = (
-    "blueprint_id",
-    "blueprint_path",
-    "blueprint_title",
-    "prompt_id",
-    "model_id",
-    "effective_model_id",
-    "system_prompt",
-    "outcome",
-    "source",
-    "error_kind",
-    "verdict",
+    def _shared_usage(self, used: Usage) -> Usage:
+        """One ``Usage`` for equal tallies: never changed once kept (the roll-up adds copies)."""
+        values = used.__dict__
+        key = tuple(values.values())
+        shared = self._usage.get(key)
+        if shared is None:
+            self._texts.share(used, ())
+            shared = self._usage[key] = used
+        return shared
+
+
+_ITEM_TEXTS = frozenset(
+    (
+        "blueprint_id",
+        "blueprint_path",
+        "blueprint_title",
+        "prompt_id",
+        "model_id",
+        "effective_model_id",
+        "system_prompt",
+        "outcome",
+        "source",
+        "error_kind",
+        "verdict",
+    )
 )
-_POINT_TEXTS = ("key_point_text", "judge_model_id", "kind", "path_id")
-_VERDICT_TEXTS = ("judge_model_id",)
+_POINT_TEXTS = frozenset(("key_point_text", "judge_model_id", "kind", "path_id"))
 _EVERY_FIELD: dict[type[BaseModel], set[str]] = {}
 
 
@@ -201,17 +223,24 @@ class FullResults:
         self._spooled = dict(spooled or {})
         self._reader = SpoolReader()
 
-    def of(self, results: Iterable[ItemResult]) -> list[ItemResult]:
+    def of(self, results: Iterable[Result]) -> list[ItemResult]:
         """``results`` whole, in their order: call it with one blueprint's at a time."""
         return list(self.each(results))
 
-    def each(self, results: Iterable[ItemResult]) -> Iterator[ItemResult]:
+    def each(self, results: Iterable[Result]) -> Iterator[ItemResult]:
         for result in results:
-            ref = self._spooled.get(result.nodeid)
-            yield result if ref is None else with_texts(result, self._reader.read(ref))
+            if isinstance(result, ItemResult):  # whole already
+                yield result
+            else:
+                yield with_texts(result, self._reader.read(self._spooled[result.nodeid]))
 
     def close(self) -> None:
         self._reader.close()
+
+
+def whole_results(results: Iterable[Result], full: FullResults | None) -> Iterator[ItemResult]:
+    """``results`` whole, one at a time: read back through ``full``, or whole already (a merge's)."""
+    return (full if full is not None else FullResults()).each(results)
 
 
 def remove_spools(paths: Iterable[str | os.PathLike[str]]) -> None:

@@ -29,7 +29,7 @@ from pytest_weval.report._fmt import (
 from pytest_weval.report.baseline import Comparison, ModelComparison, fmt_difference
 from pytest_weval.report.flaky import render_flaky
 from pytest_weval.report.rollup import ROOT, ItemProblem, Rollup, Tally
-from pytest_weval.results import ItemResult
+from pytest_weval.results import Result
 
 GAP = "  "
 MAX_MODEL_COLUMNS = 6  # beyond this a wide table is hard to read: one line per model instead
@@ -433,7 +433,7 @@ def render_summary(
     limit: int = 20,
     comparison: Comparison | None = None,
     quiet: bool = False,
-    results: Sequence[ItemResult] = (),
+    results: Sequence[Result] = (),
 ) -> list[str]:
     """Every section, separated by blank lines, each line at most ``width`` characters.
     ``quiet`` (``-q``): the overview, the score table, repeats, flaky items and the baseline

@@ -28,8 +28,8 @@ from pytest_weval.report.baseline import Comparison
 from pytest_weval.report.json_text import indented_pieces
 from pytest_weval.report.rollup import Rollup, build_rollup, item_key
 from pytest_weval.report.similarity import SimilarityTables, similarity_tables
-from pytest_weval.report.spool import FullResults
-from pytest_weval.results import ItemResult, PointAssessment, weval_kept
+from pytest_weval.report.spool import FullResults, whole_results
+from pytest_weval.results import ItemResult, PointAssessment, Result, weval_kept
 from pytest_weval.scoring.aggregate import aggregate, prompt_weight, round2
 from pytest_weval.scoring.similarity import IDEAL_MODEL_ID
 
@@ -349,7 +349,7 @@ def _evaluation_results(coverage: dict[str, Any], similarities: SimilarityTables
 
 
 def build_run_summary(
-    results: Sequence[ItemResult],
+    results: Sequence[Result],
     rollup: Rollup | None = None,
     *,
     run_label: str | None = None,
@@ -454,7 +454,7 @@ def file_stem(blueprint_id: str) -> str:
 def write_outputs(
     out_dir: str | os.PathLike[str],
     blueprints_by_path: Mapping[str, Blueprint],
-    results: Sequence[ItemResult],
+    results: Sequence[Result],
     *,
     rollup: Rollup | None = None,
     run_label: str | None = None,
@@ -479,7 +479,7 @@ def write_outputs(
     """
     out = Path(out_dir)
     stamp = safe_timestamp(timestamp)  # one timestamp for the whole run
-    groups: dict[str, list[ItemResult]] = {}
+    groups: dict[str, list[Result]] = {}
     for r in results:
         groups.setdefault(r.blueprint_path, []).append(r)
 
@@ -490,7 +490,7 @@ def write_outputs(
         bp = blueprints_by_path.get(path)
         if bp is None:
             continue  # the blueprint could not be reloaded: its items still go in the summary
-        items = full.of(groups[path]) if full is not None else groups[path]
+        items = list(whole_results(groups[path], full))
         label = f"{run_label}_{bp.content_hash}" if run_label else None
         data = build_comparison(
             bp, items, run_label=label, timestamp=stamp, include_prompt_weights=include_prompt_weights

@@ -26,7 +26,7 @@ finished = [0]
 
 def visible():
     names = collections.Counter(type(o).__qualname__ for o in gc.get_objects())
-    return {name: names[name] for name in ("ScheduledItem", "ItemWork", "ItemResult", "TestReport")}
+    return {name: names[name] for name in ("ScheduledItem", "ItemWork", "KeptResult", "TestReport")}
 
 
 @pytest.hookimpl(trylast=True)
@@ -90,7 +90,7 @@ def test_what_a_run_keeps_is_out_of_the_collectors_sight(project: Project):
     assert visible["1"]["ScheduledItem"] < ITEMS // 10
     # After 520 finished items, at most the 8 kept since the last settling and those still
     # waiting for pytest are seen, not the 520 records and their 1,560 reports.
-    assert visible["520"]["ItemResult"] < 100
+    assert visible["520"]["KeptResult"] < 100
     assert visible["520"]["TestReport"] < 300
     # The files of the session's end are written without a pass of the collector.
     assert visible["session_end_passes"] == 0
