@@ -132,16 +132,23 @@ class PlanClient:
         )
 
     def foresee(
-        self, stand_in: tuple[Any, ...], model_id: str, purpose: str, input_tokens: float, max_output: int
+        self,
+        stand_in: tuple[Any, ...],
+        model_id: str,
+        purpose: str,
+        input_tokens: float,
+        max_output: int,
+        answer_tokens: float = 0.0,
     ) -> bool:
         """A request that will be built from an answer the cache does not hold yet; ``stand_in``
         is what it will be made of (kept as its hash: 2^-64 odds that two differ and meet).
-        Whether it was new."""
+        ``answer_tokens``: the answer's share of its input, where the request holds the answer
+        (``ModelPlan.add``). Whether it was new."""
         marker = hash(stand_in)
         if marker in self._foreseen:
             return False
         self._foreseen.add(marker)
-        self._count(model_id, purpose, input_tokens, max_output, cached=False)
+        self.row(model_id).add(purpose, input_tokens, max_output, False, answer_tokens)
         return True
 
     def note_prefix(self, group: int, pending: float) -> None:
@@ -199,20 +206,31 @@ class ModelPlan:
         per_in, per_read, per_write = self.cache_rates
         return (self.prefix_reads * (per_in - per_read) - self.prefix_writes * (per_write - per_in)) / 1_000_000
 
-    def add(self, purpose: str, input_tokens: float, max_output: int, cached: bool) -> None:
+    def add(self, purpose: str, input_tokens: float, max_output: int, cached: bool, answer_tokens: float = 0.0) -> None:
+        """A request; ``answer_tokens``, of one foreseen on an answer not known yet, are the
+        answer's share of its input beside ``input_tokens`` (``request_costs``)."""
         if cached:
             self.requests += 1
             self.by_purpose[purpose] = self.by_purpose.get(purpose, 0) + 1
             self.cached += 1
             return
-        self.add_counts(purpose, 1, input_tokens)
-        self.add_costs(self.request_costs(input_tokens, max_output))
+        self.add_counts(purpose, 1, input_tokens + answer_tokens)
+        self.add_costs(self.request_costs(input_tokens, max_output, answer_tokens))
 
-    def request_costs(self, input_tokens: float, max_output: int) -> tuple[float, float] | None:
-        """The low and high cost of a request not cached (None: the model has no known price)."""
+    def request_costs(
+        self, input_tokens: float, max_output: int, answer_tokens: float = 0.0
+    ) -> tuple[float, float] | None:
+        """The low and high cost of a request not cached (None: the model has no known price).
+        An answer it holds (``answer_tokens``: at most the answer's output cap) is as long as
+        the answer's own request is taken to write at each end: ``OUTPUT_LOW`` at the low end,
+        all of it at the high end."""
         if self.price is None:
             return None
-        return self.price.cost(input_tokens, min(OUTPUT_LOW, max_output)), self.price.cost(input_tokens, max_output)
+        low_input = input_tokens + min(OUTPUT_LOW, answer_tokens)
+        return (
+            self.price.cost(low_input, min(OUTPUT_LOW, max_output)),
+            self.price.cost(input_tokens + answer_tokens, max_output),
+        )
 
     def add_costs(self, costs: tuple[float, float] | None) -> None:
         """A request's ``request_costs``. The costs are float sums: a plan adds each request's
