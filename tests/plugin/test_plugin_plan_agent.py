@@ -245,6 +245,7 @@ def test_a_foreseen_judge_call_counts_the_answer_it_will_hold(project: Project):
             reply=json.dumps({"checks": [{"id": "rubric-1", "satisfied": True, "reasoning": "yes"}]}),
         ),
     )
+    project.ini("weval_prices =", f"    {JUDGE_ID} 3 15")
     planned = _plan(project, "plan")["by_model"][JUDGE_ID]
     assert planned["total"] == 3 and planned["cached"] == 0
     run = project.run(JUDGES, "-rA", "-p", "no:randomly")
@@ -255,5 +256,7 @@ def test_a_foreseen_judge_call_counts_the_answer_it_will_hold(project: Project):
     assert all(long.strip() in r.raw_body for r in sent)  # each holds its answer
     # an upper bound of what was sent (each answer at most its cap), not the prompts alone
     assert sent_tokens <= planned["estimated_input_tokens"]
-    cost = planned["cost_usd"]
-    assert cost is None or cost["low"] < cost["high"]
+    # the cost range takes each answer as its generation's: 50 tokens at the low end, the cap at the high
+    low, high = planned["cost_usd"]["low"], planned["cost_usd"]["high"]
+    at_cap = (planned["estimated_input_tokens"] * 3 + 3 * 50 * 15) / 1e6  # every input at its cap, 50 out
+    assert low < at_cap < high
