@@ -273,3 +273,35 @@ def test_a_transformed_answers_grades_are_said_to_be_unknown_to_the_plan(project
     assert again["cache_unknown"] == plan["cache_unknown"]
     project.run("-p", "no:randomly")
     assert len(project.requests(JUDGE)) == again["requests"]["total"] - again["requests"]["cached"] == 1
+
+
+def test_an_assertions_own_transform_on_a_cached_answer_is_said_to_be_unknown_too(project: Project):
+    project.write(
+        "promptfooconfig.yaml",
+        f"""
+        prompts: ["Tell a joke about {{{{ topic }}}}"]
+        providers: [openai:chat:{MODEL}]
+        defaultTest:
+          options:
+            provider: openai:chat:{JUDGE}
+        tests:
+          - description: trimmed
+            vars: {{topic: owls}}
+            assert:
+              - type: llm-rubric
+                value: is short
+                transform: output.slice(0, 12)
+        """,
+    )
+    project.rules(
+        answer_rule("Tell a joke", "A joke about {last}"),
+        answer_rule("</Rubric>", json.dumps({"reason": "it is", "pass": True, "score": 1}), model=JUDGE),
+    )
+    project.run("-p", "no:randomly")
+    project.server.reset()
+    _plan(project, "plan")
+    plan = project.json("plan/plan.json")
+    assert plan["requests"]["by_model"][JUDGE_ID]["to_send"] == 1
+    assert [(u["requests"], u["rows"], u["by_model"]) for u in plan["cache_unknown"]] == [(1, 1, {JUDGE_ID: 1})]
+    project.run("-p", "no:randomly")
+    assert project.requests() == []  # it was cached: the plan could only say it might be
