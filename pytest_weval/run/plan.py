@@ -720,8 +720,8 @@ class CacheUnknown:
 
     def line(self) -> str:
         return (
-            f"cache unknown: {self.requests:,} of the requests to send (of {len(self.rows):,} items) "
-            f"may be cached already: {self.why}"
+            f"cache unknown: {self.requests:,} of the requests to send may be cached already "
+            f"(items: {len(self.rows):,}): {self.why}"
         )
 
 
