@@ -132,16 +132,23 @@ class PlanClient:
         )
 
     def foresee(
-        self, stand_in: tuple[Any, ...], model_id: str, purpose: str, input_tokens: float, max_output: int
+        self,
+        stand_in: tuple[Any, ...],
+        model_id: str,
+        purpose: str,
+        input_tokens: float,
+        max_output: int,
+        answer_tokens: float = 0.0,
     ) -> bool:
         """A request that will be built from an answer the cache does not hold yet; ``stand_in``
         is what it will be made of (kept as its hash: 2^-64 odds that two differ and meet).
-        Whether it was new."""
+        ``answer_tokens``: the answer's share of its input, where the request holds the answer
+        (``ModelPlan.add``). Whether it was new."""
         marker = hash(stand_in)
         if marker in self._foreseen:
             return False
         self._foreseen.add(marker)
-        self._count(model_id, purpose, input_tokens, max_output, cached=False)
+        self.row(model_id).add(purpose, input_tokens, max_output, False, answer_tokens)
         return True
 
     def note_prefix(self, group: int, pending: float) -> None:
@@ -199,20 +206,31 @@ class ModelPlan:
         per_in, per_read, per_write = self.cache_rates
         return (self.prefix_reads * (per_in - per_read) - self.prefix_writes * (per_write - per_in)) / 1_000_000
 
-    def add(self, purpose: str, input_tokens: float, max_output: int, cached: bool) -> None:
+    def add(self, purpose: str, input_tokens: float, max_output: int, cached: bool, answer_tokens: float = 0.0) -> None:
+        """A request; ``answer_tokens``, of one foreseen on an answer not known yet, are the
+        answer's share of its input beside ``input_tokens`` (``request_costs``)."""
         if cached:
             self.requests += 1
             self.by_purpose[purpose] = self.by_purpose.get(purpose, 0) + 1
             self.cached += 1
             return
-        self.add_counts(purpose, 1, input_tokens)
-        self.add_costs(self.request_costs(input_tokens, max_output))
+        self.add_counts(purpose, 1, input_tokens + answer_tokens)
+        self.add_costs(self.request_costs(input_tokens, max_output, answer_tokens))
 
-    def request_costs(self, input_tokens: float, max_output: int) -> tuple[float, float] | None:
-        """The low and high cost of a request not cached (None: the model has no known price)."""
+    def request_costs(
+        self, input_tokens: float, max_output: int, answer_tokens: float = 0.0
+    ) -> tuple[float, float] | None:
+        """The low and high cost of a request not cached (None: the model has no known price).
+        An answer it holds (``answer_tokens``: at most the answer's output cap) is as long as
+        the answer's own request is taken to write at each end: ``OUTPUT_LOW`` at the low end,
+        all of it at the high end."""
         if self.price is None:
             return None
-        return self.price.cost(input_tokens, min(OUTPUT_LOW, max_output)), self.price.cost(input_tokens, max_output)
+        low_input = input_tokens + min(OUTPUT_LOW, answer_tokens)
+        return (
+            self.price.cost(low_input, min(OUTPUT_LOW, max_output)),
+            self.price.cost(input_tokens + answer_tokens, max_output),
+        )
 
     def add_costs(self, costs: tuple[float, float] | None) -> None:
         """A request's ``request_costs``. The costs are float sums: a plan adds each request's
@@ -675,6 +693,39 @@ def _prefix_groups(judged: list[_StandIn]) -> tuple[tuple[int, float], ...]:
 
 
 @dataclasses.dataclass
+class CacheUnknown:
+    """Requests counted to send that the cache may already hold: the plan cannot build them
+    without running what only a run runs (a promptfoo ``transform``, JavaScript, on a cached
+    answer: the requests are made of its result), so it cannot look them up. ``why`` says so."""
+
+    why: str
+    rows: set[str] = dataclasses.field(default_factory=set)  # the node ids of the items they are of
+    by_model: dict[str, int] = dataclasses.field(default_factory=dict)  # the requests, by model
+
+    def add(self, nodeid: str, model_id: str) -> None:
+        self.rows.add(nodeid)
+        self.by_model[model_id] = self.by_model.get(model_id, 0) + 1
+
+    @property
+    def requests(self) -> int:
+        return sum(self.by_model.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "why": self.why,
+            "requests": self.requests,
+            "rows": len(self.rows),
+            "by_model": dict(sorted(self.by_model.items())),
+        }
+
+    def line(self) -> str:
+        return (
+            f"cache unknown: {self.requests:,} of the requests to send may be cached already "
+            f"(items: {len(self.rows):,}): {self.why}"
+        )
+
+
+@dataclasses.dataclass
 class Plan:
     by_model: dict[str, ModelPlan]
     missing_keys: list[dict[str, Any]]
@@ -684,6 +735,8 @@ class Plan:
     batch: bool = False  # --weval-batch: the cost through the batch APIs beside the live cost
     # model id -> its batch price as a share of its live one (``PriceBook.batch_ratio``)
     batch_ratios: dict[str, float] = dataclasses.field(default_factory=dict)
+    # requests counted to send that the plan could not look up (none in a plan of blueprints)
+    cache_unknown: list[CacheUnknown] = dataclasses.field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -731,6 +784,7 @@ class Plan:
             },
             "missing_keys": self.missing_keys,
             "unusable_models": self.unusable_models,
+            **({"cache_unknown": [u.to_dict() for u in self.cache_unknown]} if self.cache_unknown else {}),
             **({"repeat_auto": self.auto.to_dict(self.total)} if self.auto is not None else {}),
             "cost_usd": {
                 "low": round(sum(m.cost_low or 0 for m in priced), 6),
@@ -807,6 +861,7 @@ class Plan:
             out.append(f"missing key: {missing['variable']} (needed by {'; '.join(needed)})")
         for why in self.unusable_models:
             out.append(f"cannot run: {why} (the run stops at its pre-flight; nothing of it is counted above)")
+        out.extend(unknown.line() for unknown in self.cache_unknown)
         if self.auto is not None:
             out.append(self.auto.line(self.total))
         return out
@@ -901,12 +956,15 @@ def make_plan(
     if embeddings:
         engine.run_coroutine(_plan_embeddings(pipeline, client, direct, items)).result()
     rows = _promptfoo_rows(other_formats)
+    cache_unknown: list[CacheUnknown] = []
     if rows:
         # Their code is loaded by a plan that has such items only (docs/engine.md, 'A process's start').
         from pytest_weval.run.plan_promptfoo import RowPlanner
 
         planner = RowPlanner(client, pipeline.formats.promptfoo)
         engine.run_coroutine(plan_samples(rows, settings.repeat, planner.row)).result()
+        if planner.transformed.requests:
+            cache_unknown.append(planner.transformed)
     cases = _agent_cases(other_formats)
     if cases:
         from pytest_weval.run.plan_agent import CasePlanner
@@ -927,6 +985,7 @@ def make_plan(
         auto,
         batch=batch,
         batch_ratios={model: prices.batch_ratio(model) for model in client.by_model} if batch else {},
+        cache_unknown=cache_unknown,
     )
 
 

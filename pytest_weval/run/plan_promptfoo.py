@@ -9,8 +9,9 @@ up in turn; a step whose reply the cache lacks ends the walk, and the steps afte
 that reply) are foreseen. What cannot be built without running something (a ``transform``,
 JavaScript, on the answer or before an assertion) or without an answer the cache lacks is
 counted under stand-in keys made of what the requests will be made of: the answer's identity
-(its request), the grader, the assertion, the rendered prompt. Nothing is run: no program, no
-JavaScript, no python assertion.
+(its request), the grader, the assertion, the rendered prompt; those a transform stands between
+a cached answer and are noted (``RowPlanner.transformed``): the plan says the cache may hold
+them. Nothing is run: no program, no JavaScript, no python assertion.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pytest_weval.engine.request import ModelRequest
 from pytest_weval.engine.transport.providers.embeddings import vector_of
 from pytest_weval.formats.promptfoo.template import TemplateError
 from pytest_weval.judges import promptfoo as pf_judges
-from pytest_weval.run.plan import OUTPUT_HIGH_DEFAULT, PlanClient, asked_identity
+from pytest_weval.run.plan import OUTPUT_HIGH_DEFAULT, CacheUnknown, PlanClient, asked_identity
 from pytest_weval.run.promptfoo import PromptfooRunner, PromptfooWork, grader_for
 from pytest_weval.scoring import promptfoo as pf_scoring
 from pytest_weval.scoring.promptfoo.model import ValueFileError
@@ -31,6 +32,14 @@ from pytest_weval.scoring.promptfoo.model import ValueFileError
 # A grading prompt's own words (its template), in tokens, beside the row's prompt and the
 # assertion's value: the answer being unknown, as run/plan.py takes a blueprint judge prompt.
 GRADER_PROMPT_TOKENS = 400
+
+# Why a transformed cached answer's grader requests are counted to send, unlooked-up: the plan
+# says so under its table and in plan.json's ``cache_unknown`` (docs/promptfoo.md, 'The plan').
+TRANSFORMED_WHY = (
+    "promptfoo rows with a transform (JavaScript) on a cached answer: their grader requests are made "
+    "of the transform's result, and a plan runs no JavaScript, so it cannot look them up; the run "
+    "sends only those the cache lacks"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +60,7 @@ class RowPlanner:
     def __init__(self, client: PlanClient, runner: PromptfooRunner):
         self.client = client
         self.runner = runner
+        self.transformed = CacheUnknown(TRANSFORMED_WHY)  # requests foreseen on a transformed cached answer
 
     def sends_nothing(self, work: PromptfooWork) -> bool:
         """The run ends the row before any request (``PromptfooRunner._evaluate_into``'s checks).
@@ -88,24 +98,31 @@ class RowPlanner:
         elif isinstance(transform, str):  # JavaScript on the answer: not run while planning
             answer = ("transformed", reply.text, transform)
         for assertion in graded:
-            await self.assertion(assertion, context, work, answer)
+            await self.assertion(assertion, context, work, answer, transformed=reply is not None and answer is not None)
 
     async def assertion(
-        self, assertion: Any, context: Any, work: PromptfooWork, answer: tuple[Any, ...] | None
+        self,
+        assertion: Any,
+        context: Any,
+        work: PromptfooWork,
+        answer: tuple[Any, ...] | None,
+        *,
+        transformed: bool = False,
     ) -> None:
         """One model-graded assertion (an assert-set: each model-graded child, as the run
-        assesses them one by one)."""
+        assesses them one by one). ``transformed``: the answer is cached, and a transform the
+        plan does not run stands between it and the grader requests."""
         if assertion.type == "assert-set":
             for child in assertion.children:
                 if pf_judges.is_model_graded(child):
-                    await self.assertion(child, context, work, answer)
+                    await self.assertion(child, context, work, answer, transformed=transformed)
             return
         if answer is None and assertion.transform:  # the assertion's JavaScript: not run while planning
-            answer = ("answer", context.output)
+            answer, transformed = ("answer", context.output), True
         if answer is None:
             await self.grade(assertion, context, work)
         else:
-            self.foresee(assertion, context, work, answer, 0)
+            self.foresee(assertion, context, work, answer, 0, transformed=transformed)
 
     async def grade(self, assertion: Any, context: Any, work: PromptfooWork) -> None:
         """promptfoo's grading on the cached answer, each step's request looked up as the run
@@ -133,9 +150,19 @@ class RowPlanner:
                 return
             asked = grading.next_request()
 
-    def foresee(self, assertion: Any, context: Any, work: PromptfooWork, answer: tuple[Any, ...], skip: int) -> None:
+    def foresee(
+        self,
+        assertion: Any,
+        context: Any,
+        work: PromptfooWork,
+        answer: tuple[Any, ...],
+        skip: int,
+        *,
+        transformed: bool = False,
+    ) -> None:
         """The assertion's calls from the ``skip``-th on, under stand-in keys: ``answer`` (what
-        the answer is made of), the grader, the call, and what the assertion asks."""
+        the answer is made of), the grader, the call, and what the assertion asks. Those of a
+        ``transformed`` cached answer are noted in ``self.transformed``: the cache may hold them."""
         try:
             value = pf_scoring.rendered_value(assertion, context)
         except (TemplateError, ValueFileError):
@@ -157,7 +184,8 @@ class RowPlanner:
             else:
                 tokens = len(str(call.own[-1])) / 4
             stand_in = (identity, call.label, asked, answer) if call.own is None else (identity, call.own)
-            self.client.foresee(stand_in, model, call.purpose, tokens, max_output)
+            if self.client.foresee(stand_in, model, call.purpose, tokens, max_output) and transformed:
+                self.transformed.add(work.nodeid, model)
 
     def _grader(
         self, call: _Call, assertion: Any, context: Any, work: PromptfooWork

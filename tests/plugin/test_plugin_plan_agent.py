@@ -225,3 +225,38 @@ def test_a_case_with_a_mistake_counts_nothing_and_one_whose_key_is_missing_is_co
     assert planned["by_model"][haiku]["by_purpose"] == {"generate": 1}
     assert planned["by_model"][JUDGE_ID]["by_purpose"] == {"judge": 2}  # each answer judged freeform
     assert project.json("plan/plan.json")["missing_keys"][0]["variable"] == "ANTHROPIC_API_KEY"
+
+
+def test_a_foreseen_judge_call_counts_the_answer_it_will_hold(project: Project):
+    # long answers, not cached yet: the judge requests the run sends hold them, so the plan's
+    # judge calls (foreseen around an unknown answer) count each answer at its request's output cap
+    _suite(project)
+    long = "Paris is the capital of France, on the Seine. " * 50  # ~2,300 characters
+    project.rules(
+        answer_rule("P1:", "Hello there."),
+        answer_rule("P2:", long),
+        answer_rule("P3:", long),
+        answer_rule("P4:", long),
+        freeform("P2:", 0.9),
+        freeform("P4:", 0.9),
+        Rule(
+            model=JUDGE,
+            contains="P3:",
+            reply=json.dumps({"checks": [{"id": "rubric-1", "satisfied": True, "reasoning": "yes"}]}),
+        ),
+    )
+    project.ini("weval_prices =", f"    {JUDGE_ID} 3 15")
+    planned = _plan(project, "plan")["by_model"][JUDGE_ID]
+    assert planned["total"] == 3 and planned["cached"] == 0
+    run = project.run(JUDGES, "-rA", "-p", "no:randomly")
+    assert set(outcomes_by_id(run).values()) == {"PASSED"}, run.outlines
+    sent = project.requests(JUDGE)
+    assert len(sent) == planned["total"] == 3  # the run sends what was planned
+    sent_tokens = sum(len(m["content"]) for r in sent for m in r.body["messages"]) / 4
+    assert all(long.strip() in r.raw_body for r in sent)  # each holds its answer
+    # an upper bound of what was sent (each answer at most its cap), not the prompts alone
+    assert sent_tokens <= planned["estimated_input_tokens"]
+    # the cost range takes each answer as its generation's: 50 tokens at the low end, the cap at the high
+    low, high = planned["cost_usd"]["low"], planned["cost_usd"]["high"]
+    at_cap = (planned["estimated_input_tokens"] * 3 + 3 * 50 * 15) / 1e6  # every input at its cap, 50 out
+    assert low < at_cap < high

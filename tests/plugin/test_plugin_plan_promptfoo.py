@@ -214,3 +214,94 @@ def test_g_eval_steps_are_shared_and_a_transformed_answer_is_foreseen(project: P
     # the g-eval calls built from the cached answers are found cached; the transform (JavaScript)
     # is not run while planning, so the transformed answer's grader call is counted to send
     assert after[JUDGE_ID]["total"] == 4 and after[JUDGE_ID]["cached"] == 3
+
+
+TRANSFORMED = f"""
+prompts: ["Tell a joke about {{{{ topic }}}}"]
+providers: [openai:chat:{MODEL}]
+defaultTest:
+  options:
+    provider: openai:chat:{JUDGE}
+tests:
+  - description: plain
+    vars: {{topic: cats}}
+    assert: [{{type: llm-rubric, value: is funny}}]
+  - description: loud
+    vars: {{topic: owls}}
+    options: {{transform: "TRANSFORM"}}
+    assert: [{{type: llm-rubric, value: is loud}}]
+"""
+
+
+def test_a_transformed_answers_grades_are_said_to_be_unknown_to_the_plan(project: Project):
+    def write(transform: str) -> None:
+        project.write("promptfooconfig.yaml", TRANSFORMED.replace("TRANSFORM", transform))
+
+    write("output.toUpperCase()")
+    project.rules(
+        answer_rule("Tell a joke", "A joke about {last}"),
+        answer_rule("</Rubric>", json.dumps({"reason": "it is", "pass": True, "score": 1}), model=JUDGE),
+    )
+    _plan(project, "plan1")
+    assert "cache_unknown" not in project.json("plan1/plan.json")  # no answer cached: none to look up
+    run = project.run("-rA", "-p", "no:randomly")
+    assert set(outcomes_by_id(run).values()) == {"PASSED"}, run.outlines
+    project.server.reset()
+
+    # everything is cached now, but the plan cannot tell for loud's grade: it is made of the
+    # transform's result. It counts it to send, and says which requests may be cached, and why.
+    result = project.run("--collect-only", "--weval-out=plan2")
+    assert project.requests() == []
+    plan = project.json("plan2/plan.json")
+    judge = plan["requests"]["by_model"][JUDGE_ID]
+    assert judge["total"] == 2 and judge["to_send"] == 1
+    assert plan["cache_unknown"] == [
+        {"why": plan["cache_unknown"][0]["why"], "requests": 1, "rows": 1, "by_model": {JUDGE_ID: 1}}
+    ]
+    assert "transform" in plan["cache_unknown"][0]["why"]
+    assert any("cache unknown: 1 of the requests to send" in line for line in result.outlines)
+    # the run sends what the plan counts, less what it could not look up and was cached
+    project.run("-p", "no:randomly")
+    unknown = plan["cache_unknown"][0]["requests"]
+    assert len(project.requests()) == plan["requests"]["total"] - plan["requests"]["cached"] - unknown == 0
+
+    # why it cannot claim them cached: an edited transform asks for another grade, not cached
+    write("output.toLowerCase()")
+    project.server.reset()
+    _plan(project, "plan3")
+    again = project.json("plan3/plan.json")
+    assert again["cache_unknown"] == plan["cache_unknown"]
+    project.run("-p", "no:randomly")
+    assert len(project.requests(JUDGE)) == again["requests"]["total"] - again["requests"]["cached"] == 1
+
+
+def test_an_assertions_own_transform_on_a_cached_answer_is_said_to_be_unknown_too(project: Project):
+    project.write(
+        "promptfooconfig.yaml",
+        f"""
+        prompts: ["Tell a joke about {{{{ topic }}}}"]
+        providers: [openai:chat:{MODEL}]
+        defaultTest:
+          options:
+            provider: openai:chat:{JUDGE}
+        tests:
+          - description: trimmed
+            vars: {{topic: owls}}
+            assert:
+              - type: llm-rubric
+                value: is short
+                transform: output.slice(0, 12)
+        """,
+    )
+    project.rules(
+        answer_rule("Tell a joke", "A joke about {last}"),
+        answer_rule("</Rubric>", json.dumps({"reason": "it is", "pass": True, "score": 1}), model=JUDGE),
+    )
+    project.run("-p", "no:randomly")
+    project.server.reset()
+    _plan(project, "plan")
+    plan = project.json("plan/plan.json")
+    assert plan["requests"]["by_model"][JUDGE_ID]["to_send"] == 1
+    assert [(u["requests"], u["rows"], u["by_model"]) for u in plan["cache_unknown"]] == [(1, 1, {JUDGE_ID: 1})]
+    project.run("-p", "no:randomly")
+    assert project.requests() == []  # it was cached: the plan could only say it might be
