@@ -37,7 +37,9 @@ class RunUsage:
             "errors": 0,
         }
         self._models: dict[str, ModelUsage] = {}
-        self._counted: set[str] = set()  # keys of the distinct requests already in the run's usage
+        # The distinct requests already in the run's usage, by key: the configs repository's
+        # ~2 million, each as its digest's 32 bytes (65 B) rather than its 64 hex digits (113 B).
+        self._counted: set[bytes | str] = set()
 
     def of(self, model_id: str) -> ModelUsage:
         usage = self._models.get(model_id)
@@ -54,9 +56,10 @@ class RunUsage:
     def answered(self, key: str, model_id: str, reply: ModelReply, *, sent: bool, batch: bool = False) -> None:
         """One distinct request answered: sent by this process (it costs what its own usage is billed, ``PriceBook.reply_cost``),
         or from the cache; counted once a run, however many items ask it."""
-        if key in self._counted:
+        counted = _compact(key)
+        if counted in self._counted:
             return
-        self._counted.add(key)
+        self._counted.add(counted)
         usage = self.of(model_id)
         usage.responses += 1
         usage.input_tokens += reply.input_tokens
@@ -92,3 +95,11 @@ class RunUsage:
             for model_id, u in list(self._models.items())
             if u.responses or u.refused
         }
+
+
+def _compact(key: str) -> bytes | str:
+    """A key as it is kept: a digest's bytes (every cache key is a sha256 in hex), or itself."""
+    try:
+        return bytes.fromhex(key)
+    except ValueError:
+        return key
