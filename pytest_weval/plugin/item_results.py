@@ -50,17 +50,15 @@ def spool_folder(config: pytest.Config) -> Path | None:
     return Path(factory.getbasetemp()) / "weval-spool" if factory is not None else None
 
 
-# Where a report made by this process holds its compact record and spool reference until its
-# logreport keeps them (never set in a worker: xdist would have to serialise it).
-_KEPT_HERE = "_weval_kept_here"
-
-
 class ItemResults:
     def __init__(self, spool_folder: Callable[[], Path | None] | None = None, *, worker: bool = False):
         self._results: dict[str, Result] = {}  # kept, by node id: a rerun's result replaces the earlier one
         self._spooled: dict[str, SpoolRef] = {}  # where each kept result is whole
         self._spool_paths: dict[str, str] = {}  # one string per spool file, shared by its references
         self._reported: set[str] = set()  # node ids that reported an outcome (what an interrupt left unrun)
+        # The kept record and spool place of a report this process made, from its making to its
+        # logreport (not on the report: plugins that serialise reports would meet them there).
+        self._made_here: dict[str, tuple[KeptResult, SpoolRef]] = {}
         self._spool = SpoolWriter(spool_folder)
         self._records = CompactRecords()
         self._settler = KeptSettler()
@@ -106,7 +104,7 @@ class ItemResults:
         if self._worker:
             report.weval_result = result.without_texts().model_dump_json(exclude_defaults=True)  # type: ignore[attr-defined]
         else:  # kept by this very process at the report's logreport: no JSON between the two hooks
-            report.__dict__[_KEPT_HERE] = (result.compact(), ref)
+            self._made_here[report.nodeid] = (result.compact(), ref)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(
@@ -122,7 +120,7 @@ class ItemResults:
         # The result is kept before the item counts as reported: a signal between the two (its
         # KeyboardInterrupt can come at any line here) then leaves an item both kept and counted
         # as run, never counted as run without its result (``not_run`` takes both sets).
-        kept_here: tuple[KeptResult, SpoolRef] | None = report.__dict__.pop(_KEPT_HERE, None)
+        kept_here = self._made_here.pop(report.nodeid, None) if self._made_here else None
         if kept_here is not None:
             self._keep_spooled(report, *kept_here)
             self._settler.kept()
