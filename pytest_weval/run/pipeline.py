@@ -504,7 +504,10 @@ class Pipeline:
                 if stops is not None:
                     stops.append(exc)
                 raise
-            _add_usage(usage, model.id, reply.usage())
+            if model.id in usage:
+                _add_usage(usage, model.id, reply.usage())
+            else:  # its first reply for the item (the usual case): the reply's own record, made for it
+                usage[model.id] = reply.usage()
             return reply.text
 
         return ask
@@ -525,15 +528,37 @@ _digest_json = json_encoder(sort_keys=True, default=str)
 
 
 def content_digest(work: ItemWork, threshold: float) -> str:
-    """What the item's answers and scores depend on, as ``ItemResult.content_digest``."""
-    what = [
-        work.effective_model_id,
-        work.system_prompt,
-        work.prompt.raw,
-        threshold,
-        work.blueprint.evaluation_config,
-    ]
-    return hashlib.sha256(_digest_json(what).encode()).hexdigest()[:32]
+    """What the item's answers and scores depend on, as ``ItemResult.content_digest``: the
+    sha256 of ``_digest_json([effective model id, system prompt, prompt as written, threshold,
+    evaluation config])``. The list's JSON is put together from its items' (the C encoder's
+    ``[a, b]``), the prompt's and the configuration's encoded once: each is shared by the
+    items of every model of its prompt or blueprint."""
+    what = ", ".join(
+        (
+            _digest_json(work.effective_model_id),
+            _digest_json(work.system_prompt),
+            _shared_json(work.prompt.raw),
+            _digest_json(threshold),
+            _shared_json(work.blueprint.evaluation_config),
+        )
+    )
+    return hashlib.sha256(f"[{what}]".encode()).hexdigest()[:32]
+
+
+# id of a blueprint's prompt or configuration -> (it, its ``_digest_json``); the object is kept
+# beside its text, so its id is not another's while the entry lives.
+_SHARED_JSON: dict[int, tuple[Any, str]] = {}
+
+
+def _shared_json(value: Any) -> str:
+    known = _SHARED_JSON.get(id(value))
+    if known is not None and known[0] is value:
+        return known[1]
+    if len(_SHARED_JSON) >= 4096:  # bounded, whatever builds blueprints on the way
+        _SHARED_JSON.clear()
+    text = _digest_json(value)
+    _SHARED_JSON[id(value)] = (value, text)
+    return text
 
 
 def blank_result(work: ItemWork, threshold: float) -> ItemResult:
