@@ -14,6 +14,7 @@ Pure, and at the bottom of the import graph: it imports nothing from the package
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import math
 import re
@@ -382,9 +383,13 @@ def js_min(a: float, b: float) -> float:
     return a if a <= b else b
 
 
+@functools.lru_cache(maxsize=4096)
 def to_fixed(value: float, digits: int = 2) -> str:
     """``Number.prototype.toFixed(digits)``: the exact binary value rounded half away from zero
-    (0.125 -> "0.13", while 0.425, stored as 0.42499..., gives "0.42")."""
+    (0.125 -> "0.13", while 0.425, stored as 0.42499..., gives "0.42").
+
+    Cached: a run's scores and averages take few values, and each was two ``Decimal``
+    operations an item (0 and -0.0, equal keys, give the same text; NaN is never found)."""
     if math.isnan(value):
         return "NaN"
     if abs(value) >= 1e21 or math.isinf(value):

@@ -258,6 +258,13 @@ class Engine:
         try:
             adapter = self.adapter(request.model, request.endpoint)
             key, summary = cache_key(adapter.identity(), request)
+            # A replay's hit read here and now (``CacheStage.read_now``): no flight, no task, no
+            # future, the loop not turned, for what the flight's first step would have read the
+            # same way. An identical request under way is joined as before.
+            if not self.flights.flying(request, key):
+                reply = self.caching.read_now(request, key)
+                if reply is not None:
+                    return reply
             return await self.flights.join(
                 request, key, lambda priority: self._obtain(adapter, request, key, summary, priority)
             )

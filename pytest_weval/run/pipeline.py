@@ -174,6 +174,7 @@ class Pipeline:
         self.formats = FormatRunners(engine, settings, self.asker)
         # id of a blueprint's evaluationConfig -> (it, the judges asked for, its judge panel)
         self._panels: dict[int, tuple[Any, Any, JudgePanel]] = {}
+        self._specs: dict[str, ModelSpec] = {}
 
     def _panel(self, evaluation_config: Mapping[str, Any] | None) -> JudgePanel:
         """The judges of a blueprint's items, chosen once a blueprint (a mistake in its
@@ -190,8 +191,11 @@ class Pipeline:
         return panel
 
     def model_spec(self, model_id: str) -> ModelSpec:
-        custom = self.settings.custom_models.get(model_id)
-        return ModelSpec(id=model_id, custom=custom)
+        """The (frozen) spec of ``model_id``, made once a run: a judge's is asked for every call."""
+        spec = self._specs.get(model_id)
+        if spec is None:
+            spec = self._specs[model_id] = ModelSpec(id=model_id, custom=self.settings.custom_models.get(model_id))
+        return spec
 
     async def evaluate(self, work: Work) -> ItemResult:
         if (self.settings.repeat > 1 or self.settings.repeat_auto) and work.blocked is None:
@@ -403,6 +407,20 @@ class Pipeline:
         ask: judging.Ask,
     ) -> list[PointAssessment]:
         """Score ``text`` against ``points``: function points first, then judged ones (docs/scoring.md, 'Assessment order')."""
+        function_points = [p for p in points if p.is_function or p.authoring_error]
+        judge = functools.partial(
+            judging.judge_points,
+            subject_text=text,
+            history=history,
+            generated_indices=generated_indices,
+            description=description,
+            panel=panel,
+            ask=ask,
+        )
+        if not function_points:
+            # Nothing to score meanwhile: the judges are awaited here, in no task of their own
+            # (a task, its first step a turn of the loop later, and its wake-up: an item's).
+            return list(await judge(points))
         ctx = scoring.PointContext(
             messages=history,
             model_id=model_id,
@@ -411,24 +429,13 @@ class Pipeline:
             generated_assistant_indices=generated_indices,
             allowed_env=self.settings.allowed_env,
         )
-        function_points = [p for p in points if p.is_function or p.authoring_error]
         text_points = [p for p in points if not (p.is_function or p.authoring_error)]
         function_task = scoring.score_function_points(function_points, text, ctx, call_external=self.external.call)
         if not text_points:  # nothing to judge: no gather, whose two tasks cost more than the points here
             return list(await function_task)
         # The judges in a task of their own, the function points here meanwhile: what gather's
         # two tasks did, with one. The judges' requests start no later than under gather.
-        judge_task = asyncio.ensure_future(
-            judging.judge_points(
-                text_points,
-                subject_text=text,
-                history=history,
-                generated_indices=generated_indices,
-                description=description,
-                panel=panel,
-                ask=ask,
-            )
-        )
+        judge_task = asyncio.ensure_future(judge(text_points))
         try:
             function_results = await function_task
         except asyncio.CancelledError:
@@ -497,7 +504,10 @@ class Pipeline:
                 if stops is not None:
                     stops.append(exc)
                 raise
-            _add_usage(usage, model.id, reply.usage())
+            if model.id in usage:
+                _add_usage(usage, model.id, reply.usage())
+            else:  # its first reply for the item (the usual case): the reply's own record, made for it
+                usage[model.id] = reply.usage()
             return reply.text
 
         return ask
@@ -518,15 +528,37 @@ _digest_json = json_encoder(sort_keys=True, default=str)
 
 
 def content_digest(work: ItemWork, threshold: float) -> str:
-    """What the item's answers and scores depend on, as ``ItemResult.content_digest``."""
-    what = [
-        work.effective_model_id,
-        work.system_prompt,
-        work.prompt.raw,
-        threshold,
-        work.blueprint.evaluation_config,
-    ]
-    return hashlib.sha256(_digest_json(what).encode()).hexdigest()[:32]
+    """What the item's answers and scores depend on, as ``ItemResult.content_digest``: the
+    sha256 of ``_digest_json([effective model id, system prompt, prompt as written, threshold,
+    evaluation config])``. The list's JSON is put together from its items' (the C encoder's
+    ``[a, b]``), the prompt's and the configuration's encoded once: each is shared by the
+    items of every model of its prompt or blueprint."""
+    what = ", ".join(
+        (
+            _digest_json(work.effective_model_id),
+            _digest_json(work.system_prompt),
+            _shared_json(work.prompt.raw),
+            _digest_json(threshold),
+            _shared_json(work.blueprint.evaluation_config),
+        )
+    )
+    return hashlib.sha256(f"[{what}]".encode()).hexdigest()[:32]
+
+
+# id of a blueprint's prompt or configuration -> (it, its ``_digest_json``); the object is kept
+# beside its text, so its id is not another's while the entry lives.
+_SHARED_JSON: dict[int, tuple[Any, str]] = {}
+
+
+def _shared_json(value: Any) -> str:
+    known = _SHARED_JSON.get(id(value))
+    if known is not None and known[0] is value:
+        return known[1]
+    if len(_SHARED_JSON) >= 4096:  # bounded, whatever builds blueprints on the way
+        _SHARED_JSON.clear()
+    text = _digest_json(value)
+    _SHARED_JSON[id(value)] = (value, text)
+    return text
 
 
 def blank_result(work: ItemWork, threshold: float) -> ItemResult:

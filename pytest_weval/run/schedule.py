@@ -86,17 +86,24 @@ class PytestLead:
     def __init__(self, engine: Engine, ahead: int | None):
         self._engine = engine
         self._ahead = ahead
+        # A feeder that waits is woken once pytest made room for this many items, not one:
+        # where pytest takes results faster than one a loop turn (a replay), a wake-up an item
+        # was a hand-over of the GIL each way an item. A thirty-second of the lead, so the
+        # results waiting for pytest stay within it.
+        self._run = max(1, (ahead or 0) // 32)
         self._asked = -1  # written by pytest's thread only
         self._taken: asyncio.Event | None = None  # set when pytest asks further (on the engine loop)
         self._feeder_waits = False
+        self._wake_at = 0  # how far pytest must ask before the waiting feeder is woken
 
     def asked(self, position: int) -> None:
         """pytest took the item at ``position``: the loop is woken only when the feeder waits for
-        pytest to come closer, not once an item."""
+        pytest to come closer and pytest came close enough for a run of items, not once an item."""
         if position > self._asked:
             self._asked = position
             loop = self._engine.loop
-            if self._feeder_waits and loop is not None:  # read after ``_asked`` is written: see ``room_for``
+            # Read after ``_asked`` is written: see ``room_for``.
+            if self._feeder_waits and position >= self._wake_at and loop is not None:
                 with contextlib.suppress(RuntimeError):  # the loop is closed: nothing waits any more
                     loop.call_soon_threadsafe(self._wake)
 
@@ -113,9 +120,13 @@ class PytestLead:
             if self._taken is None:
                 self._taken = asyncio.Event()
             self._taken.clear()
+            # Room for ``position`` and the run of items after it (``has_room`` of the run's last).
+            assert self._ahead is not None  # has_room is always true without a bound
+            self._wake_at = position - self._ahead + self._run - 1
             # Said before ``_asked`` is read again, and pytest's thread writes ``_asked`` before
             # it reads this: either it sees the feeder waiting and wakes it, or the feeder sees
-            # the room it made. No wake-up is lost.
+            # the room it made. No wake-up is lost (pytest asks for ``position`` itself at the
+            # latest, and the run's start is below it).
             self._feeder_waits = True
             try:
                 if self.has_room(position):

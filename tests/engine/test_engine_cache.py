@@ -247,3 +247,15 @@ def test_a_run_answers_each_request_once_in_every_mode(make_engine, server, mode
     assert server.count == 1 and engine.stats["memo_hits"] == 1
     complete_sync(make_engine(cache_mode=mode), request("openai:m", "hi"))  # a new run asks again
     assert server.count == 2
+
+
+@pytest.mark.parametrize("size", [0, 1, 2046, 2047, 2048, 4094, 4095, 9000])
+def test_a_key_is_hashed_as_hashlib_hashes_it_whatever_its_size(size):
+    """The key's hash is fed in pieces below hashlib's size for letting go of the GIL: the
+    digest is the one sha256 gives the whole text, so every recorded key still replays."""
+    import hashlib
+
+    from pytest_weval.engine.store.cache import sha256_holding_gil
+
+    data = bytes(range(256)) * (size // 256) + bytes(range(size % 256))
+    assert sha256_holding_gil(data) == hashlib.sha256(data).hexdigest()

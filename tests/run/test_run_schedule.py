@@ -186,3 +186,35 @@ def test_items_of_a_peer_that_dies_go_back_to_the_feeder_not_to_pytest(tmp_path)
         assert server.count == server.log()["distinct"] == items
     assert [r.outcome for r in results] == ["passed"] * items
     assert scheduler.evaluated_here == items
+
+
+def test_a_waiting_feeder_starts_items_in_runs_not_one_a_result(tmp_path):
+    # pytest takes a replay's results faster than one a loop turn: waking the feeder for each
+    # result it took handed the GIL over and back once an item. With a lead of 128 items
+    # (window 64), the feeder waits until pytest made room for a run of 4, then starts 4.
+    items = 140
+    blueprint = parse_blueprint_text(blueprint_text(items), fmt="yaml", rel_path="sched.yml")
+    works = [
+        ItemWork(nodeid=f"n{i}", blueprint=blueprint, prompt=p, model=blueprint.models[0], temperature=None,
+                 system_index=0)
+        for i, p in enumerate(blueprint.prompts)
+    ]  # fmt: skip
+    with FakeServer() as server:
+        engine = Engine(EngineSettings(cache_dir=str(tmp_path / "cache"), env=server.env())).start()
+        try:
+            scheduler = ItemScheduler(engine, Pipeline(engine, PipelineSettings()), works, window=64)
+            wait_until(lambda: server.count >= 128)
+            firsts = [scheduler.result(f"n{i}") for i in range(3)]  # room for 3 more: not a run yet
+            engine.run_coroutine(asyncio.sleep(0.3)).result()  # room for a wrong start to show
+            before_run = server.count
+            firsts.append(scheduler.result("n3"))  # room for 4: the run starts
+            wait_until(lambda: server.count >= 132)
+            engine.run_coroutine(asyncio.sleep(0.3)).result()
+            after_run = server.count
+            rest = [scheduler.result(f"n{i}") for i in range(4, items)]
+            scheduler.close(drain=True)
+        finally:
+            engine.close()
+    assert (before_run, after_run) == (128, 132)
+    assert [r.outcome for r in firsts + rest] == ["passed"] * items
+    assert server.count == items

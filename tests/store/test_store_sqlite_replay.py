@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_weval.engine.store.common import NOT_NOW
 from pytest_weval.engine.store.db import SqliteDB
 from pytest_weval.engine.store.sqlite import SqliteStore
 
@@ -153,4 +154,75 @@ def test_damage_met_during_a_replay_is_the_stores_damage(tmp_path):
 
     before, store = replay(path, reads)
     assert before is not None and before["key"] == "key-0000"
+    assert store.damaged
+
+
+def test_a_reply_is_read_without_its_request(tmp_path):
+    """``get_reply`` (what the engine reads) leaves out the request, which nothing in a run
+    reads; ``get`` still gives the whole entry."""
+    path = tmp_path / "weval-cache.sqlite"
+    record(path)
+
+    async def reads(db, store):
+        return await store.get_reply("key-0007"), await store.get("key-0007"), await store.get_reply("missing")
+
+    (reply, whole, missing), _ = replay(path, reads)
+    assert reply == {k: v for k, v in entry(7).items() if k != "request"}
+    assert whole == entry(7) and missing is None
+
+
+def test_a_replay_answers_at_once_where_it_reads_inline(tmp_path):
+    """``get_reply_now``: the entry, or None, without awaiting, from a file no writer has open;
+    ``NOT_NOW`` where statements go through the store's thread (beside a writer, an rw store)."""
+    path = tmp_path / "weval-cache.sqlite"
+    record(path)
+
+    async def reads(db, store):
+        return store.get_reply_now("key-0003"), store.get_reply_now("missing")
+
+    (now, missing), _ = replay(path, reads)
+    assert now == {k: v for k, v in entry(3).items() if k != "request"} and missing is None
+
+    writer = sqlite3.connect(path, isolation_level=None)
+    try:
+        writer.execute("PRAGMA journal_mode=WAL")
+        writer.execute("INSERT INTO responses VALUES ('late', 'openai:m', '{}', 'late text', 0, 0, 0)")
+        (beside, later), _ = replay(path, lambda db, store: _now_then_awaited(store, "late"))
+    finally:
+        writer.close()
+    assert beside is NOT_NOW and later is not None and later["text"] == "late text"
+
+    db = SqliteDB(path)
+    try:
+        rw = asyncio.run(_now_then_awaited(SqliteStore(db), "key-0003"))
+    finally:
+        db.close()
+    assert rw[0] is NOT_NOW and rw[1] is not None and rw[1]["key"] == "key-0003"
+
+
+async def _now_then_awaited(store, key):
+    await store.db.run(lambda conn: None)  # opened, as a run's first statement does
+    return store.get_reply_now(key), await store.get_reply(key)
+
+
+def test_damage_met_at_once_is_left_to_the_awaited_read(tmp_path):
+    """A read at once that meets damage says ``NOT_NOW`` and notes nothing: the awaited read
+    that follows meets it again and is the one that counts (the store notes the damage once)."""
+    path = tmp_path / "weval-cache.sqlite"
+    record(path)
+    size = path.stat().st_size
+    page = 4096
+
+    async def reads(db, store):
+        with open(path, "r+b") as f:
+            f.seek(2 * page)
+            f.write(b"\xa5" * (size - 2 * page))
+        answers = [store.get_reply_now(f"key-{n:04d}") for n in range(ENTRIES - 1, 0, -1)]
+        damaged_before = store.damaged
+        with pytest.raises(sqlite3.DatabaseError):
+            await store.get_reply(f"key-{ENTRIES - 1:04d}")
+        return answers, damaged_before
+
+    (answers, damaged_before), store = replay(path, reads)
+    assert NOT_NOW in answers and not damaged_before
     assert store.damaged

@@ -14,6 +14,7 @@ from pytest_weval.engine.request import EngineSettings, ModelReply, ModelRequest
 from pytest_weval.engine.stages.store_health import StoreHealth
 from pytest_weval.engine.stages.usage import RunUsage
 from pytest_weval.engine.store.cache import ResponseCache, make_entry, reply_from_entry
+from pytest_weval.engine.store.common import NOT_NOW
 
 log = logging.getLogger("pytest_weval.engine")
 
@@ -43,9 +44,26 @@ class CacheStage:
         if self.cache.readable(request):
             entry = await self.cache.get(key)
             if entry is not None:
-                if created_at(entry) < self.run_started:
-                    return self.usage.cache_hit(key, request.model.id, reply_from_entry(entry))
-                return reply_from_entry(entry, cached=False)
+                return self._stored(request, key, entry)
+        return self._unstored(request, key)
+
+    def read_now(self, request: ModelRequest, key: str) -> ModelReply | None:
+        """``read``'s reply when the cache holds it and can say so without awaiting (a replay
+        read where it is asked: ``ResponseCache.get_now``), counted as ``read`` counts it; else
+        None, and ``read`` decides (a miss, the memo, an entry that cannot be read)."""
+        if not self.cache.readable(request):
+            return None
+        entry = self.cache.get_now(key)
+        if entry is None or entry is NOT_NOW:
+            return None
+        return self._stored(request, key, entry)
+
+    def _stored(self, request: ModelRequest, key: str, entry: dict[str, Any]) -> ModelReply:
+        if created_at(entry) < self.run_started:
+            return self.usage.cache_hit(key, request.model.id, reply_from_entry(entry))
+        return reply_from_entry(entry, cached=False)
+
+    def _unstored(self, request: ModelRequest, key: str) -> ModelReply | None:
         memo = self._memo.get(key)
         if memo is not None:
             self.usage.counts["memo_hits"] += 1

@@ -39,6 +39,10 @@ class Flights:
     def __len__(self) -> int:
         return len(self._flights)
 
+    def flying(self, request: ModelRequest, key: str) -> bool:
+        """A flight of ``request`` is under way (a caller would join it)."""
+        return (key, request.no_cache) in self._flights
+
     async def join(
         self,
         request: ModelRequest,

@@ -20,7 +20,7 @@ from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, Literal, Protocol
 
 from pytest_weval.engine.request import ModelReply, ModelRequest
-from pytest_weval.engine.store.common import StoreDown
+from pytest_weval.engine.store.common import NotNow, StoreDown
 from pytest_weval.engine.store.outage import Spool
 from pytest_weval.engine.store.sqlite_health import is_damage, is_full, is_unwritable
 
@@ -91,8 +91,24 @@ def cache_key(identity: dict[str, Any], request: ModelRequest) -> tuple[str, dic
     }
     if request.sample:  # sample 0 keeps the key it always had, so existing recordings still replay
         payload["sample"] = request.sample
-    digest = hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
-    return digest, payload
+    return sha256_holding_gil(canonical_json(payload).encode("utf-8")), payload
+
+
+# hashlib lets go of the GIL to hash 2048 bytes or more at once (a judge's request is a few
+# KB); on the engine's thread, beside pytest's busy one, each let-go is a wait for pytest's
+# thread to hand the GIL back, longer than the hash. Fed in smaller pieces, it keeps it.
+_HASH_PIECE = 2047
+
+
+def sha256_holding_gil(data: bytes) -> str:
+    """``hashlib.sha256(data).hexdigest()``, without letting go of the GIL."""
+    if len(data) <= _HASH_PIECE:
+        return hashlib.sha256(data).hexdigest()
+    digest = hashlib.sha256()
+    view = memoryview(data)
+    for start in range(0, len(data), _HASH_PIECE):
+        digest.update(view[start : start + _HASH_PIECE])
+    return digest.hexdigest()
 
 
 class Store(Protocol):
@@ -101,6 +117,15 @@ class Store(Protocol):
     disk work off the event loop."""
 
     async def get(self, key: str) -> dict[str, Any] | None: ...
+
+    async def get_reply(self, key: str) -> dict[str, Any] | None:
+        """The entry as far as a reply needs it: the request may be left out (``get`` has it)."""
+        ...
+
+    def get_reply_now(self, key: str) -> dict[str, Any] | NotNow | None:
+        """``get_reply`` without awaiting, where the store can (a replay read where it is
+        asked), else ``NOT_NOW``; never raises (a failing read is ``NOT_NOW``)."""
+        ...
 
     async def put(self, entry: dict[str, Any]) -> None: ...
 
@@ -231,13 +256,15 @@ class ResponseCache:
         return self.store is not None and self.mode in ("rw", "refresh") and not request.no_cache
 
     async def get(self, key: str) -> dict[str, Any] | None:
+        """The entry of ``key`` as a reply needs it (``Store.get_reply``); None when there is
+        none or it cannot be read (counted in ``faults``)."""
         if self.store is None:
             return None
         spooled = self.spool.get(key) if self.spool is not None else None
         if spooled is not None:
             return spooled
         try:
-            return await self.store.get(key)
+            return await self.store.get_reply(key)
         except StoreDown:
             return None  # not a damaged entry: the store is gone, and nothing more is sent
         except Exception as exc:  # noqa: BLE001 - an unreadable entry is a miss, not a crash
@@ -247,6 +274,15 @@ class ResponseCache:
             if is_damage(exc) and self.faults.damaged is None:
                 self.faults.damaged = str(exc)
             return None
+
+    def get_now(self, key: str) -> dict[str, Any] | NotNow | None:
+        """``get`` without awaiting, where the store can answer so (``Store.get_reply_now``),
+        else ``NOT_NOW``; an entry that cannot be read is ``NOT_NOW`` too, for ``get`` to note."""
+        if self.store is None:
+            return None
+        if self.spool is not None and (spooled := self.spool.get(key)) is not None:
+            return spooled
+        return self.store.get_reply_now(key)
 
     async def put(self, entry: dict[str, Any]) -> bool:
         if self.store is None:

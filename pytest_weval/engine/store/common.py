@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import enum
 import re
 import urllib.parse
 from typing import Any, Literal
@@ -14,6 +15,15 @@ from pytest_weval.errors import WevalError
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 PASSWORD_MASK = "***"
 _QUERY_PASSWORD = re.compile(r"(?i)(password=)[^&\s]*")
+
+
+class NotNow(enum.Enum):
+    """A store's answer that it cannot read an entry without awaiting (``Store.get_reply_now``)."""
+
+    NOT_NOW = "not now"
+
+
+NOT_NOW = NotNow.NOT_NOW
 
 
 class StoreError(WevalError):

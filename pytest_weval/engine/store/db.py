@@ -171,6 +171,16 @@ class SqliteDB:
             self._conn = conn
         return self._conn
 
+    @property
+    def reads_inline(self) -> bool:
+        """Statements run where they are asked (``run_inline``): an ``immutable`` replay, opened."""
+        return self._read_inline and self._conn is not None and not self._closed
+
+    def run_inline(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn`` on the connection, here and now: only where ``reads_inline``."""
+        assert self._conn is not None and self._read_inline
+        return fn(self._conn)
+
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         if self._read_inline and self._conn is not None:
             # A read of an immutable file is a page or two from the OS's cache: handing it to

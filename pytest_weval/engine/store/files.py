@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pytest_weval.engine.store.common import NOT_NOW, NotNow
 from pytest_weval.files import write_atomic
 
 _KEY = re.compile(r"[0-9a-f]{64}\Z")
@@ -69,6 +70,11 @@ class FilesStore:
 
     async def get(self, key: str) -> dict[str, Any] | None:
         return await asyncio.get_running_loop().run_in_executor(self._executor, self.get_sync, key)
+
+    get_reply = get  # a file is read whole: its request costs nothing more
+
+    def get_reply_now(self, key: str) -> NotNow:
+        return NOT_NOW  # files are read on the store's threads
 
     async def put(self, entry: dict[str, Any]) -> None:
         await asyncio.get_running_loop().run_in_executor(self._executor, self.put_sync, entry)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest_weval.defaults as defaults
 from pytest_weval.engine.store.claims_store import Dead, Landed, Owner, Spend, admits, landed_from_row
-from pytest_weval.engine.store.common import StoreError, StoreStats, one_line, redact_url, scrub
+from pytest_weval.engine.store.common import NOT_NOW, NotNow, StoreError, StoreStats, one_line, redact_url, scrub
 from pytest_weval.engine.store.outage import Outage
 
 if TYPE_CHECKING:
@@ -273,6 +273,11 @@ class PgStore:
                 return await cur.fetchone()
 
         return await self.db.run(fetch)
+
+    get_reply = get
+
+    def get_reply_now(self, key: str) -> NotNow:
+        return NOT_NOW  # a server is always awaited
 
     async def put(self, entry: dict[str, Any]) -> None:
         async def store(conn: psycopg.AsyncConnection[Any]) -> None:

@@ -1,0 +1,48 @@
+"""An item's content digest (``ItemResult.content_digest``, which ``--weval-repeat=auto`` and the
+history compare across runs) is the sha256 of the JSON of what its answers depend on, whichever
+items of the same prompt and blueprint were digested before it (their prompt's and
+configuration's JSON is encoded once and reused)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from pytest_weval.blueprint import parse_blueprint_text
+from pytest_weval.run.pipeline import ItemWork, content_digest
+
+BLUEPRINT = """\
+models: [openai:a, openai:b]
+evaluationConfig:
+  judges: [{model: "openai:judge", approach: holistic}]
+system: Be brief, é.
+---
+- id: p0
+  prompt: question 0
+  should: [names the question]
+- id: p1
+  prompt: question 1
+  should: [names the question]
+"""
+
+
+def test_the_digest_is_the_sha256_of_what_the_answers_depend_on():
+    blueprint = parse_blueprint_text(BLUEPRINT, fmt="yaml", rel_path="d.yml")
+    works = [
+        ItemWork(nodeid=f"{p.id}-{m.id}", blueprint=blueprint, prompt=p, model=m, temperature=t, system_index=0)
+        for p in blueprint.prompts
+        for m in blueprint.models
+        for t in (None, 0.5)
+    ]
+    for threshold in (0.5, 0.75):
+        for work in works * 2:  # the second round reuses what the first encoded
+            what = [
+                work.effective_model_id,
+                work.system_prompt,
+                work.prompt.raw,
+                threshold,
+                work.blueprint.evaluation_config,
+            ]
+            expected = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:32]
+            assert content_digest(work, threshold) == expected
+    assert len({content_digest(w, 0.5) for w in works}) == len(works)
