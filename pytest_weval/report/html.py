@@ -851,9 +851,12 @@ def page_parts(
     comparison: Comparison | None = None,
     history: HistoryView | None = None,
     full: FullResults | None = None,
+    blocks: Mapping[str, str] | None = None,
 ) -> Iterator[str]:
     """``build_html``'s page in pieces, one blueprint's data at a time: ``full`` gives each
-    blueprint's results their texts back as its piece is made (``report/spool.py``)."""
+    blueprint's results their texts back as its piece is made (``report/spool.py``). ``blocks``:
+    the ``blueprint_block`` of blueprint paths already made (by a writer that read their
+    results first), used as they are."""
     rollup = rollup if rollup is not None else build_rollup(results)
     facts = facts or RunFacts()
     groups: dict[str, list[ItemResult]] = {}
@@ -913,17 +916,28 @@ def page_parts(
         parts.append(f'<script type="application/json" id="weval-history-data">{blob}</script>\n')
         parts.append(f'<script nonce="{nonce}">{HISTORY_JS}</script>\n')
     yield "".join(parts)
-    for path in sorted(groups):
+    for i, path in enumerate(sorted(groups)):
+        block = blocks.get(path) if blocks is not None else None
+        if block is not None:
+            yield block
+            continue
         bp_rollup = rollup.blueprints.get(path)
         if bp_rollup is None:
             continue
         items = full.of(groups[path]) if full is not None else groups[path]
-        data = blueprint_json(path, items, bp_rollup, blueprints_by_path.get(path))
-        yield (
-            f'<script type="{BLOB_TYPE}" id="{blob_ids[path]}" data-encoding="{BLOB_ENCODING}">'
-            f"{packed_json(data)}</script>\n"
-        )
+        yield blueprint_block(i, path, items, bp_rollup, blueprints_by_path.get(path))
     yield "</body></html>\n"
+
+
+def blueprint_block(
+    number: int, path: str, results: Sequence[ItemResult], rollup: BlueprintRollup, blueprint: Blueprint | None
+) -> str:
+    """The page's element that holds one blueprint's data (``blueprint_json``, packed):
+    ``number`` is the blueprint's place among the run's blueprint paths, sorted."""
+    return (
+        f'<script type="{BLOB_TYPE}" id="{BLOB_PREFIX}{number}" data-encoding="{BLOB_ENCODING}">'
+        f"{packed_json(blueprint_json(path, results, rollup, blueprint))}</script>\n"
+    )
 
 
 def write_html(
@@ -936,12 +950,20 @@ def write_html(
     comparison: Comparison | None = None,
     history: HistoryView | None = None,
     full: FullResults | None = None,
+    blocks: Mapping[str, str] | None = None,
 ) -> Path:
     """Write the page (to a temporary name, then renamed into place), a blueprint at a time;
-    returns its path."""
+    returns its path. ``blocks``: as for ``page_parts``."""
     target = Path(path)
     parts = page_parts(
-        blueprints_by_path, results, rollup=rollup, facts=facts, comparison=comparison, history=history, full=full
+        blueprints_by_path,
+        results,
+        rollup=rollup,
+        facts=facts,
+        comparison=comparison,
+        history=history,
+        full=full,
+        blocks=blocks,
     )
     write_atomic(target, (part.encode("utf-8") for part in parts))
     return target
@@ -949,6 +971,7 @@ def write_html(
 
 __all__ = [
     "RunFacts",
+    "blueprint_block",
     "blueprint_json",
     "build_html",
     "packed_json",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -90,11 +91,15 @@ class SpoolReader:
         self._files: dict[str, IO[bytes]] = {}
 
     def read(self, ref: SpoolRef) -> ItemResult:
+        return ItemResult.model_validate_json(self.line(ref))
+
+    def line(self, ref: SpoolRef) -> bytes:
+        """The result's line as the spool holds it (its JSON and a newline)."""
         handle = self._files.get(ref.path)
         if handle is None:
             handle = self._files[ref.path] = open(ref.path, "rb")  # noqa: SIM115 - closed by close()
         handle.seek(ref.offset)
-        return ItemResult.model_validate_json(handle.read(ref.length))
+        return handle.read(ref.length)
 
     def close(self) -> None:
         for handle in self._files.values():
@@ -207,8 +212,30 @@ class FullResults:
             ref = self._spooled.get(result.nodeid)
             yield result if ref is None else with_texts(result, self._reader.read(ref))
 
+    def lines(self, results: Iterable[ItemResult]) -> Iterator[bytes]:
+        """Each of ``results`` whole, as ``model_dump_json`` and a newline encoded (what the
+        run's record holds): a spooled result's own line when the record gained nothing since
+        it was spooled (no similarity rows, the same node id), so it is neither read back nor
+        written again; else read back and written."""
+        for result in results:
+            ref = self._spooled.get(result.nodeid)
+            if ref is not None and result.similarities is None:
+                line = self._reader.line(ref)
+                # the spool's line starts with its node id (ItemResult's first field)
+                if line.startswith(_line_start(result.nodeid)) and line.endswith(b"\n"):
+                    yield line
+                    continue
+            whole = result if ref is None else with_texts(result, self._reader.read(ref))
+            yield (whole.model_dump_json() + "\n").encode("utf-8", errors="backslashreplace")
+
     def close(self) -> None:
         self._reader.close()
+
+
+def _line_start(nodeid: str) -> bytes:
+    """How a line whose result has the node id ``nodeid`` begins, as ``model_dump_json`` writes
+    it (a node id JSON writes otherwise than pydantic only misses: the result is written again)."""
+    return b'{"nodeid":' + json.dumps(nodeid, ensure_ascii=False).encode("utf-8", errors="backslashreplace") + b","
 
 
 def remove_spools(paths: Iterable[str | os.PathLike[str]]) -> None:

@@ -16,7 +16,7 @@ import datetime as dt
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -466,6 +466,7 @@ def write_outputs(
     not_run: int | None = None,
     changes: Mapping[str, Any] | None = None,
     full: FullResults | None = None,
+    each_blueprint: Callable[[str, Sequence[ItemResult]], None] | None = None,
 ) -> list[Path]:
     """Write ``<blueprint-id>.json`` per blueprint that has results, then ``summary.json``.
 
@@ -475,7 +476,9 @@ def write_outputs(
     blueprint, as the reference's ``--run-label`` does. Two blueprints with the same id
     (``a.yml`` and ``a.json``) get ``a.json`` and ``a.2.json``. Returns the paths written.
     ``full`` gives ``results`` their texts back, one blueprint's at a time (``report/spool.py``):
-    one comparison file's data is in memory at once.
+    one comparison file's data is in memory at once. ``each_blueprint`` is given each blueprint
+    path's results, whole, in order, as they are read (another file made from them then reads
+    them no more: ``report/finish.py``).
     """
     out = Path(out_dir)
     stamp = safe_timestamp(timestamp)  # one timestamp for the whole run
@@ -488,9 +491,13 @@ def write_outputs(
     used: dict[str, int] = {}
     for path in sorted(groups):
         bp = blueprints_by_path.get(path)
-        if bp is None:
+        if bp is None and each_blueprint is None:
             continue  # the blueprint could not be reloaded: its items still go in the summary
         items = full.of(groups[path]) if full is not None else groups[path]
+        if each_blueprint is not None:
+            each_blueprint(path, items)
+        if bp is None:
+            continue
         label = f"{run_label}_{bp.content_hash}" if run_label else None
         data = build_comparison(
             bp, items, run_label=label, timestamp=stamp, include_prompt_weights=include_prompt_weights
