@@ -67,7 +67,7 @@ from pytest_weval.report.rollup import (
 from pytest_weval.report.similarity import similarity_tables
 from pytest_weval.report.spool import FullResults
 from pytest_weval.report.terminal import short_model_name
-from pytest_weval.report.weval_json import conversation_history, generation_failed
+from pytest_weval.report.weval_json import conversation_turns, generation_failed
 from pytest_weval.results import ItemResult, PointAssessment
 from pytest_weval.scoring.similarity import IDEAL_MODEL_ID
 
@@ -202,7 +202,7 @@ _ERROR_TURN = re.compile(r"^<<error>>(.*)<</error>>$", re.DOTALL)
 
 def _turns_shown(result: ItemResult, prompt: Prompt | None) -> tuple[list[dict[str, Any]], list[int]]:
     """The item's conversation as the page shows it, and each turn's flag."""
-    history = conversation_history(result, prompt)
+    history = conversation_turns(result, prompt)  # a turn changed is replaced, not changed
     flags = _generated_flags(history, result, prompt)
     if flags and flags[-1] == NO_ANSWER:
         if result.not_run or result.error_kind in _NOTHING_ASKED:
@@ -346,7 +346,7 @@ def _first_messages(results: Sequence[ItemResult]) -> list[list[Any]]:
     """A prompt's written turns when its blueprint is not at hand (agent eval cases): the first
     item's history up to its first generated turn."""
     for r in results:
-        history = conversation_history(r, None)
+        history = conversation_turns(r, None)
         flags = _generated_flags(history, r, None)
         head = []
         for m, flag in zip(history, flags):

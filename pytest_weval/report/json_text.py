@@ -10,7 +10,7 @@ outer levels, so a file of megabytes is still never whole in memory.
 from __future__ import annotations
 
 import json.encoder
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 _INDENT = "  "
@@ -30,13 +30,44 @@ def _float_text(value: float) -> str:
     return float.__repr__(value)
 
 
+def _js_float_text(value: float) -> str:
+    # js_data's numbers: integral floats as ints, NaN and the infinities as null
+    if value != value or value in (_INFINITY, -_INFINITY):
+        return "null"
+    if value.is_integer() and abs(value) < 2**53:
+        return int.__repr__(int(value))
+    return float.__repr__(value)
+
+
+def _true_false(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _null(value: None) -> str:
+    return "null"
+
+
 class _Writer:
-    def __init__(self, ensure_ascii: bool):
+    # ``js``: the text of ``json.dumps(js_data(value), indent=2)`` (report/weval_json.py) for
+    # ``value``, without making js_data's copy first.
+    def __init__(self, ensure_ascii: bool, js: bool = False):
         self.string: Callable[[str], str] = (
             json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
         )
+        self.js = js
+        self.float_text = _js_float_text if js else _float_text
+        # the scalars by exact type, written without a call of ``write`` each
+        self.scalars: dict[type, Callable[[Any], str]] = {
+            str: self.string,
+            int: int.__repr__,
+            float: self.float_text,
+            bool: _true_false,
+            type(None): _null,
+        }
 
     def key(self, key: Any) -> str:
+        if self.js:  # js_data's keys: str() of any other than a str
+            return self.string(key if type(key) is str else str(key))
         # The order and the conversions of json.encoder's _iterencode_dict.
         if isinstance(key, str):
             pass
@@ -56,7 +87,15 @@ class _Writer:
 
     def write(self, value: Any, depth: int, out: list[str]) -> None:
         """Appends ``value``'s text, nested ``depth`` levels deep, to ``out``."""
-        if isinstance(value, str):
+        kind = type(value)
+        scalar = self.scalars.get(kind)
+        if scalar is not None:
+            out.append(scalar(value))
+        elif kind is dict:
+            self._members(value.items(), "{", "}", depth, out)
+        elif kind is list or kind is tuple:
+            self._members(value, "[", "]", depth, out)
+        elif isinstance(value, str):
             out.append(self.string(value))
         elif value is None:
             out.append("null")
@@ -67,35 +106,44 @@ class _Writer:
         elif isinstance(value, int):
             out.append(int.__repr__(value))
         elif isinstance(value, float):
-            out.append(_float_text(value))
+            out.append(self.float_text(value))
         elif isinstance(value, (list, tuple)):
-            if not value:
-                out.append("[]")
-                return
-            inner = "\n" + _INDENT * (depth + 1)
-            out.append("[")
-            separator = inner
-            for member in value:
-                out.append(separator)
-                self.write(member, depth + 1, out)
-                separator = "," + inner
-            out.append("\n" + _INDENT * depth + "]")
+            self._members(value, "[", "]", depth, out)
         elif isinstance(value, dict):
-            if not value:
-                out.append("{}")
-                return
-            inner = "\n" + _INDENT * (depth + 1)
-            out.append("{")
-            separator = inner
-            for key, member in value.items():
-                out.append(separator + self.key(key) + ": ")
-                self.write(member, depth + 1, out)
-                separator = "," + inner
-            out.append("\n" + _INDENT * depth + "}")
+            self._members(value.items(), "{", "}", depth, out)
+        elif self.js and isinstance(value, Mapping):  # js_data makes a dict of it, keys str()'d
+            self._members([(str(k), v) for k, v in value.items()], "{", "}", depth, out)
         else:
             raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
 
+    def _members(self, members: Iterable[Any], opening: str, closing: str, depth: int, out: list[str]) -> None:
+        """A list's members, or a dict's (key, member) pairs when ``opening`` is ``{``."""
+        inner = "\n" + _INDENT * (depth + 1)
+        separator = opening + inner
+        scalars = self.scalars
+        string = self.string
+        keyed = opening == "{"
+        empty = True
+        for member in members:
+            empty = False
+            if keyed:
+                key, member = member
+                separator += (string(key) if type(key) is str else self.key(key)) + ": "
+            scalar = scalars.get(type(member))
+            if scalar is not None:
+                out.append(separator + scalar(member))
+            else:
+                out.append(separator)
+                self.write(member, depth + 1, out)
+            separator = "," + inner
+        if empty:
+            out.append(opening + closing)
+        else:
+            out.append("\n" + _INDENT * depth + closing)
+
     def pieces(self, value: Any, depth: int) -> Iterator[str]:
+        if self.js and not isinstance(value, (list, tuple, dict)) and isinstance(value, Mapping):
+            value = {str(k): v for k, v in value.items()}
         if depth >= _STREAMED_DEPTH or not isinstance(value, (list, tuple, dict)) or not value:
             out: list[str] = []
             self.write(value, depth, out)
@@ -119,7 +167,8 @@ class _Writer:
             yield "\n" + _INDENT * depth + "]"
 
 
-def indented_pieces(value: Any, *, ensure_ascii: bool) -> Iterator[str]:
+def indented_pieces(value: Any, *, ensure_ascii: bool, js: bool = False) -> Iterator[str]:
     """``json.dumps(value, indent=2, ensure_ascii=ensure_ascii)``, in pieces whose joining is
-    that text (a cycle is a RecursionError here, not json's ValueError)."""
-    return _Writer(ensure_ascii).pieces(value, 0)
+    that text (a cycle is a RecursionError here, not json's ValueError). ``js``: of
+    ``js_data(value)`` (report/weval_json.py: numbers as JavaScript writes them)."""
+    return _Writer(ensure_ascii, js).pieces(value, 0)

@@ -344,7 +344,10 @@ def _ancestors(folder: str) -> list[str]:
     return chain
 
 
-def _folders(results: Sequence[ItemResult]) -> dict[str, FolderRollup]:
+def _folders(
+    results: Sequence[ItemResult], run: tuple[Tally, dict[str, Tally]] | None = None
+) -> dict[str, FolderRollup]:
+    """The folders' roll-ups; ``run``: ``_tallies(results)`` made already."""
     members: dict[str, list[ItemResult]] = {ROOT: []}
     subfolders: dict[str, set[str]] = {ROOT: set()}
     files: dict[str, set[str]] = {ROOT: set()}
@@ -358,16 +361,33 @@ def _folders(results: Sequence[ItemResult]) -> dict[str, FolderRollup]:
             subfolders.setdefault(folder, set())
             files.setdefault(folder, set())
         files[home].add(r.blueprint_path)
+    # A folder holds a subset of its parent's items, in the same order: one that holds as many
+    # holds the same list (the root holds the run's; a suite's one top folder the root's), and
+    # has the same tallies.
+    tallies: dict[str, tuple[Tally, dict[str, Tally]]] = {}
+    for path in sorted(members, key=lambda path: path.count("/") + 1 if path else 0):  # parents first
+        parent = posixpath.dirname(path)
+        if path == ROOT:
+            tallies[path] = run if run is not None else _tallies(members[path])
+        elif len(members[path]) == len(members[parent]):
+            tallies[path] = tallies[parent]
+        else:
+            tallies[path] = _tallies(members[path])
     return {
         path: FolderRollup(
             path=path,
-            overall=tally(members[path]),
-            by_model=_by(members[path], lambda r: r.model_id),
+            overall=tallies[path][0],
+            by_model=tallies[path][1],
             folders=tuple(sorted(subfolders[path])),
             blueprints=tuple(sorted(files[path])),
         )
         for path in sorted(members)
     }
+
+
+def _tallies(results: Sequence[ItemResult]) -> tuple[Tally, dict[str, Tally]]:
+    """The tally of ``results``, and their tallies by model."""
+    return tally(results), _by(results, lambda r: r.model_id)
 
 
 def _problems(results: Sequence[ItemResult]) -> tuple[tuple[PointProblem, ...], tuple[ItemProblem, ...]]:
@@ -459,11 +479,12 @@ def build_rollup(
         total.add(used)
 
     points, items = _problems(ordered)
+    run = _tallies(ordered)
     return Rollup(
-        overall=tally(ordered),
+        overall=run[0],
         blueprints=blueprints,
-        folders=_folders(ordered),
-        by_model=_by(ordered, lambda r: r.model_id),
+        folders=_folders(ordered, run),
+        by_model=run[1],
         effective_models={m: tuple(sorted(v)) for m, v in sorted(effective.items())},
         usage={m: per_model[m] for m in sorted(per_model)},
         usage_total=total,

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import IO
 
@@ -210,7 +210,13 @@ class FullResults:
     def each(self, results: Iterable[ItemResult]) -> Iterator[ItemResult]:
         for result in results:
             ref = self._spooled.get(result.nodeid)
-            yield result if ref is None else with_texts(result, self._reader.read(ref))
+            if ref is None:
+                yield result
+                continue
+            whole = self._reader.read(ref)
+            # a record that gained nothing since it was spooled is the whole result's compact
+            # record: the whole result is then what the two make
+            yield whole if _unchanged(result, whole.nodeid) else with_texts(result, whole)
 
     def lines(self, results: Iterable[ItemResult]) -> Iterator[bytes]:
         """Each of ``results`` whole, as ``model_dump_json`` and a newline encoded (what the
@@ -223,7 +229,7 @@ class FullResults:
                 line = self._reader.line(ref)
                 # the spool's line starts with its node id (ItemResult's first field)
                 if line.startswith(_line_start(result.nodeid)) and line.endswith(b"\n"):
-                    yield line
+                    yield line  # _unchanged, without reading the line
                     continue
             whole = result if ref is None else with_texts(result, self._reader.read(ref))
             yield (whole.model_dump_json() + "\n").encode("utf-8", errors="backslashreplace")
@@ -232,10 +238,17 @@ class FullResults:
         self._reader.close()
 
 
+def _unchanged(record: ItemResult, spooled_nodeid: str) -> bool:
+    """The compact ``record`` gained nothing since its whole result (of ``spooled_nodeid``) was
+    spooled: what a run adds to a kept record is the similarity rows (``embed_answers``) and a
+    node id its result had none of (``ItemResults``)."""
+    return record.similarities is None and record.nodeid == spooled_nodeid
+
+
 def _line_start(nodeid: str) -> bytes:
     """How a line whose result has the node id ``nodeid`` begins, as ``model_dump_json`` writes
     it (a node id JSON writes otherwise than pydantic only misses: the result is written again)."""
-    return b'{"nodeid":' + json.dumps(nodeid, ensure_ascii=False).encode("utf-8", errors="backslashreplace") + b","
+    return b'{"nodeid":' + encode_basestring(nodeid).encode("utf-8", errors="backslashreplace") + b","
 
 
 def remove_spools(paths: Iterable[str | os.PathLike[str]]) -> None:
