@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import pydantic_core
+
 from pytest_weval.blueprint.model import Blueprint, Prompt
 from pytest_weval.files import write_atomic
 from pytest_weval.report._fmt import SURROGATE, fmt_duration, fmt_p, fmt_score, js_number, judge_label, plural
@@ -134,10 +136,26 @@ def script_json(data: Any) -> str:
     """JSON to sit inside ``<script type="application/json">``: ``<``, ``>`` and ``&`` (which
     only occur inside strings) as ``\\u`` escapes, so no text can close the element or open a
     comment; lone surrogates escaped too, so the page is valid UTF-8."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = _compact_json(data)
+    surrogates = text is None
+    if text is None:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-    return SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if surrogates else text
+
+
+def _compact_json(data: Any) -> str | None:
+    """``data``'s compact JSON by pydantic's serialiser, three times as fast as the standard
+    library's on a blueprint's data (the same text but for a float's spelling, ``1e-05`` as
+    ``0.00001``: the page's script reads the same numbers). None when it does not write what
+    ``json.dumps`` would: a lone surrogate (which it refuses), NaN or an infinity (which
+    ``allow_nan=False`` refuses), or what it cannot write."""
+    try:
+        text = pydantic_core.to_json(data, inf_nan_mode="constants").decode("utf-8")
+    except (ValueError, TypeError):
+        return None
+    return None if "NaN" in text or "Infinity" in text else text
 
 
 def packed_json(data: Any) -> str:

@@ -409,6 +409,36 @@ def build_run_summary(
 ) -> dict[str, Any]:
     """``summary.json``: run totals, per blueprint x model and per folder means, usage, judge
     agreement, pass counts, the items and every error. Our format (not Weval's), camelCase."""
+    return js_data(
+        run_summary_data(
+            results,
+            rollup,
+            run_label=run_label,
+            timestamp=timestamp,
+            min_score=min_score,
+            gate_lines=gate_lines,
+            files=files,
+            comparison=comparison,
+            not_run=not_run,
+            changes=changes,
+        )
+    )
+
+
+def run_summary_data(
+    results: Sequence[ItemResult],
+    rollup: Rollup | None = None,
+    *,
+    run_label: str | None = None,
+    timestamp: dt.datetime | str | None = None,
+    min_score: float | None = None,
+    gate_lines: Sequence[str] | None = None,
+    files: Mapping[str, str] | None = None,
+    comparison: Comparison | None = None,
+    not_run: int | None = None,
+    changes: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``build_run_summary`` before ``js_data`` (written with ``write_json_atomic(..., js=True)``)."""
     rollup = rollup if rollup is not None else build_rollup(results)
     data = rollup.to_dict()
     items = [
@@ -463,7 +493,7 @@ def build_run_summary(
         summary["baseline"] = comparison.to_dict()
     if changes is not None:  # since the store's previous run (docs/history.md)
         summary["changes"] = dict(changes)
-    return js_data(_drop_absent(summary))
+    return _drop_absent(summary)
 
 
 # ---------------------------------------------------------------- writing
@@ -556,7 +586,7 @@ def write_outputs(
         written.append(out / name)
         files[path] = name
 
-    summary = build_run_summary(
+    summary = run_summary_data(
         results,
         rollup,
         run_label=run_label,
@@ -568,6 +598,6 @@ def write_outputs(
         not_run=not_run,
         changes=changes,
     )
-    write_json_atomic(out / "summary.json", summary)
+    write_json_atomic(out / "summary.json", summary, js=True)
     written.append(out / "summary.json")
     return written
