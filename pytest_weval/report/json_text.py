@@ -13,6 +13,8 @@ import json.encoder
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+import pydantic_core
+
 _INDENT = "  "
 # Members of values this deep or deeper are written whole before anything is yielded: a
 # summary's items or a comparison file's prompts are a member at depth 1 or 2.
@@ -55,6 +57,7 @@ class _Writer:
             json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
         )
         self.js = js
+        self.ascii = ensure_ascii
         self.float_text = _js_float_text if js else _float_text
         # the scalars by exact type, written without a call of ``write`` each
         self.scalars: dict[type, Callable[[Any], str]] = {
@@ -92,6 +95,8 @@ class _Writer:
         if scalar is not None:
             out.append(scalar(value))
         elif kind is dict:
+            if self.js and not _STRINGS.issuperset(map(type, value)):
+                value = _js_keys(value)
             self._members(value.items(), "{", "}", depth, out)
         elif kind is list or kind is tuple:
             self._members(value, "[", "]", depth, out)
@@ -110,7 +115,7 @@ class _Writer:
         elif isinstance(value, (list, tuple)):
             self._members(value, "[", "]", depth, out)
         elif isinstance(value, dict):
-            self._members(value.items(), "{", "}", depth, out)
+            self._members((_js_keys(value) if self.js else value).items(), "{", "}", depth, out)
         elif self.js and isinstance(value, Mapping):  # js_data makes a dict of it, keys str()'d
             self._members([(str(k), v) for k, v in value.items()], "{", "}", depth, out)
         else:
@@ -142,8 +147,10 @@ class _Writer:
             out.append("\n" + _INDENT * depth + closing)
 
     def pieces(self, value: Any, depth: int) -> Iterator[str]:
-        if self.js and not isinstance(value, (list, tuple, dict)) and isinstance(value, Mapping):
-            value = {str(k): v for k, v in value.items()}
+        if self.js and isinstance(value, Mapping) and not _STRINGS.issuperset(map(type, value)):
+            value = _js_keys(value)
+        elif self.js and not isinstance(value, (list, tuple, dict)) and isinstance(value, Mapping):
+            value = dict(value)
         if depth >= _STREAMED_DEPTH or not isinstance(value, (list, tuple, dict)) or not value:
             out: list[str] = []
             self.write(value, depth, out)
@@ -151,20 +158,98 @@ class _Writer:
             return
         inner = "\n" + _INDENT * (depth + 1)
         separator = inner
-        if isinstance(value, dict):
-            yield "{"
-            for key, member in value.items():
-                yield separator + self.key(key) + ": "
-                yield from self.pieces(member, depth + 1)
-                separator = "," + inner
-            yield "\n" + _INDENT * depth + "}"
+        keyed = isinstance(value, dict)
+        members: Iterable[Any] = value.items() if isinstance(value, dict) else value
+        yield "{" if keyed else "["
+        if depth + 1 == _STREAMED_DEPTH and self.js and not self.ascii:
+            # the members, whole, by pydantic's serialiser a batch at a time
+            for batch in _batches(members):
+                text = _serialised(dict(batch) if keyed else batch, depth)
+                if text is not None:  # its opening bracket and its closing one's line left out
+                    yield separator[: -len(inner)] + text[1 : len(text) - len(_INDENT * depth) - 2]
+                    separator = "," + inner
+                    continue
+                for member in batch:
+                    yield from self._member(member, keyed, separator, depth)
+                    separator = "," + inner
         else:
-            yield "["
-            for member in value:
-                yield separator
-                yield from self.pieces(member, depth + 1)
+            for member in members:
+                yield from self._member(member, keyed, separator, depth)
                 separator = "," + inner
-            yield "\n" + _INDENT * depth + "]"
+        yield "\n" + _INDENT * depth + ("}" if keyed else "]")
+
+    def _member(self, member: Any, keyed: bool, separator: str, depth: int) -> Iterator[str]:
+        if keyed:
+            key, member = member
+            yield separator + self.key(key) + ": "
+        else:
+            yield separator
+        yield from self.pieces(member, depth + 1)
+
+
+_STRINGS = frozenset({str})
+
+
+def _js_keys(value: Mapping[Any, Any]) -> dict[str, Any]:
+    """js_data's dict of a mapping: each key str()'d (two keys alike then are one, the later's
+    value kept, as js_data keeps it)."""
+    return {str(k): v for k, v in value.items()}
+
+
+_BATCH = 256  # members of a streamed level serialised at once: few calls, a small text each
+
+
+def _batches(members: Iterable[Any]) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for member in members:
+        batch.append(member)
+        if len(batch) == _BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+class _Unsafe(Exception):
+    """A value pydantic's serialiser could write otherwise than json.dumps."""
+
+
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
+def _js_safe(value: Any) -> Any:
+    """js_data's copy of ``value``, for pydantic's serialiser; ``_Unsafe`` for what it could
+    write otherwise than json.dumps: a float below 1e-4 or from 1e16 (which it spells
+    ``0.00001`` for ``1e-05``, ``1e16`` for ``1e+16``), a key not a string, a subclass of a
+    JSON type or any other object (json.dumps's errors are the writer's to raise)."""
+    kind = type(value)
+    if kind is dict:
+        if not _STRINGS.issuperset(map(type, value)):
+            raise _Unsafe
+        return {k: v if type(v) in _PLAIN else _js_safe(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [v if type(v) in _PLAIN else _js_safe(v) for v in value]
+    if kind is float:
+        if value != value or value in (_INFINITY, -_INFINITY):
+            return None
+        if value.is_integer() and abs(value) < 2**53:
+            return int(value)
+        if 1e-4 <= abs(value) < 1e16:
+            return value
+    raise _Unsafe
+
+
+def _serialised(value: Any, depth: int) -> str | None:
+    """``json.dumps(js_data(value), indent=2)`` nested ``depth`` levels deep, written by
+    pydantic's serialiser, three times as fast as the writer above with ``js_data`` included:
+    the same escapes, the same shortest floats in the range ``_js_safe`` lets through, non-ASCII
+    as it is. None for what it could write otherwise, or cannot write (a lone surrogate)."""
+    try:
+        text = pydantic_core.to_json(_js_safe(value), indent=2).decode("utf-8")
+    except (_Unsafe, ValueError, TypeError, OverflowError):
+        return None
+    # a JSON text has no newline but between its tokens
+    return text.replace("\n", "\n" + _INDENT * depth) if depth else text
 
 
 def indented_pieces(value: Any, *, ensure_ascii: bool, js: bool = False) -> Iterator[str]:

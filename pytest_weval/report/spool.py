@@ -17,7 +17,7 @@ import dataclasses
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import IO
 
