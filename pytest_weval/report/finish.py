@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +130,14 @@ def write_run_files(
     """``--weval-out`` (comparison files, ``summary.json``, agent results, the run's record) and
     ``--weval-html``; returns the paths written."""
     written: list[Path] = []
+    # The page's blueprint blocks are made as the comparison files read each blueprint's whole
+    # results, which are then read once for both (they are small: the page is compact).
+    blocks: dict[str, str] | None = None
     if out_dir is not None:
+        each_blueprint = None
+        if html_path is not None:
+            blocks = {}
+            each_blueprint = _page_blocks(run, blocks)
         written += write_outputs(
             out_dir,
             run.blueprints,
@@ -142,6 +149,7 @@ def write_run_files(
             not_run=run.not_run,
             changes=run.changes.to_dict() if run.changes is not None else None,
             full=run.full,
+            each_blueprint=each_blueprint,
         )
         written += write_agent_results(out_dir, run.results, full=run.full)
         written += write_promptfoo_results(out_dir, run.results)
@@ -162,9 +170,24 @@ def write_run_files(
                 comparison=run.comparison,
                 history=run.history,
                 full=run.full,
+                blocks=blocks,
             )
         )
     return written
+
+
+def _page_blocks(run: FinishedRun, blocks: dict[str, str]) -> Callable[[str, Sequence[ItemResult]], None]:
+    """What adds a blueprint's block of the HTML page to ``blocks`` from its whole results."""
+    from pytest_weval.report.html import blueprint_block
+
+    numbers = {path: i for i, path in enumerate(sorted({r.blueprint_path for r in run.results}))}
+
+    def add(path: str, results: Sequence[ItemResult]) -> None:
+        rollup = run.rollup.blueprints.get(path)
+        if rollup is not None:
+            blocks[path] = blueprint_block(numbers[path], path, results, rollup, run.blueprints.get(path))
+
+    return add
 
 
 def merge_outputs(dirs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str]) -> list[Path]:

@@ -376,8 +376,24 @@ def compare_newest(
             continue
         if item.scored:
             scored[item.nodeid] = (newest, item.score, item if changed(result, item.score) else None)
-        analysis.pair(item, item_record(result))
+        if not _same_scores(item, result):  # else nothing moved: no regression to look for
+            analysis.pair(item, item_record(result))
     return scored, analysis
+
+
+def _same_scores(item: ItemRecord, result: Result) -> bool:
+    """``result`` scored as the earlier ``item`` did: the same score, the same points with the
+    same scores and errors (what ``analyses.moves`` compares)."""
+    points = item.detail.points
+    now: Sequence[Point] = result.points
+    return (
+        item.score == result.score
+        and len(points) == len(now)
+        and all(
+            old.text == new.key_point_text and old.score == new.coverage_extent and old.error == new.error
+            for old, new in zip(points, now)
+        )
+    )
 
 
 # ---------------------------------------------------------------- a recorded run as a baseline

@@ -237,17 +237,18 @@ class RecordedHistory:
     def each_item(self, run_id: str) -> Iterator[ItemRecord]:
         """One run's items one at a time, as the store reads them: a reader that keeps little
         of each never holds the run's items."""
-        return self._each_read(run_id, self.store.each_item(run_id))
+        return self._each_read(run_id, self.store.each_item(run_id), slim=False)
 
     def _read_items(self, run_id: str, raws: Iterable[dict[str, Any]]) -> list[ItemRecord]:
         """``raws`` read into records, each raw dict let go as its record is made (a run's
         items are thousands: the two are never all in memory at once)."""
         return list(self._each_read(run_id, raws))
 
-    def _each_read(self, run_id: str, raws: Iterable[dict[str, Any]]) -> Iterator[ItemRecord]:
+    def _each_read(self, run_id: str, raws: Iterable[dict[str, Any]], *, slim: bool = True) -> Iterator[ItemRecord]:
+        """``slim``: each record kept small, for a reader that holds them all."""
         for raw in raws:
             try:
-                item = self.slim(read_item(raw))
+                item = self.slim(read_item(raw)) if slim else read_item(raw)
             except DamagedRecord as exc:
                 where = self.store.location(run_id)
                 self._note(f"{where}: run {run_id[:80]!r}: item {str(raw.get('nodeid'))[:120]!r} skipped: {exc}")

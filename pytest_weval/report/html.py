@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import pydantic_core
+
 from pytest_weval.blueprint.model import Blueprint, Prompt
 from pytest_weval.files import write_atomic
 from pytest_weval.report._fmt import SURROGATE, fmt_duration, fmt_p, fmt_score, js_number, judge_label, plural
@@ -67,7 +69,7 @@ from pytest_weval.report.rollup import (
 from pytest_weval.report.similarity import similarity_tables
 from pytest_weval.report.spool import FullResults, whole_results
 from pytest_weval.report.terminal import short_model_name
-from pytest_weval.report.weval_json import conversation_history, generation_failed
+from pytest_weval.report.weval_json import conversation_turns, generation_failed
 from pytest_weval.results import ItemResult, PointAssessment, Result
 from pytest_weval.scoring.similarity import IDEAL_MODEL_ID
 
@@ -134,10 +136,26 @@ def script_json(data: Any) -> str:
     """JSON to sit inside ``<script type="application/json">``: ``<``, ``>`` and ``&`` (which
     only occur inside strings) as ``\\u`` escapes, so no text can close the element or open a
     comment; lone surrogates escaped too, so the page is valid UTF-8."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = _compact_json(data)
+    surrogates = text is None
+    if text is None:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-    return SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if surrogates else text
+
+
+def _compact_json(data: Any) -> str | None:
+    """``data``'s compact JSON by pydantic's serialiser, three times as fast as the standard
+    library's on a blueprint's data (the same text but for a float's spelling, ``1e-05`` as
+    ``0.00001``: the page's script reads the same numbers). None when it does not write what
+    ``json.dumps`` would: a lone surrogate (which it refuses), NaN or an infinity (which
+    ``allow_nan=False`` refuses), or what it cannot write."""
+    try:
+        text = pydantic_core.to_json(data, inf_nan_mode="constants").decode("utf-8")
+    except (ValueError, TypeError):
+        return None
+    return None if "NaN" in text or "Infinity" in text else text
 
 
 def packed_json(data: Any) -> str:
@@ -202,7 +220,7 @@ _ERROR_TURN = re.compile(r"^<<error>>(.*)<</error>>$", re.DOTALL)
 
 def _turns_shown(result: ItemResult, prompt: Prompt | None) -> tuple[list[dict[str, Any]], list[int]]:
     """The item's conversation as the page shows it, and each turn's flag."""
-    history = conversation_history(result, prompt)
+    history = conversation_turns(result, prompt)  # a turn changed is replaced, not changed
     flags = _generated_flags(history, result, prompt)
     if flags and flags[-1] == NO_ANSWER:
         if result.not_run or result.error_kind in _NOTHING_ASKED:
@@ -346,7 +364,7 @@ def _first_messages(results: Sequence[ItemResult]) -> list[list[Any]]:
     """A prompt's written turns when its blueprint is not at hand (agent eval cases): the first
     item's history up to its first generated turn."""
     for r in results:
-        history = conversation_history(r, None)
+        history = conversation_turns(r, None)
         flags = _generated_flags(history, r, None)
         head = []
         for m, flag in zip(history, flags):
@@ -851,9 +869,12 @@ def page_parts(
     comparison: Comparison | None = None,
     history: HistoryView | None = None,
     full: FullResults | None = None,
+    blocks: Mapping[str, str] | None = None,
 ) -> Iterator[str]:
     """``build_html``'s page in pieces, one blueprint's data at a time: ``full`` gives each
-    blueprint's results their texts back as its piece is made (``report/spool.py``)."""
+    blueprint's results their texts back as its piece is made (``report/spool.py``). ``blocks``:
+    the ``blueprint_block`` of blueprint paths already made (by a writer that read their
+    results first), used as they are."""
     rollup = rollup if rollup is not None else build_rollup(results)
     facts = facts or RunFacts()
     groups: dict[str, list[Result]] = {}
@@ -913,17 +934,28 @@ def page_parts(
         parts.append(f'<script type="application/json" id="weval-history-data">{blob}</script>\n')
         parts.append(f'<script nonce="{nonce}">{HISTORY_JS}</script>\n')
     yield "".join(parts)
-    for path in sorted(groups):
+    for i, path in enumerate(sorted(groups)):
+        block = blocks.get(path) if blocks is not None else None
+        if block is not None:
+            yield block
+            continue
         bp_rollup = rollup.blueprints.get(path)
         if bp_rollup is None:
             continue
         items = list(whole_results(groups[path], full))
-        data = blueprint_json(path, items, bp_rollup, blueprints_by_path.get(path))
-        yield (
-            f'<script type="{BLOB_TYPE}" id="{blob_ids[path]}" data-encoding="{BLOB_ENCODING}">'
-            f"{packed_json(data)}</script>\n"
-        )
+        yield blueprint_block(i, path, items, bp_rollup, blueprints_by_path.get(path))
     yield "</body></html>\n"
+
+
+def blueprint_block(
+    number: int, path: str, results: Sequence[ItemResult], rollup: BlueprintRollup, blueprint: Blueprint | None
+) -> str:
+    """The page's element that holds one blueprint's data (``blueprint_json``, packed):
+    ``number`` is the blueprint's place among the run's blueprint paths, sorted."""
+    return (
+        f'<script type="{BLOB_TYPE}" id="{BLOB_PREFIX}{number}" data-encoding="{BLOB_ENCODING}">'
+        f"{packed_json(blueprint_json(path, results, rollup, blueprint))}</script>\n"
+    )
 
 
 def write_html(
@@ -936,12 +968,20 @@ def write_html(
     comparison: Comparison | None = None,
     history: HistoryView | None = None,
     full: FullResults | None = None,
+    blocks: Mapping[str, str] | None = None,
 ) -> Path:
     """Write the page (to a temporary name, then renamed into place), a blueprint at a time;
-    returns its path."""
+    returns its path. ``blocks``: as for ``page_parts``."""
     target = Path(path)
     parts = page_parts(
-        blueprints_by_path, results, rollup=rollup, facts=facts, comparison=comparison, history=history, full=full
+        blueprints_by_path,
+        results,
+        rollup=rollup,
+        facts=facts,
+        comparison=comparison,
+        history=history,
+        full=full,
+        blocks=blocks,
     )
     write_atomic(target, (part.encode("utf-8") for part in parts))
     return target
@@ -949,6 +989,7 @@ def write_html(
 
 __all__ = [
     "RunFacts",
+    "blueprint_block",
     "blueprint_json",
     "build_html",
     "packed_json",

@@ -143,11 +143,28 @@ def tally(results: Iterable[Result]) -> Tally:
     )
 
 
-def _by(results: Sequence[Result], key: Callable[[Result], str]) -> dict[str, Tally]:
+def _by(
+    results: Sequence[Result], key: Callable[[Result], str], of: Callable[[list[Result]], Tally] = tally
+) -> dict[str, Tally]:
     groups: dict[str, list[Result]] = {}
     for r in results:
         groups.setdefault(key(r), []).append(r)
-    return {k: tally(groups[k]) for k in sorted(groups)}
+    return {k: of(groups[k]) for k in sorted(groups)}
+
+
+class _Tallies:
+    """``tally`` once per list of items: a blueprint's models and its variants (a model with one
+    variant), a folder and its one blueprint or its parent, group the same items alike."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[int, ...], Tally] = {}  # by the items' ids (all alive till the roll-up is made)
+
+    def of(self, results: list[Result]) -> Tally:
+        key = tuple(map(id, results))
+        made = self._made.get(key)
+        if made is None:
+            made = self._made[key] = tally(results)
+        return made
 
 
 @dataclass(frozen=True)
@@ -344,30 +361,55 @@ def _ancestors(folder: str) -> list[str]:
     return chain
 
 
-def _folders(results: Sequence[Result]) -> dict[str, FolderRollup]:
+def _folders(
+    results: Sequence[Result], made: _Tallies, run: tuple[Tally, dict[str, Tally]] | None = None
+) -> dict[str, FolderRollup]:
+    """The folders' roll-ups; ``run``: ``_tallies(results)`` made already."""
     members: dict[str, list[Result]] = {ROOT: []}
     subfolders: dict[str, set[str]] = {ROOT: set()}
     files: dict[str, set[str]] = {ROOT: set()}
+    homes: dict[str, list[list[Result]]] = {}  # by blueprint path: its folders' members
     for r in results:
-        home = folder_of(r.blueprint_path)
-        chain = _ancestors(home)
-        for parent, child in itertools.pairwise(chain):
-            subfolders.setdefault(parent, set()).add(child)
-        for folder in chain:
-            members.setdefault(folder, []).append(r)
-            subfolders.setdefault(folder, set())
-            files.setdefault(folder, set())
-        files[home].add(r.blueprint_path)
+        lists = homes.get(r.blueprint_path)
+        if lists is None:  # the file's first item: its folders, made known
+            home = folder_of(r.blueprint_path)
+            chain = _ancestors(home)
+            for parent, child in itertools.pairwise(chain):
+                subfolders.setdefault(parent, set()).add(child)
+            for folder in chain:
+                subfolders.setdefault(folder, set())
+                files.setdefault(folder, set())
+            files[home].add(r.blueprint_path)
+            lists = homes[r.blueprint_path] = [members.setdefault(folder, []) for folder in chain]
+        for held in lists:
+            held.append(r)
+    # A folder holds a subset of its parent's items, in the same order: one that holds as many
+    # holds the same list (the root holds the run's; a suite's one top folder the root's), and
+    # has the same tallies.
+    tallies: dict[str, tuple[Tally, dict[str, Tally]]] = {}
+    for path in sorted(members, key=lambda path: path.count("/") + 1 if path else 0):  # parents first
+        parent = posixpath.dirname(path)
+        if path == ROOT:
+            tallies[path] = run if run is not None else _tallies(members[path], made)
+        elif len(members[path]) == len(members[parent]):
+            tallies[path] = tallies[parent]
+        else:
+            tallies[path] = _tallies(members[path], made)
     return {
         path: FolderRollup(
             path=path,
-            overall=tally(members[path]),
-            by_model=_by(members[path], lambda r: r.model_id),
+            overall=tallies[path][0],
+            by_model=tallies[path][1],
             folders=tuple(sorted(subfolders[path])),
             blueprints=tuple(sorted(files[path])),
         )
         for path in sorted(members)
     }
+
+
+def _tallies(results: list[Result], made: _Tallies) -> tuple[Tally, dict[str, Tally]]:
+    """The tally of ``results``, and their tallies by model."""
+    return made.of(results), _by(results, lambda r: r.model_id, made.of)
 
 
 def _problems(results: Sequence[Result]) -> tuple[tuple[PointProblem, ...], tuple[ItemProblem, ...]]:
@@ -433,14 +475,15 @@ def build_rollup(
     by_path: dict[str, list[Result]] = {}
     for r in ordered:
         by_path.setdefault(r.blueprint_path, []).append(r)
+    made = _Tallies()
     blueprints = {
         path: BlueprintRollup(
             path=path,
             id=items[0].blueprint_id,
             title=items[0].blueprint_title or items[0].blueprint_id,
-            overall=tally(items),
-            by_model=_by(items, lambda r: r.model_id),
-            by_effective_model=_by(items, lambda r: r.effective_model_id),
+            overall=made.of(items),
+            by_model=_by(items, lambda r: r.model_id, made.of),
+            by_effective_model=_by(items, lambda r: r.effective_model_id, made.of),
         )
         for path, items in sorted(by_path.items())
     }
@@ -459,11 +502,12 @@ def build_rollup(
         total.add(used)
 
     points, items = _problems(ordered)
+    run = _tallies(ordered, made)
     return Rollup(
-        overall=tally(ordered),
+        overall=run[0],
         blueprints=blueprints,
-        folders=_folders(ordered),
-        by_model=_by(ordered, lambda r: r.model_id),
+        folders=_folders(ordered, made, run),
+        by_model=run[1],
         effective_models={m: tuple(sorted(v)) for m, v in sorted(effective.items())},
         usage={m: per_model[m] for m in sorted(per_model)},
         usage_total=total,

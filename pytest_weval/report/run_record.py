@@ -21,7 +21,7 @@ from pytest_weval.blueprint.model import Blueprint
 from pytest_weval.errors import WevalError
 from pytest_weval.files import write_atomic
 from pytest_weval.report.rollup import item_key
-from pytest_weval.report.spool import FullResults, whole_results
+from pytest_weval.report.spool import FullResults
 from pytest_weval.results import ItemResult, Result, Usage
 
 RECORD_DIR = ".weval"
@@ -46,12 +46,13 @@ def write_run_record(
 ) -> None:
     """``<out_dir>/.weval/``: the records the folder's other files are made from; ``gates`` is
     the JSON of the run's ``RunGates``. ``full`` gives the results their texts back, one at a
-    time as the items' file is written."""
+    time as the items' file is written (their spooled lines as they are, when nothing was added
+    to them since)."""
     folder = Path(out_dir) / RECORD_DIR
     ordered = sorted(results, key=item_key)
     used = {r.blueprint_path for r in ordered}
-    whole = whole_results(ordered, full)
-    items = ((r.model_dump_json() + "\n").encode("utf-8", errors="backslashreplace") for r in whole)
+    # a spooled result's line is already what this file holds (``FullResults.lines``)
+    items = (full if full is not None else FullResults()).lines(ordered)
     # a line per blueprint, written as it is made (12 MB of them at bench/scale.py's 16,000 items)
     blueprints = (
         (json.dumps({"path": path, "blueprint": json.loads(blueprints_by_path[path].model_dump_json())}) + "\n").encode(

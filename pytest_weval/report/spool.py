@@ -17,6 +17,7 @@ import dataclasses
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import IO
 
@@ -93,11 +94,15 @@ class SpoolReader:
         self._files: dict[str, IO[bytes]] = {}
 
     def read(self, ref: SpoolRef) -> ItemResult:
+        return ItemResult.model_validate_json(self.line(ref))
+
+    def line(self, ref: SpoolRef) -> bytes:
+        """The result's line as the spool holds it (its JSON and a newline)."""
         handle = self._files.get(ref.path)
         if handle is None:
             handle = self._files[ref.path] = open(ref.path, "rb")  # noqa: SIM115 - closed by close()
         handle.seek(ref.offset)
-        return ItemResult.model_validate_json(handle.read(ref.length))
+        return handle.read(ref.length)
 
     def close(self) -> None:
         for handle in self._files.values():
@@ -231,11 +236,45 @@ class FullResults:
         for result in results:
             if isinstance(result, ItemResult):  # whole already
                 yield result
+                continue
+            whole = self._reader.read(self._spooled[result.nodeid])
+            # a record that gained nothing since it was spooled: the whole result is the spool's
+            yield whole if _unchanged(result, whole.nodeid) else with_texts(result, whole)
+
+    def lines(self, results: Iterable[Result]) -> Iterator[bytes]:
+        """Each of ``results`` whole, as ``model_dump_json`` and a newline encoded (what the
+        run's record holds): a spooled result's own line when the record gained nothing since
+        it was spooled (no similarity rows, the same node id), so it is neither read back nor
+        written again; else read back and written."""
+        for result in results:
+            if isinstance(result, ItemResult):
+                whole = result
             else:
-                yield with_texts(result, self._reader.read(self._spooled[result.nodeid]))
+                ref = self._spooled[result.nodeid]
+                if result.similarities is None:
+                    line = self._reader.line(ref)
+                    # the spool's line starts with its node id (ItemResult's first field)
+                    if line.startswith(_line_start(result.nodeid)) and line.endswith(b"\n"):
+                        yield line  # _unchanged, without reading the line
+                        continue
+                whole = with_texts(result, self._reader.read(ref))
+            yield (whole.model_dump_json() + "\n").encode("utf-8", errors="backslashreplace")
 
     def close(self) -> None:
         self._reader.close()
+
+
+def _unchanged(record: KeptResult, spooled_nodeid: str) -> bool:
+    """The kept ``record`` gained nothing since its whole result (of ``spooled_nodeid``) was
+    spooled: what a run adds to a kept record is the similarity rows (``embed_answers``) and a
+    node id its result had none of (``ItemResults``; ``with_texts`` takes the same two)."""
+    return record.similarities is None and record.nodeid == spooled_nodeid
+
+
+def _line_start(nodeid: str) -> bytes:
+    """How a line whose result has the node id ``nodeid`` begins, as ``model_dump_json`` writes
+    it (a node id JSON writes otherwise than pydantic only misses: the result is written again)."""
+    return b'{"nodeid":' + encode_basestring(nodeid).encode("utf-8", errors="backslashreplace") + b","
 
 
 def whole_results(results: Iterable[Result], full: FullResults | None) -> Iterator[ItemResult]:

@@ -16,7 +16,7 @@ import datetime as dt
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -155,17 +155,29 @@ def coverage_json(result: ItemResult) -> dict[str, Any]:
 
 
 def authored_messages(prompt: Prompt) -> list[dict[str, Any]]:
+    return copy.deepcopy(_authored(prompt))
+
+
+def _authored(prompt: Prompt) -> list[dict[str, Any]]:
+    """``authored_messages``, its turns the prompt's own (read them, never change them)."""
     raw = prompt.raw.get("messages") if isinstance(prompt.raw, Mapping) else None
     if isinstance(raw, list) and raw:
-        return copy.deepcopy(raw)
+        return raw
     return [{"role": m.role, "content": m.content} for m in prompt.messages]
 
 
 def conversation_history(result: ItemResult, prompt: Prompt | None) -> list[dict[str, Any]]:
     """The item's history; rebuilt from the prompt when the engine recorded none."""
+    return copy.deepcopy(conversation_turns(result, prompt))
+
+
+def conversation_turns(result: ItemResult, prompt: Prompt | None) -> list[dict[str, Any]]:
+    """``conversation_history`` in a list of its own whose turns may be the result's or the
+    prompt's (read them, never change them): what reports that only read it, or copy it as they
+    write it (``js_data``), take without copying every turn."""
     if result.history:
-        return copy.deepcopy(result.history)
-    authored = authored_messages(prompt) if prompt is not None else []
+        return list(result.history)
+    authored = _authored(prompt) if prompt is not None else []
     history: list[dict[str, Any]] = []
     if result.system_prompt:
         history.append({"role": "system", "content": result.system_prompt})
@@ -206,7 +218,12 @@ def effective_config(blueprint: Blueprint, results: Sequence[ItemResult]) -> dic
     """The comparison file's ``config``: the config as the reference's run uses and writes it
     (tags normalized, ``system: [...]`` as ``systems``, defaults filled: the blueprint's
     ``effective_config``), with the models that ran."""
-    config = copy.deepcopy(dict(blueprint.effective_config or blueprint.config))
+    return copy.deepcopy(_config(blueprint, results))
+
+
+def _config(blueprint: Blueprint, results: Sequence[ItemResult]) -> dict[str, Any]:
+    """``effective_config``, its values the blueprint's own (read them, never change them)."""
+    config = dict(blueprint.effective_config or blueprint.config)
     config["id"] = blueprint.id  # always path-derived (docs/format.md, 'Blueprint ids')
     if not config.get("title"):
         config["title"] = blueprint.title
@@ -249,6 +266,34 @@ def build_comparison(
     ``include_prompt_weights`` to add the ``__promptWeights`` map that Weval's storage and API
     inject into ``llmCoverageScores`` when the file is read (the saved file has none).
     """
+    return js_data(
+        comparison_data(
+            blueprint,
+            results,
+            run_label=run_label,
+            timestamp=timestamp,
+            source_commit_sha=source_commit_sha,
+            source_blueprint_file_name=source_blueprint_file_name,
+            include_prompt_weights=include_prompt_weights,
+            store_full_history=store_full_history,
+        )
+    )
+
+
+def comparison_data(
+    blueprint: Blueprint,
+    results: Sequence[ItemResult],
+    *,
+    run_label: str | None = None,
+    timestamp: dt.datetime | str | None = None,
+    source_commit_sha: str | None = None,
+    source_blueprint_file_name: str | None = None,
+    include_prompt_weights: bool = False,
+    store_full_history: bool = True,
+) -> dict[str, Any]:
+    """``build_comparison`` before ``js_data``: its containers may be the prompt's and the
+    results' own (read it, never change it), which ``js_data``, or a file written with
+    ``write_json_atomic(..., js=True)``, copies."""
     ordered = sorted(weval_kept(results), key=item_key)
     # Duplicate ids: the later prompt wins, as the reference's results map keeps the last
     # (docs/compatibility.md, 'Duplicate prompt ids').
@@ -275,7 +320,8 @@ def build_comparison(
     for pid in prompt_ids:
         prompt = prompts.get(pid)
         items = sorted(by_prompt[pid], key=lambda r: (utf16_key(r.effective_model_id), item_key(r)))
-        messages = authored_messages(prompt) if prompt is not None else []
+        # the turns the prompt and the results hold, copied by js_data below
+        messages = _authored(prompt) if prompt is not None else []
         contexts[pid] = messages or "Error: No input context found"
         finals[pid] = {}
         if prompt is not None and prompt.ideal is not None:
@@ -292,7 +338,7 @@ def build_comparison(
                 continue
             system_prompts[eff] = r.system_prompt  # last prompt wins, as in the reference
             finals[pid][eff] = final_response(r)
-            histories[pid][eff] = conversation_history(r, prompt)
+            histories[pid][eff] = conversation_turns(r, prompt)
             if generation_failed(r):
                 errors.setdefault(pid, {})[eff] = r.error or "no response"
             if r.fixture is not None:
@@ -315,7 +361,7 @@ def build_comparison(
             "description": blueprint.description,
             "sourceCommitSha": source_commit_sha,
             "sourceBlueprintFileName": source_blueprint_file_name,
-            "config": effective_config(blueprint, ordered),
+            "config": _config(blueprint, ordered),
             "evalMethodsUsed": (["embedding"] if "similarityMatrix" in evaluation else []) + EVAL_METHODS,
             "effectiveModels": _sorted_keys(effective),
             "modelSystemPrompts": {k: system_prompts[k] for k in _sorted_keys(system_prompts)},
@@ -331,7 +377,7 @@ def build_comparison(
         }
     )
     # modelSystemPrompts keeps its nulls: the reference writes ``systemPromptUsed ?? null``.
-    return js_data(out)
+    return out
 
 
 def _evaluation_results(coverage: dict[str, Any], similarities: SimilarityTables | None) -> dict[str, Any]:
@@ -363,6 +409,36 @@ def build_run_summary(
 ) -> dict[str, Any]:
     """``summary.json``: run totals, per blueprint x model and per folder means, usage, judge
     agreement, pass counts, the items and every error. Our format (not Weval's), camelCase."""
+    return js_data(
+        run_summary_data(
+            results,
+            rollup,
+            run_label=run_label,
+            timestamp=timestamp,
+            min_score=min_score,
+            gate_lines=gate_lines,
+            files=files,
+            comparison=comparison,
+            not_run=not_run,
+            changes=changes,
+        )
+    )
+
+
+def run_summary_data(
+    results: Sequence[Result],
+    rollup: Rollup | None = None,
+    *,
+    run_label: str | None = None,
+    timestamp: dt.datetime | str | None = None,
+    min_score: float | None = None,
+    gate_lines: Sequence[str] | None = None,
+    files: Mapping[str, str] | None = None,
+    comparison: Comparison | None = None,
+    not_run: int | None = None,
+    changes: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``build_run_summary`` before ``js_data`` (written with ``write_json_atomic(..., js=True)``)."""
     rollup = rollup if rollup is not None else build_rollup(results)
     data = rollup.to_dict()
     items = [
@@ -417,27 +493,27 @@ def build_run_summary(
         summary["baseline"] = comparison.to_dict()
     if changes is not None:  # since the store's previous run (docs/history.md)
         summary["changes"] = dict(changes)
-    return js_data(_drop_absent(summary))
+    return _drop_absent(summary)
 
 
 # ---------------------------------------------------------------- writing
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: Any, *, js: bool = False) -> None:
     """``json.dumps(data, indent=2)`` written, then renamed into place: a reader never sees half
-    a file."""
+    a file. ``js``: ``data`` is written as ``js_data(data)``."""
     try:
-        write_atomic(path, _json_pieces(data, ensure_ascii=False))
+        write_atomic(path, _json_pieces(data, ensure_ascii=False, js=js))
     except UnicodeEncodeError:  # lone surrogates: escape them, as JSON.stringify does
-        write_atomic(path, _json_pieces(data, ensure_ascii=True))
+        write_atomic(path, _json_pieces(data, ensure_ascii=True, js=js))
 
 
-def _json_pieces(data: Any, *, ensure_ascii: bool, size: int = 1 << 16) -> Iterator[bytes]:
+def _json_pieces(data: Any, *, ensure_ascii: bool, js: bool = False, size: int = 1 << 16) -> Iterator[bytes]:
     """``json.dumps(data, indent=2)`` encoded, in pieces of about ``size`` characters (never
     whole in memory)."""
     pieces: list[str] = []
     held = 0
-    for chunk in indented_pieces(data, ensure_ascii=ensure_ascii):
+    for chunk in indented_pieces(data, ensure_ascii=ensure_ascii, js=js):
         pieces.append(chunk)
         held += len(chunk)
         if held >= size:
@@ -466,6 +542,7 @@ def write_outputs(
     not_run: int | None = None,
     changes: Mapping[str, Any] | None = None,
     full: FullResults | None = None,
+    each_blueprint: Callable[[str, Sequence[ItemResult]], None] | None = None,
 ) -> list[Path]:
     """Write ``<blueprint-id>.json`` per blueprint that has results, then ``summary.json``.
 
@@ -475,7 +552,9 @@ def write_outputs(
     blueprint, as the reference's ``--run-label`` does. Two blueprints with the same id
     (``a.yml`` and ``a.json``) get ``a.json`` and ``a.2.json``. Returns the paths written.
     ``full`` gives ``results`` their texts back, one blueprint's at a time (``report/spool.py``):
-    one comparison file's data is in memory at once.
+    one comparison file's data is in memory at once. ``each_blueprint`` is given each blueprint
+    path's results, whole, in order, as they are read (another file made from them then reads
+    them no more: ``report/finish.py``).
     """
     out = Path(out_dir)
     stamp = safe_timestamp(timestamp)  # one timestamp for the whole run
@@ -488,21 +567,26 @@ def write_outputs(
     used: dict[str, int] = {}
     for path in sorted(groups):
         bp = blueprints_by_path.get(path)
-        if bp is None:
+        if bp is None and each_blueprint is None:
             continue  # the blueprint could not be reloaded: its items still go in the summary
         items = list(whole_results(groups[path], full))
+        if each_blueprint is not None:
+            each_blueprint(path, items)
+        if bp is None:
+            continue
         label = f"{run_label}_{bp.content_hash}" if run_label else None
-        data = build_comparison(
+        # written as build_comparison's js_data, without that copy made first
+        data = comparison_data(
             bp, items, run_label=label, timestamp=stamp, include_prompt_weights=include_prompt_weights
         )
         stem = file_stem(bp.id)
         used[stem] = used.get(stem, 0) + 1
         name = f"{stem}.json" if used[stem] == 1 else f"{stem}.{used[stem]}.json"
-        write_json_atomic(out / name, data)
+        write_json_atomic(out / name, data, js=True)
         written.append(out / name)
         files[path] = name
 
-    summary = build_run_summary(
+    summary = run_summary_data(
         results,
         rollup,
         run_label=run_label,
@@ -514,6 +598,6 @@ def write_outputs(
         not_run=not_run,
         changes=changes,
     )
-    write_json_atomic(out / "summary.json", summary)
+    write_json_atomic(out / "summary.json", summary, js=True)
     written.append(out / "summary.json")
     return written

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_weval.report.json_text import indented_pieces
-from pytest_weval.report.weval_json import write_json_atomic
+from pytest_weval.report.weval_json import js_data, write_json_atomic
 
 
 class _Level(enum.IntEnum):
@@ -95,3 +95,24 @@ def test_a_file_with_a_lone_surrogate_is_written_escaped(tmp_path: Path) -> None
     document = {"broken": "half \ud83d of an emoji", "fine": "é"}
     write_json_atomic(tmp_path / "out.json", document)
     assert (tmp_path / "out.json").read_bytes() == json.dumps(document, indent=2).encode("utf-8")
+
+
+# Where ``js=True`` writes members whole by pydantic's serialiser (a level below the top's
+# members), each kind of value it must spell as json.dumps does, or leave to the writer.
+JS_CASES: list[Any] = [
+    {"scores": _floats(500), "nested": {"all": _floats(500), "few": [1.0, -0.0, 2.0**53, 2.0**60, 1e16, 0.5]}},
+    {"a": {"x": float("nan"), "y": float("inf"), "z": -float("inf"), "big": 10**30, "small": -(10**40)}},
+    {"a": {1: "int key", "1": "its text, later: kept"}, "b": {"c": {2.5: 1.0, None: [True]}}},
+    {"a": {"tag": _Tag.X, "level": _Level.HIGH, "tuple": (1.0, (2.0,))}},
+    {"a": {"text": "é\u2028\ud800\"\\\n\x00\x1f\x7f<&>", "emoji": "😀"}},
+    {"items": [{"nodeid": f"t::{n}", "score": n / 7, "weight": float(n % 3)} for n in range(700)]},
+    {"a": [{}, [], [[]], {"q": {}}], "b": {}},
+]
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_the_js_text_is_json_dumps_of_js_data(ensure_ascii: bool) -> None:
+    rnd = random.Random(44)
+    for value in CASES + JS_CASES + [_random_value(rnd, 0) for _ in range(500)]:
+        expected = json.dumps(js_data(value), indent=2, ensure_ascii=ensure_ascii)
+        assert "".join(indented_pieces(value, ensure_ascii=ensure_ascii, js=True)) == expected
