@@ -15,6 +15,8 @@ from typing import Any
 
 import pydantic_core
 
+from pytest_weval.errors import WevalError
+
 _INDENT = "  "
 # Members of values this deep or deeper are written whole before anything is yielded: a
 # summary's items or a comparison file's prompts are a member at depth 1 or 2.
@@ -210,8 +212,8 @@ def _batches(members: Iterable[Any]) -> Iterator[list[Any]]:
         yield batch
 
 
-class _Unsafe(Exception):
-    """A value pydantic's serialiser could write otherwise than json.dumps."""
+class _Unsafe(WevalError):
+    """A value pydantic's serialiser could write otherwise than json.dumps (never leaves this module)."""
 
 
 _PLAIN = frozenset({str, int, bool, type(None)})
