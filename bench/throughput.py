@@ -92,6 +92,9 @@ def run_pytest(suite: Path, env: dict[str, str], *args: str) -> tuple[float, sub
     wall = time.perf_counter() - start
     LAST_RUN["end"] = time.time()
     LAST_RUN["cpu"] = children_cpu() - cpu  # the run's CPU (its processes', user + sys)
+    if proc.returncode != 0 and "--collect-only" not in args:  # what went wrong, not only its count
+        tail = (proc.stdout + proc.stderr).splitlines()[-60:]
+        print(f"{' '.join(cmd)} exited {proc.returncode}:", *tail, sep="\n", file=sys.stderr)
     return wall, proc
 
 
