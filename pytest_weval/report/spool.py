@@ -154,61 +154,66 @@ class SharedTexts:
 
 class CompactRecords:
     """The run's kept results, kept small: the texts many records repeat (blueprint, model,
-    judge and point names) are one string object between them, and so are their floats
-    (scores, thresholds, temperatures: a few values between thousands of records) and equal
-    usage tallies."""
+    judge and point names) are one string object between them, and so are the floats that take
+    few values (scores, thresholds, temperatures, multipliers) and equal usage tallies."""
 
     def __init__(self) -> None:
         self._texts = SharedTexts()
         self._usage: dict[tuple[object, ...], Usage] = {}
 
     def slim(self, record: KeptResult) -> KeptResult:
-        self._share(record, KeptResult._FIELDS, _ITEM_TEXTS)
+        self._share(record, _ITEM_TEXTS, _ITEM_NUMBERS)
         for point in record.points:
-            self._share(point, KeptPoint._POINT_FIELDS, _POINT_TEXTS)
+            self._share(point, _POINT_TEXTS, _POINT_NUMBERS)
             for verdict in point.individual_judgements or ():
                 verdict.judge_model_id = self._texts.string(verdict.judge_model_id)
         if record.usage:
             record.usage = {self._texts.string(model): self._shared_usage(used) for model, used in record.usage.items()}
         return record
 
-    def _share(self, record: KeptResult | KeptPoint, fields: tuple[str, ...], texts: frozenset[str]) -> None:
+    def _share(self, record: KeptResult | KeptPoint, texts: tuple[str, ...], numbers: tuple[str, ...]) -> None:
         string, number = self._texts.string, self._texts.number
-        for name in fields:
+        for name in texts:
             value = getattr(record, name)
-            kind = type(value)
-            if kind is str and name in texts:
+            if value is not None:
                 setattr(record, name, string(value))
-            elif kind is float:
+        for name in numbers:
+            value = getattr(record, name)
+            if type(value) is float:
                 setattr(record, name, number(value))
 
     def _shared_usage(self, used: Usage) -> Usage:
-        """One ``Usage`` for equal tallies: never changed once kept (the roll-up adds copies)."""
-        values = used.__dict__
-        key = tuple(values.values())
+        """One ``Usage`` for equal tallies: never changed once kept (the roll-up adds copies).
+        The table stops growing at ``_USAGE_TABLE`` tallies: where every item's differs (tokens
+        are an answer's length), it would only add its keys to what the run keeps."""
+        key = tuple(used.__dict__.values())
         shared = self._usage.get(key)
-        if shared is None:
-            self._texts.share(used, ())
-            shared = self._usage[key] = used
-        return shared
+        if shared is not None:
+            return shared
+        self._texts.share(used, ())
+        if len(self._usage) < _USAGE_TABLE:
+            self._usage[key] = used
+        return used
 
 
-_ITEM_TEXTS = frozenset(
-    (
-        "blueprint_id",
-        "blueprint_path",
-        "blueprint_title",
-        "prompt_id",
-        "model_id",
-        "effective_model_id",
-        "system_prompt",
-        "outcome",
-        "source",
-        "error_kind",
-        "verdict",
-    )
+_USAGE_TABLE = 4096
+_ITEM_TEXTS = (
+    "blueprint_id",
+    "blueprint_path",
+    "blueprint_title",
+    "prompt_id",
+    "model_id",
+    "effective_model_id",
+    "system_prompt",
+    "outcome",
+    "source",
+    "error_kind",
+    "verdict",
 )
-_POINT_TEXTS = frozenset(("key_point_text", "judge_model_id", "kind", "path_id"))
+# The floats that take few values between records (not an item's duration, its own).
+_ITEM_NUMBERS = ("prompt_weight", "temperature", "score", "threshold")
+_POINT_TEXTS = ("key_point_text", "judge_model_id", "kind", "path_id")
+_POINT_NUMBERS = ("coverage_extent", "multiplier")
 _EVERY_FIELD: dict[type[BaseModel], set[str]] = {}
 
 
