@@ -207,21 +207,22 @@ class ItemResult(ResultReading, BaseModel):
     def point_errors(self) -> list[PointAssessment]:
         return [p for p in self.points if p.error and p.coverage_extent is None]
 
-    @property
-    def samples(self) -> int:
-        """How many samples the item's score rests on (1 without --weval-repeat)."""
-        return len(self.sample_scores) or 1
-
 
 # What an item's result holds that only the files written at the run's end show, however long:
 # its answers, its conversation and its judges' reflections (``KeptResult`` holds the rest).
 BULKY_FIELDS = ("response", "generated_texts", "history", "points")
 
 
+def _kept_reflection(point: PointAssessment) -> str | None:
+    """A point keeps its own reflection only when it errored: it names the judges that failed
+    (the roll-up's point problems say them); the judges' reflections stay in the spool."""
+    return point.reflection if point.error else None
+
+
 def _point_without_texts(p: PointAssessment) -> PointAssessment:
     return p.model_copy(
         update={
-            "reflection": p.reflection if p.error else None,
+            "reflection": _kept_reflection(p),
             "individual_judgements": None
             if p.individual_judgements is None
             else [j.model_copy(update={"reflection": ""}) for j in p.individual_judgements],
@@ -286,8 +287,7 @@ class KeptPoint:
         values = point.__dict__
         for name in self._POINT_FIELDS:
             object.__setattr__(self, name, values[name])
-        if not point.error:
-            self.reflection = None
+        self.reflection = _kept_reflection(point)
         if point.individual_judgements is not None:
             self.individual_judgements = tuple(KeptVerdict(j) for j in point.individual_judgements)
         self.judge_error_kinds = tuple(point.judge_error_kinds)

@@ -120,7 +120,7 @@ class ItemResults:
         # The result is kept before the item counts as reported: a signal between the two (its
         # KeyboardInterrupt can come at any line here) then leaves an item both kept and counted
         # as run, never counted as run without its result (``not_run`` takes both sets).
-        kept_here = self._made_here.pop(report.nodeid, None) if self._made_here else None
+        kept_here = self._made_here.pop(report.nodeid, None)
         if kept_here is not None:
             self._keep_spooled(report, *kept_here)
             self._settler.kept()

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import functools
 import math
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec
 
 from pytest_weval.blueprint.checks import DEFAULT_EMBEDDING_MODEL
 from pytest_weval.blueprint.model import Blueprint, Prompt
@@ -32,6 +33,8 @@ from pytest_weval.report.spool import FullResults, whole_results
 from pytest_weval.results import ItemResult, PointAssessment, Result, weval_kept
 from pytest_weval.scoring.aggregate import aggregate, prompt_weight, round2
 from pytest_weval.scoring.similarity import IDEAL_MODEL_ID
+
+P = ParamSpec("P")
 
 EVAL_METHODS = ["llm-coverage"]  # and "embedding" first, when the items carry similarities
 _SAFE_TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$")
@@ -249,37 +252,6 @@ def _skips_coverage(result: ItemResult, prompt: Prompt | None) -> bool:
     return False
 
 
-def build_comparison(
-    blueprint: Blueprint,
-    results: Sequence[ItemResult],
-    *,
-    run_label: str | None = None,
-    timestamp: dt.datetime | str | None = None,
-    source_commit_sha: str | None = None,
-    source_blueprint_file_name: str | None = None,
-    include_prompt_weights: bool = False,
-    store_full_history: bool = True,
-) -> dict[str, Any]:
-    """The Weval comparison object for one blueprint's item results.
-
-    ``run_label`` defaults to the blueprint's content hash, as in the reference. Set
-    ``include_prompt_weights`` to add the ``__promptWeights`` map that Weval's storage and API
-    inject into ``llmCoverageScores`` when the file is read (the saved file has none).
-    """
-    return js_data(
-        comparison_data(
-            blueprint,
-            results,
-            run_label=run_label,
-            timestamp=timestamp,
-            source_commit_sha=source_commit_sha,
-            source_blueprint_file_name=source_blueprint_file_name,
-            include_prompt_weights=include_prompt_weights,
-            store_full_history=store_full_history,
-        )
-    )
-
-
 def comparison_data(
     blueprint: Blueprint,
     results: Sequence[ItemResult],
@@ -291,9 +263,15 @@ def comparison_data(
     include_prompt_weights: bool = False,
     store_full_history: bool = True,
 ) -> dict[str, Any]:
-    """``build_comparison`` before ``js_data``: its containers may be the prompt's and the
-    results' own (read it, never change it), which ``js_data``, or a file written with
-    ``write_json_atomic(..., js=True)``, copies."""
+    """The Weval comparison object for one blueprint's item results, before ``js_data``
+    (``build_comparison`` is it after): its containers may be the prompt's and the results'
+    own (read it, never change it), which ``js_data``, or a file written with
+    ``write_json_atomic(..., js=True)``, copies.
+
+    ``run_label`` defaults to the blueprint's content hash, as in the reference. Set
+    ``include_prompt_weights`` to add the ``__promptWeights`` map that Weval's storage and API
+    inject into ``llmCoverageScores`` when the file is read (the saved file has none).
+    """
     ordered = sorted(weval_kept(results), key=item_key)
     # Duplicate ids: the later prompt wins, as the reference's results map keeps the last
     # (docs/compatibility.md, 'Duplicate prompt ids').
@@ -394,37 +372,6 @@ def _evaluation_results(coverage: dict[str, Any], similarities: SimilarityTables
 # ---------------------------------------------------------------- the run summary
 
 
-def build_run_summary(
-    results: Sequence[Result],
-    rollup: Rollup | None = None,
-    *,
-    run_label: str | None = None,
-    timestamp: dt.datetime | str | None = None,
-    min_score: float | None = None,
-    gate_lines: Sequence[str] | None = None,
-    files: Mapping[str, str] | None = None,
-    comparison: Comparison | None = None,
-    not_run: int | None = None,
-    changes: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """``summary.json``: run totals, per blueprint x model and per folder means, usage, judge
-    agreement, pass counts, the items and every error. Our format (not Weval's), camelCase."""
-    return js_data(
-        run_summary_data(
-            results,
-            rollup,
-            run_label=run_label,
-            timestamp=timestamp,
-            min_score=min_score,
-            gate_lines=gate_lines,
-            files=files,
-            comparison=comparison,
-            not_run=not_run,
-            changes=changes,
-        )
-    )
-
-
 def run_summary_data(
     results: Sequence[Result],
     rollup: Rollup | None = None,
@@ -438,7 +385,10 @@ def run_summary_data(
     not_run: int | None = None,
     changes: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``build_run_summary`` before ``js_data`` (written with ``write_json_atomic(..., js=True)``)."""
+    """``summary.json``: run totals, per blueprint x model and per folder means, usage, judge
+    agreement, pass counts, the items and every error. Our format (not Weval's), camelCase.
+    Before ``js_data`` (``build_run_summary`` is it after; written with
+    ``write_json_atomic(..., js=True)``)."""
     rollup = rollup if rollup is not None else build_rollup(results)
     data = rollup.to_dict()
     items = [
@@ -497,6 +447,23 @@ def run_summary_data(
 
 
 # ---------------------------------------------------------------- writing
+
+
+def _as_js(data: Callable[P, dict[str, Any]], name: str) -> Callable[P, dict[str, Any]]:
+    """``data`` with its object as JavaScript reads it (``js_data``): what the file holds."""
+
+    @functools.wraps(data)
+    def built(*args: P.args, **kwargs: P.kwargs) -> dict[str, Any]:
+        return js_data(data(*args, **kwargs))
+
+    built.__name__ = built.__qualname__ = name
+    built.__doc__ = f"``{data.__name__}``'s object after ``js_data``, as its file holds it."
+    return built
+
+
+# The public builders (pytest_weval.report): the files' contents as plain data.
+build_comparison = _as_js(comparison_data, "build_comparison")
+build_run_summary = _as_js(run_summary_data, "build_run_summary")
 
 
 def write_json_atomic(path: Path, data: Any, *, js: bool = False) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from pytest_weval.blueprint import parse_blueprint_text
+from pytest_weval.blueprint import Blueprint, parse_blueprint_text
 from pytest_weval.engine import Engine, EngineSettings
 from pytest_weval.run.pipeline import ItemWork, Pipeline, PipelineSettings
 from pytest_weval.run.schedule import ItemScheduler
@@ -31,20 +31,26 @@ def blueprint_text(items: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    config = json.loads(Path(sys.argv[1]).read_text())
-    blueprint = parse_blueprint_text(blueprint_text(config["items"]), fmt="yaml", rel_path="sched.yml")
-    works = [
+def works_of(blueprint: Blueprint, nodeid: str = "sched.yml::{id}") -> list[ItemWork]:
+    """An item per prompt of ``blueprint``, for its first model; ``nodeid`` is formatted with
+    ``id`` (the prompt's) and ``i`` (its place)."""
+    return [
         ItemWork(
-            nodeid=f"sched.yml::{prompt.id}",
+            nodeid=nodeid.format(id=prompt.id, i=i),
             blueprint=blueprint,
             prompt=prompt,
             model=blueprint.models[0],
             temperature=None,
             system_index=0,
         )
-        for prompt in blueprint.prompts
+        for i, prompt in enumerate(blueprint.prompts)
     ]
+
+
+def main() -> None:
+    config = json.loads(Path(sys.argv[1]).read_text())
+    blueprint = parse_blueprint_text(blueprint_text(config["items"]), fmt="yaml", rel_path="sched.yml")
+    works = works_of(blueprint)
     engine = Engine(
         EngineSettings(
             cache_dir=config["cache_dir"],

@@ -13,6 +13,7 @@ from pytest_weval.engine import Engine, EngineSettings
 from pytest_weval.run.pipeline import ItemWork, Pipeline, PipelineSettings
 from tests.fakeserver import FakeServer
 from tests.plugin.plugin_helpers import JUDGE_ID, judge_rule
+from tests.run.schedule_worker import works_of
 
 BLUEPRINT = """\
 models: [openai:replayed-model]
@@ -48,17 +49,7 @@ def evaluate(engine: Engine, work: ItemWork, *, at_once: bool) -> tuple[bool, An
 
 def test_a_replayed_item_is_evaluated_without_waiting(tmp_path):
     blueprint = parse_blueprint_text(BLUEPRINT, fmt="yaml", rel_path="replay.yml")
-    work, text_only = (
-        ItemWork(
-            nodeid=f"replay.yml::{prompt.id}",
-            blueprint=blueprint,
-            prompt=prompt,
-            model=blueprint.models[0],
-            temperature=None,
-            system_index=0,
-        )
-        for prompt in blueprint.prompts
-    )
+    work, text_only = works_of(blueprint, "replay.yml::{id}")
     assert {p.is_function for p in work.prompt.points} == {True, False}
     assert not any(p.is_function for p in text_only.prompt.points)
     with FakeServer(rules=[judge_rule("names the question", "CLASS_MAJOR")]) as server:

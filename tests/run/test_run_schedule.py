@@ -11,11 +11,11 @@ from pathlib import Path
 
 from pytest_weval.blueprint import parse_blueprint_text
 from pytest_weval.engine import Engine, EngineSettings
-from pytest_weval.run.pipeline import ItemWork, Pipeline, PipelineSettings
+from pytest_weval.run.pipeline import Pipeline, PipelineSettings
 from pytest_weval.run.schedule import ItemScheduler
 from tests.engine.test_engine_processes import wait_until
 from tests.fakeserver import FakeServer
-from tests.run.schedule_worker import blueprint_text
+from tests.run.schedule_worker import blueprint_text, works_of
 
 WORKER = Path(__file__).with_name("schedule_worker.py")
 
@@ -84,17 +84,7 @@ def test_a_worker_that_stops_early_gives_its_items_back(tmp_path):
 
 def test_serial_scheduler_answers_items_in_any_order(tmp_path):
     blueprint = parse_blueprint_text(blueprint_text(12), fmt="yaml", rel_path="sched.yml")
-    works = [
-        ItemWork(
-            nodeid=f"n{p.id}",
-            blueprint=blueprint,
-            prompt=p,
-            model=blueprint.models[0],
-            temperature=None,
-            system_index=0,
-        )
-        for p in blueprint.prompts
-    ]
+    works = works_of(blueprint, "n{id}")
     with FakeServer(latency_ms=20) as server:
         engine = Engine(EngineSettings(cache_dir=str(tmp_path / "cache"), env=server.env())).start()
         try:
@@ -114,11 +104,7 @@ def test_serial_scheduler_runs_no_further_ahead_of_pytest_than_twice_its_window(
     # Results wait in memory until pytest takes them: a cached run, far faster than pytest
     # reports, would otherwise hold every item's answers at once.
     blueprint = parse_blueprint_text(blueprint_text(40), fmt="yaml", rel_path="sched.yml")
-    works = [
-        ItemWork(nodeid=f"n{i}", blueprint=blueprint, prompt=p, model=blueprint.models[0], temperature=None,
-                 system_index=0)
-        for i, p in enumerate(blueprint.prompts)
-    ]  # fmt: skip
+    works = works_of(blueprint, "n{i}")
     with FakeServer() as server:
         engine = Engine(EngineSettings(cache_dir=str(tmp_path / "cache"), env=server.env())).start()
         try:
@@ -150,13 +136,7 @@ def test_items_of_a_peer_that_dies_go_back_to_the_feeder_not_to_pytest(tmp_path)
 
     items, held = 30, range(0, 30, 3)
     blueprint = parse_blueprint_text(blueprint_text(items), fmt="yaml", rel_path="sched.yml")
-    works = [
-        ItemWork(
-            nodeid=f"sched.yml::{p.id}", blueprint=blueprint, prompt=p, model=blueprint.models[0],
-            temperature=None, system_index=0,
-        )
-        for p in blueprint.prompts
-    ]  # fmt: skip
+    works = works_of(blueprint)
     peer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     with FakeServer(latency_ms=20) as server:
         settings = EngineSettings(
@@ -194,11 +174,7 @@ def test_a_waiting_feeder_starts_items_in_runs_not_one_a_result(tmp_path):
     # (window 64), the feeder waits until pytest made room for a run of 4, then starts 4.
     items = 140
     blueprint = parse_blueprint_text(blueprint_text(items), fmt="yaml", rel_path="sched.yml")
-    works = [
-        ItemWork(nodeid=f"n{i}", blueprint=blueprint, prompt=p, model=blueprint.models[0], temperature=None,
-                 system_index=0)
-        for i, p in enumerate(blueprint.prompts)
-    ]  # fmt: skip
+    works = works_of(blueprint, "n{i}")
     with FakeServer() as server:
         engine = Engine(EngineSettings(cache_dir=str(tmp_path / "cache"), env=server.env())).start()
         try:
