@@ -263,15 +263,10 @@ def comparison_data(
     include_prompt_weights: bool = False,
     store_full_history: bool = True,
 ) -> dict[str, Any]:
-    """The Weval comparison object for one blueprint's item results, before ``js_data``
-    (``build_comparison`` is it after): its containers may be the prompt's and the results'
-    own (read it, never change it), which ``js_data``, or a file written with
-    ``write_json_atomic(..., js=True)``, copies.
-
-    ``run_label`` defaults to the blueprint's content hash, as in the reference. Set
-    ``include_prompt_weights`` to add the ``__promptWeights`` map that Weval's storage and API
-    inject into ``llmCoverageScores`` when the file is read (the saved file has none).
-    """
+    """One blueprint's Weval comparison object, before ``js_data`` (which copies the prompt's
+    and results' own containers it holds: read it, never change it). ``run_label`` defaults to
+    the content hash, as in the reference; ``include_prompt_weights`` adds the
+    ``__promptWeights`` map Weval's storage and API inject when the file is read."""
     ordered = sorted(weval_kept(results), key=item_key)
     # Duplicate ids: the later prompt wins, as the reference's results map keeps the last
     # (docs/compatibility.md, 'Duplicate prompt ids').
