@@ -4,6 +4,7 @@ every distinct request counted once a run, where it was answered (docs/engine.md
 from __future__ import annotations
 
 import dataclasses
+from array import array
 from typing import Any
 
 from pytest_weval.engine.prices import PriceBook
@@ -37,9 +38,7 @@ class RunUsage:
             "errors": 0,
         }
         self._models: dict[str, ModelUsage] = {}
-        # The distinct requests already in the run's usage, by key: the configs repository's
-        # ~2 million, each as its digest's 32 bytes (65 B) rather than its 64 hex digits (113 B).
-        self._counted: set[bytes | str] = set()
+        self._counted = CountedKeys()
 
     def of(self, model_id: str) -> ModelUsage:
         usage = self._models.get(model_id)
@@ -56,10 +55,8 @@ class RunUsage:
     def answered(self, key: str, model_id: str, reply: ModelReply, *, sent: bool, batch: bool = False) -> None:
         """One distinct request answered: sent by this process (it costs what its own usage is billed, ``PriceBook.reply_cost``),
         or from the cache; counted once a run, however many items ask it."""
-        counted = _compact(key)
-        if counted in self._counted:
+        if not self._counted.add(key):
             return
-        self._counted.add(counted)
         usage = self.of(model_id)
         usage.responses += 1
         usage.input_tokens += reply.input_tokens
@@ -97,9 +94,57 @@ class RunUsage:
         }
 
 
-def _compact(key: str) -> bytes | str:
-    """A key as it is kept: a digest's bytes (every cache key is a sha256 in hex), or itself."""
-    try:
-        return bytes.fromhex(key)
-    except ValueError:
-        return key
+class CountedKeys:
+    """The distinct requests already in the run's usage: a set of cache keys that keeps each
+    sha256 key as its first 64 bits in one array (16-32 bytes a key, where a set of the keys'
+    digests took ~100: the configs repository's ~2 million requests are ~50 MB, not 200).
+    Two distinct requests share their first 64 bits about once in 10 million runs of that
+    size; the second would then go uncounted. Keys that are not a digest are kept whole."""
+
+    __slots__ = ("_others", "_size", "_slots")
+
+    def __init__(self) -> None:
+        self._slots = array("Q", bytes(8 * 1024))  # open addressing; 0 is an empty slot
+        self._size = 0
+        self._others: set[str] = set()
+
+    def __len__(self) -> int:
+        return self._size + len(self._others)
+
+    def add(self, key: str) -> bool:
+        """Keep ``key``; True when it was not kept yet."""
+        try:
+            digest = bytes.fromhex(key)
+        except ValueError:
+            digest = b""
+        fingerprint = int.from_bytes(digest[:8], "big") if len(digest) == 32 else 0
+        if not fingerprint:  # not a digest (or its first 64 bits are zero)
+            if key in self._others:
+                return False
+            self._others.add(key)
+            return True
+        slots = self._slots
+        mask = len(slots) - 1
+        slot = fingerprint & mask  # a digest's bits are uniform
+        while True:
+            held = slots[slot]
+            if held == fingerprint:
+                return False
+            if not held:
+                break
+            slot = (slot + 1) & mask
+        slots[slot] = fingerprint
+        self._size += 1
+        if self._size * 2 > len(slots):
+            self._grow()
+        return True
+
+    def _grow(self) -> None:
+        held = [f for f in self._slots if f]
+        slots = self._slots = array("Q", bytes(16 * len(self._slots)))
+        mask = len(slots) - 1
+        for fingerprint in held:
+            slot = fingerprint & mask
+            while slots[slot]:
+                slot = (slot + 1) & mask
+            slots[slot] = fingerprint
