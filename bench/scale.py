@@ -106,6 +106,8 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     runs = [r.strip() for r in args.runs.split(",")]
+    if "replay" in runs and "live" not in runs:  # the replay reads the cache the live run fills
+        parser.error("--runs replay needs live before it: --runs live,replay")
     tmp = Path(tempfile.mkdtemp(prefix="weval-scale-"))
     rules = tmp / "rules.json"
     rules.write_text(
