@@ -7,15 +7,20 @@ and stops the sending (a small tmpfs: the container runs as root)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from plugin_helpers import MODEL, MODEL_ID, Project, answer_rule, outcomes_by_id
+
+from pytest_weval.engine.stages.store_health import UNSTORED_MAX
 
 DB = "weval-cache.sqlite"
 
@@ -312,9 +317,10 @@ def test_damage_the_start_did_not_see_is_said_at_the_first_read_that_fails(proje
 def test_a_full_disk_is_counted_said_and_stops_the_sending(project: Project, store: str, workers: int):
     setup(project, count=120, reply_kb=8)
     project.ini(f"weval_cache_store = {store}")
+    concurrency = 2
     with small_disk(project.path / "disk", "256k") as disk:
         cache = disk / "cache"
-        args = [f"--weval-cache-dir={cache}", "--weval-concurrency=2", "-n", str(workers)]
+        args = [f"--weval-cache-dir={cache}", f"--weval-concurrency={concurrency}", "-n", str(workers)]
         result = project.run(*args, sub=True)
         text = result.stdout.str() + result.stderr.str()
     assert "INTERNALERROR" not in text and "internal error" not in text and "Traceback" not in text, text[-3000:]
@@ -336,10 +342,90 @@ def test_a_full_disk_is_counted_said_and_stops_the_sending(project: Project, sto
             "free space, or run with --weval-cache=off",
         ]
     )
-    # the replies that arrived and could not be kept (none, when a claim was the first write to fail)
+    said = [line for line in result.outlines if "cannot store replies (disk full): no new request" in line]
+    assert len(said) == 1, said
+    # The replies that arrived and could not be kept (none, when a claim was the first write to
+    # fail): in each process, those waiting for their write when one first failed, and those on
+    # the wire (up to 98 before, whenever the store's thread fell behind).
     lost = [line for line in result.outlines if "could not be stored" in line]
+    assert len(lost) <= 1, lost
     for line in lost:
         assert line.endswith(f"could not be stored: disk full at {where}; the next run will buy them again")
+        assert int(line.split()[1]) <= max(1, workers) * (UNSTORED_MAX + concurrency), line
+
+
+@dataclasses.dataclass
+class Hold:
+    """What the server had received when another process took the cache's write lock, and when
+    it let go."""
+
+    at_lock: int = -1
+    at_release: int = -1
+
+
+def hold_the_store_and_fill_the_disk(
+    project: Project, db: Path, disk: Path, hold: Hold, ended: threading.Event
+) -> None:
+    """Once the run is sending, take the SQLite write lock of ``db`` from this process, as a
+    second run on the cache would, fill ``disk``, and let go once the sending stood still for
+    a second (or every request was sent)."""
+    while len(project.requests(MODEL)) < 5:  # the claims are taken: only replies wait for the lock
+        if ended.is_set():
+            return
+        time.sleep(0.001)
+    conn = sqlite3.connect(db, timeout=30, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        hold.at_lock = len(project.requests(MODEL))
+        with contextlib.suppress(OSError), (disk / "filler").open("wb", buffering=0) as filler:
+            while True:
+                filler.write(b"x" * 4096)
+        sent, still_since = hold.at_lock, time.monotonic()
+        while sent < 120 and time.monotonic() - still_since < 1.0:
+            time.sleep(0.01)
+            if len(project.requests(MODEL)) != sent:
+                sent, still_since = len(project.requests(MODEL)), time.monotonic()
+        hold.at_release = len(project.requests(MODEL))
+        conn.execute("ROLLBACK")
+    finally:
+        conn.close()
+
+
+def test_replies_that_wait_for_their_write_hold_the_sending_back(project: Project):
+    """A full disk shows only when a write fails. While the replies wait for theirs (another
+    process holds the cache's write lock, or the store's thread is short of the CPU), nobody
+    knows whether the store can keep them: the sending waits once a few do, rather than buying
+    every reply of the run blind (all 120 here before, each lost on the disk filled meanwhile)."""
+    setup(project, count=120, reply_kb=8)
+    concurrency = 2
+    with small_disk(project.path / "disk", "1m") as disk:
+        cache = disk / "cache"
+        hold, ended = Hold(), threading.Event()
+        holder = threading.Thread(
+            target=hold_the_store_and_fill_the_disk, args=(project, cache / DB, disk, hold, ended)
+        )
+        holder.start()
+        args = [f"--weval-cache-dir={cache}", f"--weval-concurrency={concurrency}"]
+        try:
+            result = project.run(*args, sub=True)
+        finally:
+            ended.set()
+            holder.join()
+    text = result.stdout.str() + result.stderr.str()
+    assert 0 < hold.at_lock <= hold.at_release, (hold, text[-3000:])
+    sent = len(project.requests(MODEL))
+    # The replies already waiting for their write, and those on the wire, are all that is bought
+    # once nothing more can be stored.
+    assert sent <= hold.at_lock + UNSTORED_MAX + concurrency, (hold, sent)
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("errors", 0) == 120, text[-3000:]
+    assert outcomes.get("errors", 0) >= 120 - sent
+    result.stdout.fnmatch_lines(
+        [
+            f"weval: the cache at {cache / DB} cannot store replies (disk full): no new request is sent*",
+            f"weval: the cache at {cache / DB} could not store replies (disk full), so no request was sent after that*",
+        ]
+    )
 
 
 def test_without_a_cache_a_full_disk_stops_nothing(project: Project):

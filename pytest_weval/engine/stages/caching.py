@@ -105,6 +105,7 @@ class CacheStage:
         # the write goes on as a task of its own, which closing waits for.
         write = asyncio.ensure_future(self.cache.put(entry))
         self._writes.add(write)
+        self.health.write_began()  # the sending waits while too many replies do (``StoreHealth.behind``)
         # The caller waits on a future of its own (as in ``flights.py``): cancelling it leaves
         # the write alone, with one future and two callbacks fewer than ``asyncio.shield``.
         told: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
@@ -116,6 +117,7 @@ class CacheStage:
 
     def _written(self, told: asyncio.Future[bool], write: asyncio.Task[bool]) -> None:
         self._writes.discard(write)
+        self.health.write_ended()
         if told.done():  # its caller was cancelled
             if not write.cancelled():
                 write.exception()  # retrieved: the caller is gone, the write's error was counted by the cache

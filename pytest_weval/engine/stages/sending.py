@@ -148,6 +148,8 @@ class Sender:
         """The exchange, in a slot of the global cap; no outcome when its pace group was paused
         while it waited for the slot."""
         async with self.pacing.limits.global_slot(priority):
+            if self.health.behind(request):  # too many replies wait for their write
+                await self.health.catch_up()
             # Interrupted while this one waited for a slot: the slot it got was freed
             # by a reply the stop's grace let in, not for a new request.
             self.stopping.check()
@@ -156,6 +158,9 @@ class Sender:
             self.known_unknown(request.model.id)  # told while this one waited for a slot
             if self.health.outage is not None:
                 await self.health.wait_until_up(request)  # the store went while it waited
+            # A write failed while this one waited for its slot (or for the writes to end): the
+            # requests queued for the slots passed the check before it, and were sent after it.
+            self.health.check_storable(request)
             return await self._attempt(adapter, call, request)
 
     def _refused(

@@ -2,10 +2,12 @@
 is unreachable'). No request is sent once it cannot: each would be paid for and lost, and bought
 again by the next run. That rule is ``check_storable``, asked before a request is claimed and
 before each attempt; ``wait_until_up`` pauses sending while a store server does not answer;
-``broke`` says when a write of the shared store showed it cannot keep replies."""
+``broke`` says when a write of the shared store showed it cannot keep replies; ``catch_up``
+holds the sending back while replies wait for their write."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 
 from pytest_weval.engine.errors import (
@@ -22,6 +24,14 @@ from pytest_weval.engine.store.common import StoreDown
 from pytest_weval.engine.store.outage import Outage
 from pytest_weval.engine.store.sqlite_health import fix_command
 
+# How many received replies may wait for their write before no request is sent. A full disk
+# (or a read-only one) shows only when a write fails, so a store that falls behind its replies
+# (its thread short of the CPU, its lock held by another process) let the sending run on blind:
+# with the store's thread 50-80 ms behind (a loaded machine), up to 98 of 120 replies were
+# bought and lost after the disk was full. Once the store can keep nothing, at most these and
+# the requests on the wire are bought and lost; a store that keeps up never has this many waiting.
+UNSTORED_MAX = 8
+
 # The error each request gets once the store keeps no more replies.
 _STOPPED: dict[StopReason, type[StoreStoppedError]] = {
     "disk full": StoreFullError,
@@ -37,6 +47,8 @@ class StoreHealth:
         self.cache = ResponseCache(None, settings.cache_mode)
         self.outage: Outage | None = None  # a store server's reachability (store/outage.py)
         self.shares_store = False  # replies are claimed and shared through the store (coordinating)
+        self.unstored = 0  # received replies whose write has not ended
+        self._caught_up: list[asyncio.Future[None]] = []  # requests waiting for fewer of them
 
     def open(self, cache: ResponseCache, outage: Outage | None, *, shares_store: bool) -> None:
         self.cache = cache
@@ -65,6 +77,30 @@ class StoreHealth:
                 f"so this reply would be paid for and lost; {stop_advice(stopped)}, or run with --weval-cache=off",
                 model_id=request.model.id,
             )
+
+    def behind(self, request: ModelRequest) -> bool:
+        """``UNSTORED_MAX`` replies wait for their write, and the reply of ``request`` would be one
+        more: it is not sent before ``catch_up``."""
+        return self.unstored >= UNSTORED_MAX and self.cache.writable(request)
+
+    async def catch_up(self) -> None:
+        """Returns once fewer than ``UNSTORED_MAX`` replies wait for their write (each ends, kept
+        or not: a failed one stops the sending, ``check_storable``)."""
+        while self.unstored >= UNSTORED_MAX:
+            waiter = asyncio.get_running_loop().create_future()
+            self._caught_up.append(waiter)
+            await waiter
+
+    def write_began(self) -> None:
+        self.unstored += 1
+
+    def write_ended(self) -> None:
+        self.unstored -= 1
+        if self._caught_up and self.unstored < UNSTORED_MAX:
+            waiters, self._caught_up = self._caught_up, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
 
     def _needs_store(self, request: ModelRequest) -> bool:
         """Its reply goes into the store, or is claimed and shared through it."""
