@@ -196,3 +196,20 @@ def test_priority_box_unit():
         return order, slots.waiting, slots.in_use
 
     assert asyncio.run(scenario()) == (["box", "five"], 0, 0)
+
+
+def test_most_in_flight_is_the_global_cap_or_what_the_providers_allow_together():
+    """What ``StoreHealth.behind`` lets wait for its write: a whole wave of replies, so that a
+    store keeping up never holds the sending back (at 8, it did after each wave of 32)."""
+    capped = Limits(concurrency=32, overrides={"openai": 32})
+    capped.group("openai")
+    assert capped.most_in_flight() == 32
+    by_providers = Limits(concurrency=None, overrides={})
+    by_providers.group("openai")
+    by_providers.group("anthropic")
+    assert by_providers.most_in_flight() == 40  # each profile's initial 20
+    small = Limits(concurrency=2, overrides={})
+    small.group("openai")
+    assert small.most_in_flight() == 2
+    halved = Limits(concurrency=32, overrides={}, workers=2)  # an xdist worker's share
+    assert halved.most_in_flight() == 16

@@ -148,7 +148,7 @@ class Sender:
         """The exchange, in a slot of the global cap; no outcome when its pace group was paused
         while it waited for the slot."""
         async with self.pacing.limits.global_slot(priority):
-            if self.health.behind(request):  # too many replies wait for their write
+            if self.health.behind(request, self.pacing.limits.most_in_flight()):  # replies wait for their write
                 await self.health.catch_up()
             # Interrupted while this one waited for a slot: the slot it got was freed
             # by a reply the stop's grace let in, not for a new request.

@@ -226,6 +226,14 @@ class Limits:
         """A slot of the run's global cap (``--weval-concurrency``), for the HTTP exchange."""
         return _Slot(self.global_slots, priority)
 
+    def most_in_flight(self) -> int:
+        """How many requests this process may have on the wire at once now: the global cap, or
+        what its providers' limiters allow together."""
+        by_providers = sum(limiter.limit for limiter in self._groups.values())
+        if self.global_slots is None:
+            return by_providers
+        return min(self.global_slots.limit, by_providers) if by_providers else self.global_slots.limit
+
     def snapshot(self) -> dict[str, dict[str, int]]:
         return {name: limiter.snapshot() for name, limiter in self._groups.items()}
 
