@@ -153,8 +153,7 @@ def main() -> None:
         reset = __import__("httpx").post(server.url + "/__reset", timeout=30)
         reset.raise_for_status()
         outputs = [
-            "--weval-out",
-            str(tmp / "out"),
+            f"--weval-out={tmp / 'out'}",
             f"--weval-html={tmp / 'report.html'}",
             f"--junitxml={tmp / 'junit.xml'}",
         ]

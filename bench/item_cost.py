@@ -186,7 +186,7 @@ def main() -> None:
                     f"(d) bare aiohttp {1000 * d:.2f} ms/request; c/d {c / d:.1f}x"
                 )
             if "cached" not in skip:
-                cache = ("--weval-cache-dir", str(tmp / f"cache{r}"))
+                cache = (f"--weval-cache-dir={tmp / f'cache{r}'}",)
                 run((*PYTEST, *common, *cache), suite, env)
                 cpu_e, wall_e, outcome = run((*PYTEST, *common, *cache), suite, env)
                 cached_cpu.append((cpu_e - cpu_a) / n)
@@ -210,7 +210,7 @@ def main() -> None:
             )
 
         if "one" not in skip:
-            cache = ("--weval-cache-dir", str(tmp / "cache-one"))
+            cache = (f"--weval-cache-dir={tmp / 'cache-one'}",)
             run((*PYTEST, *cache), one, env)  # fills the cache the cached runs replay
             walls: dict[str, list[float]] = {"python -c pass": [], "pytest, one empty test": []}
             walls.update({"one item, cache off": [], "one item, cached": []})

@@ -141,7 +141,7 @@ def main() -> None:
         for attempt in range(args.repeat):
             for number, (name, (cwd, cmd)) in enumerate(runs.items()):
                 __import__("httpx").post(server.url + "/__reset", timeout=30).raise_for_status()
-                fresh_cache = ["--weval-cache-dir", str(tmp / f"cache-{attempt}-{number}")]
+                fresh_cache = [f"--weval-cache-dir={tmp / f'cache-{attempt}-{number}'}"]
                 wall, cpu, proc = timed(cmd + (fresh_cache if cmd[0] != "node" else []), cwd, env)
                 log = server.log()
                 if proc.returncode not in (0, 1, 100):

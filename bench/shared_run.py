@@ -107,7 +107,7 @@ def main() -> None:
         )
 
         runs = [
-            ("one machine, SQLite", [["--weval-cache-dir", str(tmp / "cache-sqlite")]]),
+            ("one machine, SQLite", [[f"--weval-cache-dir={tmp / 'cache-sqlite'}"]]),
             ("one machine, PostgreSQL", [[f"--weval-cache-store={pg.create_database('one')}"]]),
         ]
         two = pg.create_database("two")

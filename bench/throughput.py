@@ -186,10 +186,10 @@ def main() -> None:
         )
 
         runs = [
-            ("serial", ("--weval-cache-dir", str(tmp / "cache-serial"))),
-            ("-n 2", ("-n", "2", "--weval-cache-dir", str(tmp / "cache-xdist"))),
-            ("serial cached", ("--weval-cache-dir", str(tmp / "cache-serial"))),
-            ("-n 2 cached", ("-n", "2", "--weval-cache-dir", str(tmp / "cache-xdist"))),
+            ("serial", (f"--weval-cache-dir={tmp / 'cache-serial'}",)),
+            ("-n 2", ("-n", "2", f"--weval-cache-dir={tmp / 'cache-xdist'}")),
+            ("serial cached", (f"--weval-cache-dir={tmp / 'cache-serial'}",)),
+            ("-n 2 cached", ("-n", "2", f"--weval-cache-dir={tmp / 'cache-xdist'}")),
         ]
         wanted = {r.strip() for r in args.runs.split(",")}
         for label, extra in runs:

@@ -18,6 +18,7 @@ from pytest_weval.plugin import activation, hookspec, html_columns, markers
 from pytest_weval.plugin.fixtures import weval_client, weval_judge
 from pytest_weval.plugin.options import add_options
 from pytest_weval.plugin.role import role_of
+from pytest_weval.plugin.rootdir_guard import rootdir_problem
 
 __all__ = ["weval_client", "weval_judge"]  # fixtures: pytest finds them in this module
 
@@ -44,6 +45,10 @@ def pytest_configure(config: pytest.Config) -> None:
         # is collected; the columns load nothing heavy until a row holds a Weval result.
         html_columns.register(config)
     asked = activation.asked_for(config)
+    if asked:
+        problem = rootdir_problem(config)
+        if problem is not None:
+            raise pytest.UsageError(problem)
     if role_of(config).kind == "controller":
         # Activated once xdist has started the workers, which then start meanwhile.
         config.pluginmanager.register(activation.XdistController(config, asked=asked), "weval-xdist-controller")

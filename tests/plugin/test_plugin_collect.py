@@ -587,3 +587,28 @@ def test_building_and_planning_many_items_leave_the_garbage_collector_alone(proj
         and sum(counts["start"][1:]) == 0
         and max(counts["file"][0], counts["start"][0]) <= 1
     ), counts
+
+
+def test_a_path_option_written_apart_from_its_value_outside_the_rootdir_stops_before_it_moves_the_rootdir(
+    project: Project,
+):
+    """pytest chooses its rootdir before it knows plugins' options, and reads the value of
+    ``--weval-cache-dir DIR`` as a test path: once DIR exists (the second run), DIR outside the
+    project moved the rootdir above it, without the ini file, and the node ids with it; under
+    xdist a worker started after the cache was made collected other ids than the first
+    ("Different tests were collected", 1 run in 25 of the judged bench). Said on the first run."""
+    project.write("blueprints/a.yml", SIMPLE.format(title="A"))
+    outside = project.path.parent / f"{project.path.name}-cache"
+    for run in range(2):
+        result = project.run("--collect-only", "--weval-cache-dir", str(outside), sub=True)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, (run, result.stdout.str())
+        line = next(line for line in result.errlines if line.startswith("ERROR: "))
+        assert f"--weval-cache-dir={outside}" in line and "weval_cache_dir" in line, line
+        assert str(project.path / "pytest.ini") in line, line
+        outside.mkdir(exist_ok=True)  # as a run with the option written right makes it
+    # Written with '=', pytest never reads it as a path: the same ids whether it exists or not.
+    ids = [collected(project.run("--collect-only", "-q", f"--weval-cache-dir={outside}", sub=True)) for _ in range(2)]
+    assert ids[0] == ids[1] and ids[0] and all(i.startswith("blueprints/a.yml::") for i in ids[0]), ids
+    # A path inside the rootdir moves nothing: no error.
+    inside = project.run("--collect-only", "--weval-cache-dir", str(project.path / "cache"), sub=True)
+    assert inside.ret == pytest.ExitCode.OK, inside.stdout.str()
