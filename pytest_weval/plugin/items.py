@@ -164,8 +164,11 @@ class WevalItem(pytest.Item):
         result = self.source.result_for(self, sample=self.setups)
         self.setups += 1
         self.weval_result = result
-        self.user_properties[:] = [p for p in self.user_properties if p[0] not in JUNIT_NAMES]
-        self.user_properties.extend(junit_properties(result))
+        # A new list for each attempt: its reports share it (``ItemResults``), while an earlier
+        # attempt's reports keep theirs.
+        properties: list[tuple[str, object]] = [p for p in self.user_properties if p[0] not in JUNIT_NAMES]
+        properties.extend(junit_properties(result))
+        self.user_properties = properties
         self.ihook.pytest_weval_result(item=self, result=result)
         if result.outcome == "error":
             raise WevalItemError(result)

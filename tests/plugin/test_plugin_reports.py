@@ -373,3 +373,45 @@ def test_an_item_whose_judges_all_failed_has_no_score_anywhere(project: Project)
     assert "No score" in result.stdout.str()
     item = project.json("out/summary.json")["items"][0]
     assert item["outcome"] == "error" and "score" not in item
+
+
+SHARED_PROPERTIES_CONFTEST = """\
+import json
+
+seen = {}
+
+
+def pytest_runtest_logreport(report):
+    seen.setdefault(report.nodeid, []).append((report.when, id(report.user_properties), list(report.user_properties)))
+
+
+def test_plain(record_property):
+    record_property("plain", "1")
+
+
+def pytest_sessionfinish(session):
+    with open("reports.json", "w") as out:
+        json.dump(seen, out)
+"""
+
+
+def test_an_items_reports_share_one_list_of_properties_and_plain_tests_keep_pytests_copies(project: Project):
+    """pytest copies an item's ``user_properties`` into each of its three reports, which it keeps
+    till the session ends; a Weval item's three share one list (``ItemResults``). A plain test's
+    reports keep pytest's copies: its setup report does not gain what its call recorded."""
+    _suite(project)
+    project.write("conftest.py", SHARED_PROPERTIES_CONFTEST)
+    project.write("test_plain.py", "from conftest import test_plain\n")
+    project.run(f"--weval-judges={JUDGE_ID}", "--junitxml=junit.xml").assert_outcomes(passed=9, failed=2)
+    reports = project.json("reports.json")
+    weval = {nodeid: seen for nodeid, seen in reports.items() if nodeid.startswith("blueprints/")}
+    assert len(weval) == 10
+    for nodeid, seen in weval.items():
+        assert [when for when, _id, _props in seen] == ["setup", "call", "teardown"], nodeid
+        assert len({list_id for _when, list_id, _props in seen}) == 1, (nodeid, seen)
+        assert any(name == "weval_score" for name, _value in seen[0][2]), seen
+    plain = reports["test_plain.py::test_plain"]
+    assert [props for _when, _id, props in plain] == [[], [["plain", "1"]], [["plain", "1"]]]
+    # junit still gets every item's properties
+    cases = project.junit()
+    assert all(case["properties"].get("weval_score") for name, case in cases.items() if "[" in name), cases
