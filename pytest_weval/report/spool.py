@@ -160,6 +160,9 @@ class CompactRecords:
     def __init__(self) -> None:
         self._texts = SharedTexts()
         self._usage: dict[tuple[object, ...], Usage] = {}
+        # each item's {model: tally} made of shared tallies, shared too (keyed by the tallies'
+        # identities, which the table above keeps alive)
+        self._usages: dict[tuple[tuple[str, int], ...], dict[str, Usage]] = {}
 
     def slim(self, record: KeptResult) -> KeptResult:
         self._share(record, _ITEM_TEXTS, _ITEM_NUMBERS)
@@ -168,8 +171,17 @@ class CompactRecords:
             for verdict in point.individual_judgements or ():
                 verdict.judge_model_id = self._texts.string(verdict.judge_model_id)
         if record.usage:
-            record.usage = {self._texts.string(model): self._shared_usage(used) for model, used in record.usage.items()}
+            record.usage = self._shared_usages(record.usage)
         return record
+
+    def _shared_usages(self, usage: dict[str, Usage]) -> dict[str, Usage]:
+        """One dict for the records whose tallies are the same shared ones, never changed once
+        kept either (184 bytes an item where the tallies repeat, as they do in a replay)."""
+        tallies = {self._texts.string(model): self._shared_usage(used) for model, used in usage.items()}
+        if len(self._usage) >= _USAGE_TABLE:  # the tallies are no longer all shared: nor these
+            return tallies
+        key = tuple((model, id(used)) for model, used in tallies.items())
+        return self._usages.setdefault(key, tallies)
 
     def _share(self, record: KeptResult | KeptPoint, texts: tuple[str, ...], numbers: tuple[str, ...]) -> None:
         string, number = self._texts.string, self._texts.number
