@@ -62,6 +62,7 @@ class ItemResults:
         self._spool = SpoolWriter(spool_folder)
         self._records = CompactRecords()
         self._settler = KeptSettler()
+        self._last_keywords: tuple[str, object] = ("", None)  # the item's first report's, for its others
         # An xdist worker leaves its spool to the controller, which reads it at the end, and
         # its reports as they are (xdist sends them after this concern has read them).
         self._worker = worker
@@ -89,15 +90,24 @@ class ItemResults:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        if isinstance(item, WevalItem) and report.user_properties == item.user_properties:
-            # pytest copies the list into each of the item's three reports, which it keeps till
-            # the session ends: one list for the three (~240 bytes an item with its junit names;
-            # nothing of ours adds to it after the item's setup).
-            report.user_properties = item.user_properties
+        if isinstance(item, WevalItem):
+            self._share_with_earlier_reports(item, report)
         result = getattr(item, "weval_result", None)
         if isinstance(result, ItemResult) and carries_result(item, call, report):
             self._attach(report, result)
         return report
+
+    def _share_with_earlier_reports(self, item: WevalItem, report: pytest.TestReport) -> None:
+        """pytest copies an item's keywords and properties into each of its three reports, and
+        keeps every report till the session ends: the three share one dict of keywords and one
+        list of properties (1.2 KB an item; nothing of ours changes them after the item's setup)."""
+        if report.user_properties == item.user_properties:
+            report.user_properties = item.user_properties
+        nodeid, keywords = self._last_keywords
+        if nodeid == report.nodeid and keywords == report.keywords:
+            report.keywords = keywords
+        else:  # the item's first report (its reports are made one after another)
+            self._last_keywords = (report.nodeid, report.keywords)
 
     def _attach(self, report: pytest.TestReport, result: ItemResult) -> None:
         try:

@@ -382,7 +382,9 @@ seen = {}
 
 
 def pytest_runtest_logreport(report):
-    seen.setdefault(report.nodeid, []).append((report.when, id(report.user_properties), list(report.user_properties)))
+    seen.setdefault(report.nodeid, []).append(
+        (report.when, id(report.user_properties), list(report.user_properties), id(report.keywords), sorted(report.keywords))
+    )
 
 
 def test_plain(record_property):
@@ -396,9 +398,10 @@ def pytest_sessionfinish(session):
 
 
 def test_an_items_reports_share_one_list_of_properties_and_plain_tests_keep_pytests_copies(project: Project):
-    """pytest copies an item's ``user_properties`` into each of its three reports, which it keeps
-    till the session ends; a Weval item's three share one list (``ItemResults``). A plain test's
-    reports keep pytest's copies: its setup report does not gain what its call recorded."""
+    """pytest copies an item's ``user_properties`` and keywords into each of its three reports,
+    which it keeps till the session ends; a Weval item's three share one list and one dict
+    (``ItemResults``). A plain test's reports keep pytest's copies: its setup report does not
+    gain what its call recorded."""
     _suite(project)
     project.write("conftest.py", SHARED_PROPERTIES_CONFTEST)
     project.write("test_plain.py", "from conftest import test_plain\n")
@@ -407,11 +410,14 @@ def test_an_items_reports_share_one_list_of_properties_and_plain_tests_keep_pyte
     weval = {nodeid: seen for nodeid, seen in reports.items() if nodeid.startswith("blueprints/")}
     assert len(weval) == 10
     for nodeid, seen in weval.items():
-        assert [when for when, _id, _props in seen] == ["setup", "call", "teardown"], nodeid
-        assert len({list_id for _when, list_id, _props in seen}) == 1, (nodeid, seen)
+        assert [report[0] for report in seen] == ["setup", "call", "teardown"], nodeid
+        assert len({report[1] for report in seen}) == 1, (nodeid, seen)
         assert any(name == "weval_score" for name, _value in seen[0][2]), seen
+        assert len({report[3] for report in seen}) == 1, (nodeid, seen)
+        assert seen[0][4] == seen[2][4] and nodeid.split("::")[1].split("[")[0] in str(seen[0][4]), seen
     plain = reports["test_plain.py::test_plain"]
-    assert [props for _when, _id, props in plain] == [[], [["plain", "1"]], [["plain", "1"]]]
+    assert [report[2] for report in plain] == [[], [["plain", "1"]], [["plain", "1"]]]
+    assert len({report[3] for report in plain}) == 3
     # junit still gets every item's properties
     cases = project.junit()
     assert all(case["properties"].get("weval_score") for name, case in cases.items() if "[" in name), cases
