@@ -44,7 +44,7 @@ def json_encoder(
 ) -> Callable[[Any], str]:
     """``json.dumps`` with these options, as one call of the standard library's C encoder made
     once: ``json.dumps`` builds a ``JSONEncoder`` and a C encoder for every call, which cost more
-    than encoding a request (three encodings a request: docs/engine.md, 'Per item'). The text is
+    than encoding a request (it is asked for every item and request). The text is
     ``json.dumps``'s, byte for byte; there is no check for circular references (the engine
     encodes only data it built)."""
     fallback = json.JSONEncoder(
