@@ -122,3 +122,20 @@ def test_the_engines_key_is_the_defined_key():
     request = ModelRequest(model=spec, messages=(ChatMessage("system", "S"), ChatMessage("user", "hé")), temperature=0)
     identity = adapter_for(spec, frozenset()).identity()
     assert engine.key_for(request) == defined_key(identity, request)
+
+
+def test_what_the_key_function_remembers_stays_bounded_and_right():
+    """Many distinct heads (temperatures) and shared first messages (system prompts): what is
+    remembered is let go of when full, and every key is still the defined one."""
+    from pytest_weval.engine.store import cache
+
+    identity = {"provider": "openai", "endpoint": "chat", "model": "m"}
+    model = ModelSpec(id="openai:m")
+    for n in range(1500):
+        request = ModelRequest(
+            model=model,
+            messages=(ChatMessage("system", f"system prompt {n % 700} " * 20), ChatMessage("user", f"q{n}")),
+            temperature=n / 1000,
+        )
+        assert request_key(identity, request) == defined_key(identity, request)
+        assert len(cache._HEADS) <= cache._HEADS_MOST and len(cache._FIRSTS) <= cache._FIRSTS_MOST

@@ -129,25 +129,27 @@ def _feed(digest: Any, data: bytes) -> None:
 # A value no request holds, put where the messages go to find where their JSON goes.
 _MESSAGES_HERE = "\x00weval:messages-here:" + hashlib.sha256(b"weval").hexdigest()
 _PLAIN = (str, int, float, bool, type(None))
-_MEMO_MOST = 1024  # distinct heads, or first messages of a head, kept (cleared when full)
+_HEADS_MOST = 1024  # distinct heads kept (all let go of when full)
+_FIRSTS_MOST = 256  # distinct (head, first message) states kept, whatever the heads (as above)
 
 
 class _Head:
     """The key's JSON around the messages for one (identity, temperature, max_tokens, sample):
     ``before`` ends with ``"messages":[``, ``after`` starts with ``]``; ``state`` has hashed
-    ``before``; ``firsts``: the state after a first message as well, by (role, content), for a
-    request of more messages, whose first (a system prompt, a judge's) other requests share."""
+    ``before``."""
 
-    __slots__ = ("after", "firsts", "state")
+    __slots__ = ("after", "state")
 
     def __init__(self, before: bytes, after: bytes):
         self.after = after
         self.state = hashlib.sha256()
         _feed(self.state, before)
-        self.firsts: dict[tuple[Any, Any], Any] = {}
 
 
 _HEADS: dict[tuple[Any, ...], _Head | None] = {}
+# (head, role, content) -> the head's state with that first message hashed too, for requests of
+# more messages whose first (a system prompt, a judge's) other requests share.
+_FIRSTS: dict[tuple[_Head, Any, Any], Any] = {}
 
 
 def _head(identity: dict[str, Any], request: ModelRequest) -> _Head | None:
@@ -185,7 +187,7 @@ def _head(identity: dict[str, Any], request: ModelRequest) -> _Head | None:
     if text.count(marker) == 1:
         before, after = text.split(marker)
         head = _Head((before + "[").encode("utf-8"), ("]" + after).encode("utf-8"))
-    if len(_HEADS) >= _MEMO_MOST:
+    if len(_HEADS) >= _HEADS_MOST:
         _HEADS.clear()
     _HEADS[memo] = head
     return head
@@ -209,16 +211,16 @@ def request_key(identity: dict[str, Any], request: ModelRequest) -> str:
     messages = request.messages
     if len(messages) > 1:
         first = messages[0]
-        shared = (first.role, first.content)
+        shared = (head, first.role, first.content)
         try:
-            state = head.firsts[shared]
+            state = _FIRSTS[shared]
         except (KeyError, TypeError):  # TypeError: unhashable content, hashed as it comes
             state = head.state.copy()
             _feed(state, _message_json(first.role, first.content))
             try:
-                if len(head.firsts) >= _MEMO_MOST:
-                    head.firsts.clear()
-                head.firsts[shared] = state
+                if len(_FIRSTS) >= _FIRSTS_MOST:
+                    _FIRSTS.clear()
+                _FIRSTS[shared] = state
             except TypeError:
                 pass
         digest = state.copy()
