@@ -40,7 +40,7 @@ from pytest_weval.engine.stages.stopping import Stopping
 from pytest_weval.engine.stages.store_health import StoreHealth
 from pytest_weval.engine.stages.usage import RunUsage
 from pytest_weval.engine.store.backends import backend_for, batch_store, scrub, store_shown
-from pytest_weval.engine.store.cache import ResponseCache, StoreFaults, cache_key
+from pytest_weval.engine.store.cache import ResponseCache, StoreFaults, key_payload, request_key
 from pytest_weval.engine.store.common import StoreDown
 from pytest_weval.engine.store.outage import Outage
 from pytest_weval.engine.transport.http import LazyClient
@@ -257,7 +257,7 @@ class Engine:
             return await asyncio.wrap_future(self.run_coroutine(self.complete(request)))
         try:
             adapter = self.adapter(request.model, request.endpoint)
-            key, summary = cache_key(adapter.identity(), request)
+            key = request_key(adapter.identity(), request)
             # A replay's hit read here and now (``CacheStage.read_now``): no flight, no task, no
             # future, the loop not turned, for what the flight's first step would have read the
             # same way. An identical request under way is joined as before.
@@ -265,9 +265,7 @@ class Engine:
                 reply = self.caching.read_now(request, key)
                 if reply is not None:
                     return reply
-            return await self.flights.join(
-                request, key, lambda priority: self._obtain(adapter, request, key, summary, priority)
-            )
+            return await self.flights.join(request, key, lambda priority: self._obtain(adapter, request, key, priority))
         except ModelCallError as exc:
             self.usage.counts["errors"] += 1
             raise exc.scrub(self.redactor.redact) from None
@@ -277,13 +275,13 @@ class Engine:
                 f"not sent: {exc}; replies already received are kept for the next run", model_id=request.model.id
             ) from None
 
-    async def _obtain(
-        self, adapter: Adapter, request: ModelRequest, key: str, summary: dict, priority: Priority
-    ) -> ModelReply:
+    async def _obtain(self, adapter: Adapter, request: ModelRequest, key: str, priority: Priority) -> ModelReply:
         """The reply to one distinct request, through the stages in order."""
         reply = await self.caching.read(request, key)
         if reply is not None:
             return reply
+        # The request as the store keeps it beside its reply: made for a reply to store only.
+        summary = key_payload(adapter.identity(), request)
         await self.health.before_send(request)
         self.sender.before_send(adapter, request)  # MissingKeyError before any claim
         if self.batcher is not None and self.batcher.batchable(adapter, request):
@@ -382,7 +380,7 @@ class Engine:
 
     def key_for(self, request: ModelRequest) -> str:
         """The cache key of ``request`` (for tests and tools)."""
-        return cache_key(self.adapter(request.model, request.endpoint).identity(), request)[0]
+        return request_key(self.adapter(request.model, request.endpoint).identity(), request)
 
 
 async def _nothing_to_close() -> None:

@@ -5,6 +5,7 @@ The protocol (blocks, labels, output format) follows the reference; the wording 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -99,6 +100,9 @@ def _has_description(description: str | None) -> bool:
     return description is not None and js_trim(str(description)) != ""
 
 
+# A run's judge calls share a few system prompts (one per scale, approach and blueprint
+# description): each is written once, and is then the same string object for every call.
+@functools.lru_cache(maxsize=256)
 def build_system_prompt(scale: str | Scale, approach: str = "holistic", description: str | None = None) -> str:
     table = get_scale(scale)
     unmet = table.classes[0].name
@@ -175,20 +179,32 @@ def build_user_prompt(
     approach: str,
     scale: str | Scale,
 ) -> str:
+    ask, tail = _user_prompt_parts(approach, scale)
+    return (
+        f"{_USER_PROMPT_HEAD}{transcript}\n</TRANSCRIPT>\n\n<TEXT>\n{subject_text}\n</TEXT>\n\n{ask}{criterion}{tail}"
+    )
+
+
+_USER_PROMPT_HEAD = (
+    "Below are a conversation transcript and a criterion. Judge ONLY what the candidate model "
+    f"wrote, the turns labelled \"{GENERATED_LABEL}\". Turns labelled \"{FIXED_LABEL}\" were "
+    "written in advance as part of the test; give them no credit.\n\n"
+    "<TRANSCRIPT>\n"
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _user_prompt_parts(approach: str, scale: str | Scale) -> tuple[str, str]:
+    """The user prompt's text around the criterion for one approach and scale, written once:
+    (the ask line and the criterion's opening tag, all after the criterion)."""
     table = get_scale(scale)
     if approach in ("prompt-aware", "holistic"):
         ask_line = ASK_AWARE
     else:  # 'standard' and anything unrecognised
         ask_line = ASK_STANDARD
     guidelines = "\n".join(f"- {entry.name}: {entry.description}" for entry in table.classes)
-    return (
-        "Below are a conversation transcript and a criterion. Judge ONLY what the candidate model "
-        f"wrote, the turns labelled \"{GENERATED_LABEL}\". Turns labelled \"{FIXED_LABEL}\" were "
-        "written in advance as part of the test; give them no credit.\n\n"
-        f"<TRANSCRIPT>\n{transcript}\n</TRANSCRIPT>\n\n"
-        f"<TEXT>\n{subject_text}\n</TEXT>\n\n"
-        f"{ask_line}\n"
-        f"<CRITERION>\n{criterion}\n</CRITERION>\n\n"
+    return f"{ask_line}\n<CRITERION>\n", (
+        "\n</CRITERION>\n\n"
         "Give a 'reflection' and a 'classification' following the guidelines below. The "
         "classification names the class the text falls into, read against the exact wording of "
         "the criterion.\n\n"

@@ -9,7 +9,7 @@ import hashlib
 import json
 
 from pytest_weval.blueprint import parse_blueprint_text
-from pytest_weval.run.pipeline import ItemWork, content_digest
+from pytest_weval.run.pipeline import ItemWork, blank_result, content_digest
 
 BLUEPRINT = """\
 models: [openai:a, openai:b]
@@ -46,3 +46,19 @@ def test_the_digest_is_the_sha256_of_what_the_answers_depend_on():
             expected = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:32]
             assert content_digest(work, threshold) == expected
     assert len({content_digest(w, 0.5) for w in works}) == len(works)
+
+
+def test_an_items_blank_result_records_its_work_as_the_work_says():
+    """``blank_result`` reads the work's effective model id and system prompt once for the
+    record and its digest: the same values the work's properties give."""
+    blueprint = parse_blueprint_text(BLUEPRINT, fmt="yaml", rel_path="d.yml")
+    for prompt in blueprint.prompts:
+        for model in blueprint.models:
+            for temperature in (None, 0, 0.5):
+                work = ItemWork(f"{prompt.id}-{model.id}", blueprint, prompt, model, temperature, 0, sample=3)
+                result = blank_result(work, 0.75)
+                assert result.content_digest == content_digest(work, 0.75)
+                assert result.effective_model_id == work.effective_model_id
+                assert result.system_prompt == work.system_prompt == "Be brief, é."
+                assert result.temperature == work.sent_temperature and result.sample == 3
+                assert (result.outcome, result.threshold, result.prompt_id) == ("error", 0.75, prompt.id)

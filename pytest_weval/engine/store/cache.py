@@ -44,7 +44,7 @@ def json_encoder(
 ) -> Callable[[Any], str]:
     """``json.dumps`` with these options, as one call of the standard library's C encoder made
     once: ``json.dumps`` builds a ``JSONEncoder`` and a C encoder for every call, which cost more
-    than encoding a request (three encodings a request: docs/engine.md, 'Per item'). The text is
+    than encoding a request (it is asked for every item and request). The text is
     ``json.dumps``'s, byte for byte; there is no check for circular references (the engine
     encodes only data it built)."""
     fallback = json.JSONEncoder(
@@ -80,8 +80,8 @@ def canonical_json(payload: Any) -> str:
     return _canonical(payload)
 
 
-def cache_key(identity: dict[str, Any], request: ModelRequest) -> tuple[str, dict[str, Any]]:
-    """(key, payload). The payload is also the human-readable request summary in the store."""
+def key_payload(identity: dict[str, Any], request: ModelRequest) -> dict[str, Any]:
+    """What the cache key is the hash of; also the human-readable request summary in the store."""
     payload = {
         "v": KEY_VERSION,
         **identity,
@@ -91,6 +91,13 @@ def cache_key(identity: dict[str, Any], request: ModelRequest) -> tuple[str, dic
     }
     if request.sample:  # sample 0 keeps the key it always had, so existing recordings still replay
         payload["sample"] = request.sample
+    return payload
+
+
+def cache_key(identity: dict[str, Any], request: ModelRequest) -> tuple[str, dict[str, Any]]:
+    """(key, payload): the key as it is defined, the sha256 of the payload's ``canonical_json``.
+    ``request_key`` gives the same key for less (the engine's way)."""
+    payload = key_payload(identity, request)
     return sha256_holding_gil(canonical_json(payload).encode("utf-8")), payload
 
 
@@ -105,9 +112,125 @@ def sha256_holding_gil(data: bytes) -> str:
     if len(data) <= _HASH_PIECE:
         return hashlib.sha256(data).hexdigest()
     digest = hashlib.sha256()
+    _feed(digest, data)
+    return digest.hexdigest()
+
+
+def _feed(digest: Any, data: bytes) -> None:
+    """``digest.update(data)`` in pieces hashlib hashes holding the GIL."""
+    if len(data) <= _HASH_PIECE:
+        digest.update(data)
+        return
     view = memoryview(data)
     for start in range(0, len(data), _HASH_PIECE):
         digest.update(view[start : start + _HASH_PIECE])
+
+
+# A value no request holds, put where the messages go to find where their JSON goes.
+_MESSAGES_HERE = "\x00weval:messages-here:" + hashlib.sha256(b"weval").hexdigest()
+_PLAIN = (str, int, float, bool, type(None))
+_HEADS_MOST = 1024  # distinct heads kept (all let go of when full)
+_FIRSTS_MOST = 256  # distinct (head, first message) states kept, whatever the heads (as above)
+
+
+class _Head:
+    """The key's JSON around the messages for one (identity, temperature, max_tokens, sample):
+    ``before`` ends with ``"messages":[``, ``after`` starts with ``]``; ``state`` has hashed
+    ``before``."""
+
+    __slots__ = ("after", "state")
+
+    def __init__(self, before: bytes, after: bytes):
+        self.after = after
+        self.state = hashlib.sha256()
+        _feed(self.state, before)
+
+
+_HEADS: dict[tuple[Any, ...], _Head | None] = {}
+# (head, role, content) -> the head's state with that first message hashed too, for requests of
+# more messages whose first (a system prompt, a judge's) other requests share.
+_FIRSTS: dict[tuple[_Head, Any, Any], Any] = {}
+
+
+def _head(identity: dict[str, Any], request: ModelRequest) -> _Head | None:
+    """The head of ``request``'s key, made once; None where the payload's JSON cannot be cut
+    around its messages (the marker met elsewhere in it): the key is then made whole."""
+    temperature, max_tokens, sample = request.temperature, request.max_tokens, request.sample
+    # A standard provider's identity is a few strings; anything else (a custom model's
+    # definition, dicts within) is remembered by its JSON. The types count: True and 1, 1 and
+    # 1.0 are one dict key each, not one JSON text.
+    ident: Any = tuple(identity.items())
+    try:
+        "".join(identity), "".join(identity.values())  # text alone (the usual case): as it is
+    except TypeError:
+        if all(k.__class__ is str and v.__class__ in _PLAIN for k, v in ident):
+            ident = tuple((k, v.__class__, v) for k, v in ident)
+        else:
+            ident = canonical_json(identity)
+    memo = (ident, temperature.__class__, temperature, max_tokens.__class__, max_tokens, sample.__class__, sample)
+    try:
+        return _HEADS[memo]
+    except KeyError:
+        pass
+    payload = {
+        "v": KEY_VERSION,
+        **identity,
+        "messages": _MESSAGES_HERE,
+        "temperature": _number(temperature),
+        "max_tokens": _number(max_tokens),
+    }
+    if sample:
+        payload["sample"] = sample
+    text = canonical_json(payload)
+    marker = _canonical(_MESSAGES_HERE)
+    head = None
+    if text.count(marker) == 1:
+        before, after = text.split(marker)
+        head = _Head((before + "[").encode("utf-8"), ("]" + after).encode("utf-8"))
+    if len(_HEADS) >= _HEADS_MOST:
+        _HEADS.clear()
+    _HEADS[memo] = head
+    return head
+
+
+def _message_json(role: Any, content: Any) -> bytes:
+    """A message's JSON as ``canonical_json`` writes it within the payload."""
+    text = encode_basestring(content) if content.__class__ is str else _canonical(content)
+    named = encode_basestring(role) if role.__class__ is str else _canonical(role)
+    return f'{{"content":{text},"role":{named}}}'.encode()
+
+
+def request_key(identity: dict[str, Any], request: ModelRequest) -> str:
+    """``cache_key(identity, request)[0]``, for less: the JSON around the messages is encoded and
+    hashed once per identity, temperature, max tokens and sample (``_Head``), and a first
+    message shared by requests of more messages once per head; the rest is encoded message by
+    message and fed on a copy of that hash. The bytes hashed are ``canonical_json``'s."""
+    head = _head(identity, request)
+    if head is None:
+        return cache_key(identity, request)[0]
+    messages = request.messages
+    if len(messages) > 1:
+        first = messages[0]
+        shared = (head, first.role, first.content)
+        try:
+            state = _FIRSTS[shared]
+        except (KeyError, TypeError):  # TypeError: unhashable content, hashed as it comes
+            state = head.state.copy()
+            _feed(state, _message_json(first.role, first.content))
+            try:
+                if len(_FIRSTS) >= _FIRSTS_MOST:
+                    _FIRSTS.clear()
+                _FIRSTS[shared] = state
+            except TypeError:
+                pass
+        digest = state.copy()
+        for message in messages[1:]:
+            _feed(digest, b"," + _message_json(message.role, message.content))
+    else:
+        digest = head.state.copy()
+        for message in messages:
+            _feed(digest, _message_json(message.role, message.content))
+    _feed(digest, head.after)
     return digest.hexdigest()
 
 
