@@ -48,16 +48,17 @@ def rootdir_problem(config: pytest.Config) -> str | None:
             )
             return rootpath, inipath
 
+        taken = [(opt, value, path) for opt, value in misread if (path := _taken_for(config, opt, value))]
         meant = found([])
-        later = found([str(path) for opt, value in misread if (path := _taken_for(config, opt, value))])
+        later = found([str(path) for _opt, _value, path in taken])
     except (TypeError, ValueError):  # another pytest's internals: nothing to compare
         return None
-    if meant == later and meant == (config.rootpath, config.inipath):
+    if not taken or (meant == later and meant == (config.rootpath, config.inipath)):
         return None
     moved = (config.rootpath, config.inipath) != meant
-    written = " ".join(f"{opt} {value}" for opt, value in misread)
-    fixed = " ".join(f"{opt}={value}" for opt, value in misread)
-    ini_names = ", ".join(_INI_NAME[opt] for opt, _value in misread)
+    written = " ".join(f"{opt} {value}" for opt, value, _path in taken)
+    fixed = " ".join(f"{opt}={value}" for opt, value, _path in taken)
+    ini_names = ", ".join(_INI_NAME[opt] for opt, _value, _path in taken)
     outcome = (
         f"its rootdir is {later[0]} ({_ini(later[1])})"
         if moved
