@@ -15,6 +15,10 @@ Every run sets the provider's cap to ``--concurrency`` (``-o weval_provider_conc
 so that many requests can be in flight from the start; ``--provider-profile`` leaves OpenAI's
 adaptive profile instead (20 at first, one more every 10 replies, up to 30).
 
+Before the runs it prints what a bare aiohttp client takes for as many requests at the same
+concurrency against the same server (``bare_client_wall``): the fake server's own turnaround,
+which no client goes below.
+
 Targets: wall within 1.3x the ideal, no request sent twice, -n 2 no slower than serial.
 The default of 1,200 items (ideal 18 s) keeps pytest's own start-up and exit, about 2 s whatever
 the suite (``floor`` below), from deciding the ratio; ``--items 400`` shows it.
@@ -104,6 +108,36 @@ def reset(server: FakeServerProcess) -> None:
     httpx.post(server.url + "/__reset", timeout=10)
 
 
+def bare_client_wall(server: FakeServerProcess, requests: int, concurrency: int) -> float:
+    """What the wire and the fake server alone allow: a bare aiohttp client sending ``requests``
+    chat requests at ``concurrency`` in flight, each worker sending its next on each reply."""
+    import asyncio
+
+    import aiohttp
+
+    async def send_all() -> float:
+        left = iter(range(requests))
+        async with aiohttp.ClientSession() as session:
+
+            async def worker() -> None:
+                for n in left:
+                    body = {
+                        "model": MODELS[0].split(":", 1)[1],
+                        "messages": [{"role": "user", "content": f"Bare {n}?"}],
+                    }
+                    headers = {"Authorization": "Bearer test-openai-key"}
+                    async with session.post(
+                        server.url + "/openai/v1/chat/completions", json=body, headers=headers
+                    ) as reply:
+                        await reply.read()
+
+            start = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            return time.perf_counter() - start
+
+    return asyncio.run(send_all())
+
+
 def summary_line(proc: subprocess.CompletedProcess) -> str:
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     return lines[-1] if lines else proc.stderr.strip()[-300:]
@@ -184,6 +218,14 @@ def main() -> None:
             f"serial {empty_serial:.2f} s (CPU {empty_cpu:.2f} s), -n 2 {empty_xdist:.2f} s (CPU {empty_xdist_cpu:.2f} s; "
             f"xdist's own cost {empty_xdist - empty_serial:+.2f} s, CPU {empty_xdist_cpu - empty_cpu:+.2f} s)"
         )
+
+        requests = items * 3  # each item: one generation and two judged points
+        bare = bare_client_wall(server, requests, args.concurrency)
+        print(
+            f"bare aiohttp client, {requests} requests at {args.concurrency} in flight to the same server: "
+            f"{bare:.2f} s = {bare / (requests * latency / args.concurrency):.3f}x ideal (the server's own turnaround)"
+        )
+        reset(server)
 
         runs = [
             ("serial", (f"--weval-cache-dir={tmp / 'cache-serial'}",)),
