@@ -92,22 +92,6 @@ class ItemWork:
             return self.prompt.threshold
         return self.blueprint.threshold
 
-    def at_priority(self, priority: int) -> ItemWork:
-        """``dataclasses.replace(self, priority=priority)``, for an eighth of its cost: the
-        scheduler asks it of every item it starts."""
-        return ItemWork(
-            self.nodeid,
-            self.blueprint,
-            self.prompt,
-            self.model,
-            self.temperature,
-            self.system_index,
-            priority,
-            self.blocked,
-            self.blocked_outcome,
-            self.sample,
-        )
-
 
 # An item asks for its effective model id four times, and a run's items share a few: each is
 # formatted once (typed: 0 and 0.0 are two keys, though JavaScript writes both "0").

@@ -28,7 +28,7 @@ from pytest_weval.engine import Engine
 from pytest_weval.engine.claims import ROLE_PREFIX, Coordinator, Landed
 from pytest_weval.engine.store.sqlite_health import is_full, is_unwritable
 from pytest_weval.results import ItemResult
-from pytest_weval.run.pipeline import ItemWork, Pipeline, Work
+from pytest_weval.run.pipeline import Pipeline, Work
 
 log = logging.getLogger("pytest_weval.run")
 
@@ -368,10 +368,7 @@ class ItemScheduler:
 
     async def _evaluate(self, item: ScheduledItem, priority: int) -> None:
         nodeid = item.work.nodeid
-        work = item.work
-        work = (
-            work.at_priority(priority) if isinstance(work, ItemWork) else dataclasses.replace(work, priority=priority)
-        )
+        work = dataclasses.replace(item.work, priority=priority)
         future = item.future
         try:
             result = await self.pipeline.evaluate(work)
